@@ -1,0 +1,365 @@
+"""Privacy accounting: tight hockey-stick divergences and their inverses.
+
+Every mechanism of the package reduces to a pair of output distributions P (the
+smaller data set) and Q (the larger one, with the privacy target added) and the
+privacy loss L = log dP/dQ.  The tight per-instance guarantee is (SPEC.md 1)
+
+    delta_PQ(eps) = P(L > eps) - e^eps Q(L > eps),
+    delta_QP(eps) = Q(L < -eps) - e^eps P(L < -eps),
+    delta(eps) = max(delta_PQ, delta_QP).
+
+Both directions have the shape ``A(eps) - e^eps B(eps)`` and the derivative
+``-e^eps B(eps)``.  A mechanism therefore only supplies a *tails* function
+returning ``(log A, log B)`` for one direction; this module turns it into
+delta(eps) and into eps(delta) with one vectorised, safeguarded Newton search
+that always returns an upper bound (the end of the bracket whose delta was
+checked to be at most the target).
+
+Nothing here knows about scikit-learn: the estimators feed it arrays of
+per-row statistics.
+"""
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import log_ndtr, ndtr, ndtri_exp
+
+__all__ = [
+    "log_phi",
+    "log_gauss_mass",
+    "hockey_stick",
+    "epsilon_from_delta",
+    "ops_delta",
+    "ops_epsilon",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_noise_scale",
+]
+
+# Search limits of eps(delta).  A loss that still exceeds the target at
+# _EPS_MAX is reported as +inf, which is always a valid (if useless) bound.
+_EPS_MAX = 1e6
+_RTOL = 1e-8
+_ATOL = 1e-12
+_MAX_ITER = 200
+_LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
+
+
+def log_phi(x):
+    """Log of the standard normal CDF, accurate in both tails.
+
+    ``scipy.special.log_ndtr`` is exact but about three times slower than
+    ``ndtr``; ``log(ndtr(x))`` is just as accurate for -20 < x <= 0 (``ndtr``
+    is relatively accurate there) and ``log1p(-ndtr(-x))`` for x > 0, so the
+    slow routine only sees the far lower tail.
+    """
+    x = np.asarray(x, dtype=float)
+    out = np.empty_like(x)
+    neg = x <= 0
+    with np.errstate(divide="ignore"):
+        out[neg] = np.log(ndtr(x[neg]))
+        out[~neg] = np.log1p(-ndtr(-x[~neg]))
+    far = x < -20
+    if np.any(far):
+        out[far] = log_ndtr(x[far])
+    return out
+
+
+def _log1mexp(a):
+    """log(1 - exp(a)) for a <= 0, stable at both ends (-inf for a >= 0)."""
+    a = np.minimum(a, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.where(
+            a > -np.log(2.0), np.log(-np.expm1(a)), np.log1p(-np.exp(a))
+        )
+
+
+def log_gauss_mass(lo, hi):
+    """log(Phi(hi) - Phi(lo)) for lo <= hi, computed in the thinner tail."""
+    lo, hi = np.broadcast_arrays(np.asarray(lo, float), np.asarray(hi, float))
+    # Phi(hi) - Phi(lo) = Phi(-lo) - Phi(-hi): use the side whose tails are small.
+    flip = lo > 0
+    a = np.where(flip, -hi, lo)
+    b = np.where(flip, -lo, hi)
+    lb = log_phi(b)
+    with np.errstate(invalid="ignore"):
+        return np.where(b <= a, -np.inf, lb + _log1mexp(log_phi(a) - lb))
+
+
+def _log_delta(eps, log_a, log_b):
+    """log(A - e^eps B), -inf when the difference is not positive."""
+    with np.errstate(invalid="ignore"):
+        diff = eps + log_b - log_a
+        out = log_a + _log1mexp(diff)
+    return np.where((diff >= 0) | np.isneginf(log_a), -np.inf, out)
+
+
+def hockey_stick(tails, eps, size):
+    """delta(eps) = max over directions of A(eps) - e^eps B(eps).
+
+    Parameters
+    ----------
+    tails : sequence of callables
+        One per direction; ``tails[k](eps, idx)`` returns ``(log A, log B)``
+        for the instances ``idx`` (an integer index array) at ``eps``.
+    eps : array-like
+        Broadcast against ``size`` instances.
+    size : int
+        Number of instances.
+    """
+    eps = np.broadcast_to(np.asarray(eps, dtype=float), (size,)).copy()
+    idx = np.arange(size)
+    out = np.zeros(size)
+    for tail in tails:
+        log_a, log_b = tail(eps, idx)
+        out = np.maximum(out, np.exp(_log_delta(eps, log_a, log_b)))
+    return out
+
+
+def _solve_direction(tail, log_target, size):
+    """Smallest eps >= 0 with A(eps) - e^eps B(eps) <= target, for one direction.
+
+    Safeguarded Newton on the probit scale, f(eps) = Phi^{-1}(delta(eps)) -
+    Phi^{-1}(target), which is nearly linear for the Gaussian-like losses of
+    this package (exactly so for the Gaussian mechanism's tail), using
+    d delta / d eps = -e^eps B.  A bracket [lo, hi] with delta(lo) > target >=
+    delta(hi) is kept for every instance and the answer is ``hi``, so rounding
+    can only make the reported epsilon larger.
+    """
+    lo = np.zeros(size)
+    hi = np.full(size, np.inf)
+    q_target = ndtri_exp(log_target)
+    log_target = np.broadcast_to(log_target, (size,))
+    q_target = np.broadcast_to(q_target, (size,))
+    x = np.zeros(size)
+    active = np.arange(size)
+    for _ in range(_MAX_ITER):
+        if active.size == 0:
+            break
+        xa = x[active]
+        log_a, log_b = tail(xa, active)
+        ld = _log_delta(xa, log_a, log_b)
+        above = ld > log_target[active]
+        lo[active] = np.where(above, xa, lo[active])
+        hi[active] = np.where(above, hi[active], xa)
+        la, ha = lo[active], hi[active]
+        tol = _RTOL * la + _ATOL
+        done = (ha - la) <= tol
+        # Newton step; nudged by one tolerance past the estimate so that a
+        # side that converges monotonically still closes the bracket.
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            q = ndtri_exp(np.minimum(ld, 0.0))
+            log_slope = xa + log_b + 0.5 * q**2 + _LOG_SQRT_2PI
+            step = (q - q_target[active]) * np.exp(-log_slope)
+            guess = xa + step + np.where(above, 0.5 * tol, -0.5 * tol)
+        bad = ~np.isfinite(guess) | (guess <= la) | (guess >= ha)
+        fallback = np.where(
+            np.isfinite(ha), 0.5 * (la + ha), np.maximum(2.0 * la, 1.0)
+        )
+        guess = np.where(bad, fallback, guess)
+        give_up = ~np.isfinite(ha) & (la >= _EPS_MAX)
+        keep = ~done & ~give_up
+        x[active[keep]] = guess[keep]
+        active = active[keep]
+    else:  # pragma: no cover - the bracket halves at least every other step
+        raise RuntimeError("epsilon search did not converge")
+    return hi
+
+
+def epsilon_from_delta(tails, delta, size):
+    """eps(delta) = min{eps >= 0 : delta(eps) <= delta}, +inf if none exists.
+
+    The maximum over directions of each direction's own eps(delta), which is
+    the same as inverting their maximum because every direction is
+    non-increasing in eps.
+    """
+    delta = np.broadcast_to(np.asarray(delta, dtype=float), (size,))
+    with np.errstate(divide="ignore"):
+        log_target = np.log(delta)
+    out = np.zeros(size)
+    for tail in tails:
+        out = np.maximum(out, _solve_direction(tail, log_target, size))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# One Posterior Sample (SPEC.md 2)
+# ---------------------------------------------------------------------------
+
+
+def _log_sq_above(t, m, s):
+    """log P(e^2 > t) for e ~ N(m, s^2)."""
+    with np.errstate(invalid="ignore"):
+        root = np.sqrt(np.maximum(t, 0.0))
+    up = np.logaddexp(log_phi((m - root) / s), log_phi((-m - root) / s))
+    return np.where(t <= 0, 0.0, up)
+
+
+def _log_sq_below(t, m, s):
+    """log P(e^2 < t) for e ~ N(m, s^2)."""
+    root = np.sqrt(np.maximum(t, 0.0))
+    m = np.abs(m)
+    return np.where(t <= 0, -np.inf, log_gauss_mass((-root - m) / s, (root - m) / s))
+
+
+def _ops_tails(mu, r, gamma):
+    """Tails of the OPS loss L = -log(1+mu)/2 + gamma/2 (e^2 - r^2/(1+mu)).
+
+    Under P, e ~ N(r, mu/gamma); under Q, e ~ N(r/(1+mu), mu/(gamma (1+mu))).
+    """
+    log1p_mu = np.log1p(mu)
+    r2 = r**2 / (1.0 + mu)
+    sd_p = np.sqrt(mu / gamma)
+    sd_q = sd_p / np.sqrt(1.0 + mu)
+    mean_q = r / (1.0 + mu)
+
+    def remove(eps, idx):  # delta_PQ: P(L > eps) - e^eps Q(L > eps)
+        t = (2 * eps + log1p_mu[idx]) / gamma[idx] + r2[idx]
+        return (
+            _log_sq_above(t, r[idx], sd_p[idx]),
+            _log_sq_above(t, mean_q[idx], sd_q[idx]),
+        )
+
+    def add(eps, idx):  # delta_QP: Q(L < -eps) - e^eps P(L < -eps)
+        t = (-2 * eps + log1p_mu[idx]) / gamma[idx] + r2[idx]
+        return (
+            _log_sq_below(t, mean_q[idx], sd_q[idx]),
+            _log_sq_below(t, r[idx], sd_p[idx]),
+        )
+
+    return {"remove": remove, "add": add}
+
+
+def _pick(tails, direction):
+    if direction == "both":
+        return list(tails.values())
+    if direction not in tails:
+        raise ValueError(
+            f"direction must be 'both' or one of {sorted(tails)}, got {direction!r}"
+        )
+    return [tails[direction]]
+
+
+def _flat(*arrays):
+    """Broadcast to one shape and flatten; returns the shape and the arrays."""
+    arrays = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in arrays))
+    return arrays[0].shape, [np.ravel(a) for a in arrays]
+
+
+def _shaped(values, shape):
+    return float(values[0]) if shape == () else values.reshape(shape)
+
+
+def _ops_setup(mu, r, gamma, direction):
+    # No leverage: the target does not move the posterior (delta = 0).
+    # Infinite leverage or residual: no finite epsilon exists (delta = 1).
+    zero = mu <= 0
+    infinite = ~np.isfinite(mu) | ~np.isfinite(r)
+    safe = zero | infinite
+    tails = _ops_tails(np.where(safe, 1.0, mu), np.where(safe, 0.0, r), gamma)
+    return _pick(tails, direction), zero, infinite
+
+
+def ops_delta(eps, mu, r, gamma, direction="both"):
+    """Tight delta(eps) of One Posterior Sample (SPEC.md 2).
+
+    Parameters
+    ----------
+    eps : float or array-like
+        Privacy level(s) at which to evaluate.
+    mu : float or array-like
+        Leverage x^T H^{-1} x of the target w.r.t. the smaller data set.
+    r : float or array-like
+        Residual y_z - x^T theta_hat on the smaller data set.
+    gamma : float or array-like
+        Posterior scaling; the release is N(theta_hat, (gamma H)^{-1}).
+    direction : {"both", "remove", "add"}, default="both"
+        "remove" is delta_PQ, "add" is delta_QP, "both" their maximum.
+
+    Returns
+    -------
+    delta : float or ndarray
+        Broadcast shape of the inputs.
+    """
+    shape, (eps, mu, r, gamma) = _flat(eps, mu, r, gamma)
+    tails, zero, infinite = _ops_setup(mu, r, gamma, direction)
+    out = hockey_stick(tails, eps, eps.size)
+    out[zero] = 0.0
+    out[infinite] = 1.0
+    return _shaped(out, shape)
+
+
+def ops_epsilon(delta, mu, r, gamma, direction="both"):
+    """Tight eps(delta) of One Posterior Sample, +inf where none exists.
+
+    Same parameters as :func:`ops_delta`, with ``delta`` in (0, 1).
+    """
+    shape, (delta, mu, r, gamma) = _flat(delta, mu, r, gamma)
+    tails, zero, infinite = _ops_setup(mu, r, gamma, direction)
+    out = epsilon_from_delta(tails, delta, delta.size)
+    out[zero] = 0.0
+    out[infinite] = np.inf
+    return _shaped(out, shape)
+
+
+# ---------------------------------------------------------------------------
+# Gaussian mechanism (SPEC.md 3; Balle and Wang 2018)
+# ---------------------------------------------------------------------------
+
+
+def _gaussian_tails(s):
+    """delta(eps) = Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s), both directions."""
+
+    def tail(eps, idx):
+        si = s[idx]
+        return log_phi(si / 2 - eps / si), log_phi(-si / 2 - eps / si)
+
+    return [tail]
+
+
+def gaussian_delta(eps, s):
+    """Tight delta(eps) of the Gaussian mechanism with sensitivity/noise ratio ``s``.
+
+    ``s`` = ||Delta||_{Sigma^{-1}}: the per-instance sensitivity measured in
+    the noise's Mahalanobis norm (Delta / sigma for isotropic noise).
+    """
+    shape, (eps, s) = _flat(eps, s)
+    zero, infinite = s <= 0, ~np.isfinite(s)
+    out = hockey_stick(_gaussian_tails(np.where(zero | infinite, 1.0, s)), eps, eps.size)
+    out[zero] = 0.0
+    out[infinite] = 1.0
+    return _shaped(out, shape)
+
+
+def gaussian_epsilon(delta, s):
+    """Tight eps(delta) of the Gaussian mechanism with ratio ``s``."""
+    shape, (delta, s) = _flat(delta, s)
+    zero, infinite = s <= 0, ~np.isfinite(s)
+    out = epsilon_from_delta(
+        _gaussian_tails(np.where(zero | infinite, 1.0, s)), delta, delta.size
+    )
+    out[zero] = 0.0
+    out[infinite] = np.inf
+    return _shaped(out, shape)
+
+
+def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
+    """Smallest sigma for which N(0, sigma^2 I) noise on a query of l2
+    sensitivity ``sensitivity`` is (epsilon, delta)-DP (analytic Gaussian
+    mechanism; the classical sqrt(2 log(1.25/delta))/epsilon rule is invalid
+    for large epsilon, SPEC.md E2).
+    """
+    # delta(epsilon) grows with s = sensitivity/sigma: find the largest s.
+    def excess(log_s):
+        with np.errstate(divide="ignore"):
+            return np.log(gaussian_delta(epsilon, np.exp(log_s))) - np.log(delta)
+
+    lo, hi = -10.0, 1.0
+    while excess(hi) <= 0:
+        lo, hi = hi, hi + 5.0
+    while excess(lo) > 0:
+        lo, hi = lo - 10.0, lo
+    log_s = brentq(excess, lo, hi, xtol=1e-13)
+    # brentq may land a hair above the root: step down until it is valid.
+    while excess(log_s) > 0:
+        log_s -= 1e-12
+    return sensitivity / np.exp(log_s)

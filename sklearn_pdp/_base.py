@@ -1,0 +1,281 @@
+"""Shared data handling of the private regressors.
+
+Data flows through here once: validate, scale every row into the unit ball and
+every label into [-1, 1] (on a copy, chunk by chunk), accumulate the sufficient
+statistics, and, after the mechanism has drawn its noise, make one more pass
+over the rows for the per-instance statistics (leverage, residual).  No n x d
+temporary is ever created: memory beyond X itself is O(d^2 + chunk).
+"""
+
+import warnings
+from numbers import Real
+
+import numpy as np
+from scipy import linalg
+from sklearn import get_config
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils._param_validation import Interval
+from sklearn.utils import check_array
+from sklearn.utils.validation import (
+    check_consistent_length,
+    check_is_fitted,
+    validate_data,
+)
+
+from .exceptions import PrivacyLeakWarning
+
+# The constant feature and the scaled features share the unit ball equally:
+# x_aug = [x / data_norm, 1] / sqrt(2), so ||x_aug|| <= 1 still holds.
+_AUGMENT_WEIGHT = 1.0 / np.sqrt(2.0)
+# Upper limit (MiB) of the scratch memory of one chunk; scikit-learn's
+# ``working_memory`` setting applies when it is smaller.
+_CHUNK_MIB = 64
+
+
+class DomainScaler:
+    """Maps data into the domain of the privacy analysis, and models back.
+
+    Rows are divided by ``data_norm`` and, if still longer than 1, scaled down
+    to norm 1; labels are divided by ``y_bound`` and clipped to [-1, 1]; with
+    ``fit_intercept`` a constant feature is appended and the row is weighted by
+    1/sqrt(2).  Clipping happens on copies.
+    """
+
+    def __init__(self, data_norm, y_bound, fit_intercept):
+        self.data_norm = data_norm
+        self.y_bound = y_bound
+        self.fit_intercept = fit_intercept
+
+    def scale(self, X, y=None):
+        """Scaled (and clipped) copy of the rows ``X`` and labels ``y``."""
+        d = X.shape[1]
+        Xs = np.empty((X.shape[0], d + int(self.fit_intercept)))
+        np.multiply(X, 1.0 / self.data_norm, out=Xs[:, :d])
+        norms = np.sqrt(np.einsum("ij,ij->i", Xs[:, :d], Xs[:, :d]))
+        Xs[:, :d] /= np.maximum(norms, 1.0)[:, None]
+        if self.fit_intercept:
+            Xs[:, d] = 1.0
+            Xs *= _AUGMENT_WEIGHT
+        if y is None:
+            return Xs
+        return Xs, np.clip(y / self.y_bound, -1.0, 1.0)
+
+    def unscale_coef(self, theta):
+        """``coef_`` and ``intercept_`` in the user's units for the scaled model ``theta``."""
+        if not self.fit_intercept:
+            return theta * (self.y_bound / self.data_norm), 0.0
+        coef = theta[:-1] * (self.y_bound * _AUGMENT_WEIGHT / self.data_norm)
+        return coef, float(theta[-1] * self.y_bound * _AUGMENT_WEIGHT)
+
+
+class ScaledData:
+    """The training data as the privacy analysis sees it, produced in chunks.
+
+    The scaled rows are never stored whole: every pass scales one chunk at a time.
+    """
+
+    def __init__(self, X, y, scaler):
+        self.X = X
+        self.y = y
+        self.scaler = scaler
+        self.n_samples = X.shape[0]
+        self.n_features = X.shape[1] + int(scaler.fit_intercept)
+
+    def chunks(self):
+        """Yield ``(rows, Xs, ys)`` for consecutive row slices."""
+        # scaled copy, whitened copy, and their products
+        row_bytes = 8 * 4 * self.n_features
+        working_memory = min(get_config()["working_memory"], _CHUNK_MIB)
+        size = max(int(working_memory * 2**20 // row_bytes), 1)
+        for rows in gen_batches(self.n_samples, size):
+            yield (rows, *self.scaler.scale(self.X[rows], self.y[rows]))
+
+    def gram(self):
+        """Sufficient statistics X^T X and X^T y of the scaled data."""
+        XtX = np.zeros((self.n_features, self.n_features))
+        Xty = np.zeros(self.n_features)
+        for _, Xs, ys in self.chunks():
+            XtX += Xs.T @ Xs
+            Xty += Xs.T @ ys
+        return XtX, Xty
+
+
+class Ridge:
+    """Non-private ridge solution on scaled data, kept for the privacy report.
+
+    H = X^T X + alpha I = L L^T (Cholesky), theta_hat = H^{-1} X^T y.
+
+    The fitted estimators keep this object (``_ridge``): it holds non-private
+    statistics, so publish ``coef_``/``intercept_`` or predictions, never the
+    pickled estimator.
+    """
+
+    def __init__(self, XtX, Xty, alpha):
+        H = XtX + alpha * np.eye(XtX.shape[0])
+        try:
+            self.chol = linalg.cholesky(H, lower=True, check_finite=False)
+        except linalg.LinAlgError:
+            raise ValueError(
+                "X^T X + alpha I is singular: this mechanism needs alpha > 0 "
+                f"when X has fewer independent rows than columns (alpha={alpha})."
+            ) from None
+        self.alpha = alpha
+        self.coef = linalg.cho_solve((self.chol, True), Xty, check_finite=False)
+
+    def whiten(self, Xs):
+        """L^{-1} x for every row of ``Xs`` (columns of the result)."""
+        return linalg.solve_triangular(self.chol, Xs.T, lower=True, check_finite=False)
+
+    def sample(self, rng, scale=1.0, size=None):
+        """``scale`` times a draw from N(0, H^{-1}); ``size`` draws as rows."""
+        d = self.chol.shape[0]
+        z = rng.standard_normal(d if size is None else (d, size))
+        draw = linalg.solve_triangular(
+            self.chol, z, lower=True, trans="T", check_finite=False
+        )
+        return scale * (draw if size is None else draw.T)
+
+    def row_statistics(self, Xs, ys=None, *, inverse_norm=False):
+        """Leverage x^T H^{-1} x and residual y - x^T theta_hat of the rows.
+
+        With ``inverse_norm`` also ||H^{-1} x||^2 (one more triangular solve).
+        """
+        W = self.whiten(Xs)
+        stats = {"leverage": np.einsum("ij,ij->j", W, W)}
+        if ys is not None:
+            stats["residual"] = ys - Xs @ self.coef
+        if inverse_norm:
+            V = linalg.solve_triangular(
+                self.chol, W, lower=True, trans="T", check_finite=False
+            )
+            stats["inverse_norm2"] = np.einsum("ij,ij->j", V, V)
+        return stats
+
+    def training_statistics(self, data, **kwargs):
+        """:meth:`row_statistics` of every training row, one chunked pass."""
+        out = {}
+        for rows, Xs, ys in data.chunks():
+            for key, value in self.row_statistics(Xs, ys, **kwargs).items():
+                out.setdefault(key, np.empty(data.n_samples))[rows] = value
+        return out
+
+
+def leave_one_out(leverage, residual):
+    """In-sample (mu', r') to the (mu, r) of the data set without the row.
+
+    mu = mu'/(1 - mu'), r = r'/(1 - mu') (Sherman-Morrison); a row with
+    mu' = 1 is the only support of its direction: infinite leverage.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keep = 1.0 - leverage
+        inf = keep <= 0
+        mu = np.where(inf, np.inf, leverage / keep)
+        r = np.where(inf, np.inf, residual / keep)
+    return mu, r
+
+
+class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
+    """Base class of the package's private linear regressors.
+
+    Subclasses implement ``_fit_scaled(data, rng)``: it receives the
+    :class:`ScaledData`, sets the privacy attributes, and returns the released
+    coefficient vector in scaled coordinates.
+    """
+
+    _parameter_constraints: dict = {
+        "data_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "fit_intercept": ["boolean"],
+        "random_state": ["random_state"],
+    }
+
+    def _resolve_bounds(self, X, y):
+        """The declared bounds, or the data's own with a PrivacyLeakWarning."""
+        bounds = {}
+        for name, observed in (
+            ("data_norm", lambda: np.sqrt(np.einsum("ij,ij->i", X, X)).max(initial=0)),
+            ("y_bound", lambda: np.abs(y).max(initial=0)),
+        ):
+            value = getattr(self, name)
+            if value is None:
+                warnings.warn(
+                    f"{name} was not given, so it is read from the data. This "
+                    "leaks information about the data and the reported privacy "
+                    f"guarantees do not cover it. Declare {name} to avoid this.",
+                    PrivacyLeakWarning,
+                    stacklevel=4,
+                )
+                value = float(observed()) or 1.0
+            bounds[name] = float(value)
+        return bounds["data_norm"], bounds["y_bound"]
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the private model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data. Rows longer than ``data_norm`` are scaled down to
+            it (on a copy) before the mechanism sees them.
+        y : array-like of shape (n_samples,)
+            Targets. Values beyond ``y_bound`` are clipped (on a copy).
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        self.data_norm_, self.y_bound_ = self._resolve_bounds(X, y)
+        self._scaler = DomainScaler(self.data_norm_, self.y_bound_, self.fit_intercept)
+        data = ScaledData(X, y, self._scaler)
+        theta = self._fit_scaled(data, check_random_state(self.random_state))
+        self.coef_, self.intercept_ = self._scaler.unscale_coef(theta)
+        return self
+
+    def predict(self, X):
+        """Predict with the released linear model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            ``X @ coef_ + intercept_``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.coef_ + self.intercept_
+
+    def pdp_epsilon(self, X, y=None):
+        """Exact per-instance epsilon, at ``delta``, of adding new targets.
+
+        For each row of ``X`` (with label ``y``), the epsilon that this
+        release would have cost that person had they been added to the
+        training set. Targets are scaled and clipped like training rows.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Feature vectors of the targets.
+        y : array-like of shape (n_samples,), default=None
+            Their labels. If None, the worst label in [-y_bound_, y_bound_]
+            is used for each row, which needs only ``X``.
+
+        Returns
+        -------
+        epsilon : ndarray of shape (n_samples,)
+            ``inf`` where no finite epsilon exists.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        if y is None:
+            return self._target_epsilon(self._scaler.scale(X), None)
+        y = check_array(y, ensure_2d=False, dtype=np.float64)
+        check_consistent_length(X, y)
+        return self._target_epsilon(*self._scaler.scale(X, y))

@@ -1,0 +1,14 @@
+"""scikit-learn's estimator checks over every public estimator."""
+
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_pdp import OPSRegressor
+
+ESTIMATORS = [OPSRegressor()]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
+@parametrize_with_checks(ESTIMATORS)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)

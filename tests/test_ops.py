@@ -1,0 +1,180 @@
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy import stats
+from sklearn.linear_model import Ridge
+
+from sklearn_pdp import OPSRegressor, PrivacyLeakWarning
+from sklearn_pdp._accounting import ops_epsilon
+from sklearn_pdp._base import DomainScaler
+
+
+def _data(n=60, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+def _scaled(X, y, reg):
+    return DomainScaler(reg.data_norm_, reg.y_bound_, reg.fit_intercept).scale(X, y)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_pdp_losses_equal_brute_force_leave_one_out(fit_intercept):
+    X, y = _data()
+    reg = OPSRegressor(
+        gamma=30.0, alpha=0.5, data_norm=3.0, y_bound=4.0,
+        fit_intercept=fit_intercept, random_state=0,
+    ).fit(X, y)
+    Xs, ys = _scaled(X, y, reg)
+    expected = []
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        H = Xs[keep].T @ Xs[keep] + 0.5 * np.eye(Xs.shape[1])
+        theta = np.linalg.solve(H, Xs[keep].T @ ys[keep])
+        mu = Xs[i] @ np.linalg.solve(H, Xs[i])
+        expected.append(ops_epsilon(1e-6, mu, ys[i] - Xs[i] @ theta, 30.0))
+    assert_allclose(reg.pdp_losses_, expected, rtol=1e-7)
+    assert np.all(reg.pdp_losses_ <= reg.dp_epsilon_)
+
+
+def test_pdp_epsilon_of_new_targets():
+    X, y = _data()
+    reg = OPSRegressor(gamma=5.0, data_norm=3.0, y_bound=4.0, random_state=0).fit(X, y)
+    X_new, y_new = _data(n=7, seed=1)
+    Xs, ys = _scaled(X, y, reg)
+    Xn, yn = _scaled(X_new, y_new, reg)
+    H = Xs.T @ Xs + reg.alpha * np.eye(Xs.shape[1])
+    theta = np.linalg.solve(H, Xs.T @ ys)
+    mu = np.einsum("ij,ij->i", Xn, np.linalg.solve(H, Xn.T).T)
+    assert_allclose(
+        reg.pdp_epsilon(X_new, y_new), ops_epsilon(1e-6, mu, yn - Xn @ theta, 5.0), rtol=1e-7
+    )
+    # without labels: the worst label in the domain, so at least as large
+    worst = reg.pdp_epsilon(X_new)
+    for label in (-4.0, -1.0, 0.0, 2.5, 4.0):
+        assert np.all(worst >= reg.pdp_epsilon(X_new, np.full(7, label)) - 1e-12)
+
+
+def test_dp_epsilon_bounds_adversarial_data_sets():
+    """The data-independent guarantee holds on data built to be bad: every
+    row at norm 1, labels at the bound and of opposite signs to the fit."""
+    rng = np.random.default_rng(4)
+    n, alpha = 40, 0.3
+    for _ in range(5):
+        X = rng.normal(size=(n, 2))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        y = np.sign(rng.normal(size=n))
+        y[0] = -np.sign(X[0, 0])
+        X[1:] *= 0.01  # make row 0 the only support of its direction
+        reg = OPSRegressor(
+            gamma=10.0, alpha=alpha, data_norm=1.0, y_bound=1.0,
+            fit_intercept=False, random_state=0,
+        ).fit(X, y)
+        assert reg.pdp_losses_.max() <= reg.dp_epsilon_
+    assert np.isfinite(reg.dp_epsilon_)
+    reg0 = OPSRegressor(alpha=0.0, data_norm=1.0, y_bound=1.0, fit_intercept=False)
+    assert reg0.fit(X * 100 + rng.normal(size=X.shape), y).dp_epsilon_ == np.inf
+
+
+def test_converges_to_ridge_as_gamma_grows():
+    X, y = _data(n=200)
+    reg = OPSRegressor(gamma=1e12, alpha=2.0, data_norm=4.0, y_bound=5.0, random_state=0)
+    reg.fit(X, y)
+    Xs, ys = _scaled(X, y, reg)
+    ridge = Ridge(alpha=2.0, fit_intercept=False).fit(Xs, ys)
+    assert_allclose(reg.predict(X) / 5.0, ridge.predict(Xs), atol=1e-5)
+
+
+def test_random_state_makes_fit_reproducible():
+    X, y = _data()
+    a = OPSRegressor(data_norm=3.0, y_bound=4.0, random_state=3).fit(X, y)
+    b = OPSRegressor(data_norm=3.0, y_bound=4.0, random_state=3).fit(X, y)
+    c = OPSRegressor(data_norm=3.0, y_bound=4.0, random_state=4).fit(X, y)
+    assert_allclose(a.coef_, b.coef_)
+    assert not np.allclose(a.coef_, c.coef_)
+
+
+def test_posterior_draw_has_the_stated_distribution():
+    """Whitened draws sqrt(gamma) L^T (theta - theta_hat) must be N(0, I):
+    their squared norms sum to a chi-square with (draws x d) degrees of freedom."""
+    X, y = _data(n=30, d=2)
+    gamma, draws = 4.0, 400
+    reg = OPSRegressor(gamma=gamma, data_norm=3.0, y_bound=4.0, fit_intercept=False)
+    thetas = np.array(
+        [reg.set_params(random_state=s).fit(X, y).coef_ for s in range(draws)]
+    ) * (3.0 / 4.0)  # back to the scaled coordinates of the mechanism
+    Xs, ys = _scaled(X, y, reg)
+    H = Xs.T @ Xs + np.eye(2)
+    L = np.linalg.cholesky(H)
+    z = np.sqrt(gamma) * (thetas - np.linalg.solve(H, Xs.T @ ys)) @ L
+    p = stats.chi2.sf((z**2).sum(), df=z.size)
+    assert 1e-6 < p < 1 - 1e-6
+    # the mean is zero: each coordinate's average is N(0, 1/draws)
+    assert np.all(np.abs(z.mean(axis=0)) * np.sqrt(draws) < 4.9)
+
+
+def test_missing_bounds_warn_and_are_stored_not_written_back():
+    X, y = _data()
+    reg = OPSRegressor(random_state=0)
+    with pytest.warns(PrivacyLeakWarning) as record:
+        reg.fit(X, y)
+    messages = " ".join(str(w.message) for w in record)
+    assert "data_norm" in messages and "y_bound" in messages
+    assert reg.data_norm is None and reg.y_bound is None
+    assert reg.data_norm_ == pytest.approx(np.linalg.norm(X, axis=1).max())
+    assert reg.y_bound_ == pytest.approx(np.abs(y).max())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        OPSRegressor(data_norm=1.0, y_bound=1.0).fit(X, y)
+
+
+def test_out_of_bound_rows_are_clipped_on_a_copy():
+    X, y = _data()
+    X_orig, y_orig = X.copy(), y.copy()
+    reg = OPSRegressor(data_norm=0.5, y_bound=0.5, random_state=0).fit(X, y)
+    assert_allclose(X, X_orig) and assert_allclose(y, y_orig)
+    Xs, ys = _scaled(X, y, reg)
+    assert np.linalg.norm(Xs, axis=1).max() <= 1 + 1e-12
+    assert np.abs(ys).max() <= 1
+    # clipping is the same as handing the estimator the clipped data
+    X_clip = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True) / 0.5, 1.0)
+    reg2 = OPSRegressor(data_norm=0.5, y_bound=0.5, random_state=0)
+    reg2.fit(X_clip, np.clip(y, -0.5, 0.5))
+    assert_allclose(reg.coef_, reg2.coef_)
+    assert_allclose(reg.pdp_losses_, reg2.pdp_losses_)
+
+
+def test_singular_without_ridge_is_a_clear_error():
+    X = np.ones((10, 2))
+    with pytest.raises(ValueError, match="alpha"):
+        OPSRegressor(alpha=0.0, data_norm=2.0, y_bound=1.0, fit_intercept=False).fit(
+            X, np.ones(10)
+        )
+
+
+@pytest.mark.parametrize(
+    "param, value",
+    [("gamma", 0.0), ("gamma", -1.0), ("alpha", -0.1), ("delta", 1.0), ("delta", 0.0),
+     ("data_norm", 0.0), ("y_bound", -1.0), ("gamma", "big")],
+)
+def test_invalid_parameters_name_the_parameter(param, value):
+    X, y = _data()
+    with pytest.raises(ValueError, match=param):
+        OPSRegressor(**{param: value}).fit(X, y)
+
+
+def test_chunked_passes_do_not_depend_on_chunk_size():
+    import sklearn
+
+    X, y = _data(n=3000, d=5)
+    reg = OPSRegressor(data_norm=4.0, y_bound=5.0, random_state=0)
+    whole = reg.fit(X, y)
+    coef, losses = whole.coef_.copy(), whole.pdp_losses_.copy()
+    with sklearn.config_context(working_memory=0.01):  # chunks of a few dozen rows
+        small = OPSRegressor(data_norm=4.0, y_bound=5.0, random_state=0).fit(X, y)
+    assert_allclose(small.coef_, coef, rtol=1e-10)
+    assert_allclose(small.pdp_losses_, losses, rtol=1e-8)
