@@ -21,7 +21,7 @@ per-row statistics.
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import log_ndtr, ndtr, ndtri_exp
+from scipy.special import log_ndtr, ndtri_exp
 
 __all__ = [
     "log_phi",
@@ -43,25 +43,8 @@ _ATOL = 1e-12
 _MAX_ITER = 200
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 
-
-def log_phi(x):
-    """Log of the standard normal CDF, accurate in both tails.
-
-    ``scipy.special.log_ndtr`` is exact but about three times slower than
-    ``ndtr``; ``log(ndtr(x))`` is just as accurate for -20 < x <= 0 (``ndtr``
-    is relatively accurate there) and ``log1p(-ndtr(-x))`` for x > 0, so the
-    slow routine only sees the far lower tail.
-    """
-    x = np.asarray(x, dtype=float)
-    out = np.empty_like(x)
-    neg = x <= 0
-    with np.errstate(divide="ignore"):
-        out[neg] = np.log(ndtr(x[neg]))
-        out[~neg] = np.log1p(-ndtr(-x[~neg]))
-    far = x < -20
-    if np.any(far):
-        out[far] = log_ndtr(x[far])
-    return out
+# log of the standard normal CDF, accurate in both tails
+log_phi = log_ndtr
 
 
 def _log1mexp(a):
@@ -115,7 +98,7 @@ def hockey_stick(tails, eps, size):
     return out
 
 
-def _solve_direction(tail, log_target, size):
+def _solve_direction(tail, log_target, size, start=None, floor=None):
     """Smallest eps >= 0 with A(eps) - e^eps B(eps) <= target, for one direction.
 
     Safeguarded Newton on the probit scale, f(eps) = Phi^{-1}(delta(eps)) -
@@ -123,14 +106,19 @@ def _solve_direction(tail, log_target, size):
     this package (exactly so for the Gaussian mechanism's tail), using
     d delta / d eps = -e^eps B.  A bracket [lo, hi] with delta(lo) > target >=
     delta(hi) is kept for every instance and the answer is ``hi``, so rounding
-    can only make the reported epsilon larger.
+    can only make the reported epsilon larger.  ``start`` is an optional
+    first guess per instance (a good one saves most of the iterations);
+    with ``floor`` the result is max(floor, eps), found without solving for
+    the instances whose eps is below their floor.
     """
-    lo = np.zeros(size)
+    lo = np.zeros(size) if floor is None else floor.copy()
     hi = np.full(size, np.inf)
     q_target = ndtri_exp(log_target)
     log_target = np.broadcast_to(log_target, (size,))
     q_target = np.broadcast_to(q_target, (size,))
-    x = np.zeros(size)
+    x = np.zeros(size) if start is None else np.maximum(start, 0.0)
+    if floor is not None:
+        x = floor.copy()
     active = np.arange(size)
     for _ in range(_MAX_ITER):
         if active.size == 0:
@@ -143,18 +131,22 @@ def _solve_direction(tail, log_target, size):
         hi[active] = np.where(above, hi[active], xa)
         la, ha = lo[active], hi[active]
         tol = _RTOL * la + _ATOL
-        done = (ha - la) <= tol
-        # Newton step; nudged by one tolerance past the estimate so that a
-        # side that converges monotonically still closes the bracket.
+        # Newton step, aimed half a tolerance above the estimated root so
+        # that the next point is, most likely, a verified upper end.
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             q = ndtri_exp(np.minimum(ld, 0.0))
             log_slope = xa + log_b + 0.5 * q**2 + _LOG_SQRT_2PI
             step = (q - q_target[active]) * np.exp(-log_slope)
-            guess = xa + step + np.where(above, 0.5 * tol, -0.5 * tol)
+            guess = xa + step + 0.5 * tol
+        # Done when the bracket is closed, or when a verified upper end is
+        # within one tolerance of Newton's estimate of the root.
+        done = ((ha - la) <= tol) | (~above & (-step <= tol))
         bad = ~np.isfinite(guess) | (guess <= la) | (guess >= ha)
         fallback = np.where(
             np.isfinite(ha), 0.5 * (la + ha), np.maximum(2.0 * la, 1.0)
         )
+        # a root at eps = 0 is found by trying 0 itself, not by halving towards it
+        fallback = np.where((guess <= 0) & (la == 0) & (ha > 0), 0.0, fallback)
         guess = np.where(bad, fallback, guess)
         give_up = ~np.isfinite(ha) & (la >= _EPS_MAX)
         keep = ~done & ~give_up
@@ -165,7 +157,7 @@ def _solve_direction(tail, log_target, size):
     return hi
 
 
-def epsilon_from_delta(tails, delta, size):
+def epsilon_from_delta(tails, delta, size, start=None):
     """eps(delta) = min{eps >= 0 : delta(eps) <= delta}, +inf if none exists.
 
     The maximum over directions of each direction's own eps(delta), which is
@@ -175,9 +167,11 @@ def epsilon_from_delta(tails, delta, size):
     delta = np.broadcast_to(np.asarray(delta, dtype=float), (size,))
     with np.errstate(divide="ignore"):
         log_target = np.log(delta)
-    out = np.zeros(size)
-    for tail in tails:
-        out = np.maximum(out, _solve_direction(tail, log_target, size))
+    # The first direction is solved from ``start``; each further one only
+    # where it exceeds the running maximum (usually one evaluation).
+    out = _solve_direction(tails[0], log_target, size, start)
+    for tail in tails[1:]:
+        out = _solve_direction(tail, log_target, size, floor=out)
     return out
 
 
@@ -295,7 +289,11 @@ def ops_epsilon(delta, mu, r, gamma, direction="both"):
     """
     shape, (delta, mu, r, gamma) = _flat(delta, mu, r, gamma)
     tails, zero, infinite = _ops_setup(mu, r, gamma, direction)
-    out = epsilon_from_delta(tails, delta, delta.size)
+    # First guess: the Gaussian mechanism whose loss has the same variance,
+    # Var_P(L) = mu^2/2 + gamma mu r^2.
+    with np.errstate(invalid="ignore", over="ignore"):
+        start = _gaussian_guess(delta, np.sqrt(mu**2 / 2 + gamma * mu * r**2))
+    out = epsilon_from_delta(tails, delta, delta.size, start=start)
     out[zero] = 0.0
     out[infinite] = np.inf
     return _shaped(out, shape)
@@ -304,6 +302,12 @@ def ops_epsilon(delta, mu, r, gamma, direction="both"):
 # ---------------------------------------------------------------------------
 # Gaussian mechanism (SPEC.md 3; Balle and Wang 2018)
 # ---------------------------------------------------------------------------
+
+
+def _gaussian_guess(delta, s):
+    """eps of the Gaussian mechanism with ratio ``s`` ignoring its e^eps B term
+    (an overestimate): a first guess for losses that are nearly Gaussian."""
+    return s * ndtri_exp(np.log1p(-delta)) + s**2 / 2
 
 
 def _gaussian_tails(s):
