@@ -119,7 +119,7 @@ def _solve_direction(tail, log_target, size, start=None, floor=None):
     x = np.zeros(size) if start is None else np.maximum(start, 0.0)
     if floor is not None:
         x = floor.copy()
-    active = np.arange(size)
+    active = np.flatnonzero(np.isfinite(x))  # an infinite floor is the answer
     for _ in range(_MAX_ITER):
         if active.size == 0:
             break
