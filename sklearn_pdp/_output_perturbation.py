@@ -224,7 +224,10 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         sensitivities = np.empty(data.n_samples)
         for rows, Xs, ys in data.chunks():
             sensitivities[rows] = self._row_sensitivity(Xs, ys, in_sample=True)
-        self.pdp_losses_ = self._epsilon(sensitivities)
+        # A row at the global sensitivity costs exactly epsilon (the calibration
+        # checked delta(epsilon) <= delta there); the root search's tolerance
+        # must not report more.
+        self.pdp_losses_ = np.minimum(self._epsilon(sensitivities), self.dp_epsilon_)
         return self._release(rng)
 
     def _row_sensitivity(self, Xs, ys, in_sample):
