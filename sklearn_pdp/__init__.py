@@ -1,12 +1,14 @@
 """Differentially private linear regression with per-instance privacy reports."""
 
 from ._ops import OPSRegressor
+from ._output_perturbation import OutputPerturbationRegressor
 from .exceptions import PrivacyLeakWarning
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "OPSRegressor",
+    "OutputPerturbationRegressor",
     "PrivacyLeakWarning",
     "__version__",
 ]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sklearn_pdp import OPSRegressor
+from sklearn_pdp import OPSRegressor, OutputPerturbationRegressor
 
 ALPHA = 1e-6  # false-alarm rate of each audit
 
@@ -77,4 +77,34 @@ def test_audit_ops():
     lower = epsilon_lower_bound(stat_without, stat_full, delta)
     assert lower <= reported
     # the audit is not vacuous: it certifies a sizeable share of the loss
+    assert lower > 0.6 * reported, (lower, reported)
+
+
+@pytest.mark.audit
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+def test_audit_output_perturbation(noise):
+    rng = np.random.default_rng(1)
+    n, runs, delta = 8, 2_000_000, 1e-3
+    X = rng.normal(size=(n, 1)) * 0.2
+    y = np.clip(X[:, 0] + 0.05 * rng.normal(size=n), -1, 1)
+    X[0], y[0] = 0.6, -1.0  # an outlier with large leverage and residual
+    # the radius makes the noise independent of n, so both neighbours
+    # release with the same noise, as the analysis assumes
+    params = dict(
+        epsilon=4.0, noise=noise, alpha=0.5, radius=1.0, delta=delta,
+        data_norm=1.0, y_bound=1.0, fit_intercept=False,
+    )
+    reg = OutputPerturbationRegressor(**params).fit(X, y)
+    target = int(np.argmax(reg.pdp_losses_))
+    reported = reg.pdp_losses_[target]
+    neighbour = np.arange(n) != target
+
+    def releases(Xa, ya):
+        est = OutputPerturbationRegressor(**params).fit(Xa, ya)
+        return est._release(rng, size=runs)[:, 0]
+
+    stat_full = releases(X, y)
+    stat_without = releases(X[neighbour], y[neighbour])
+    lower = epsilon_lower_bound(stat_without, stat_full, reg.dp_delta_)
+    assert lower <= reported
     assert lower > 0.6 * reported, (lower, reported)

@@ -1,0 +1,353 @@
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy import optimize, stats
+from sklearn.linear_model import Ridge
+
+from sklearn_pdp import OutputPerturbationRegressor
+from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon
+from sklearn_pdp._base import DomainScaler
+from sklearn_pdp._output_perturbation import ball_ridge, norm_exponential_noise
+
+from ._mc import assert_matches_mc
+
+# False-alarm rate of each goodness-of-fit test: reject at p < P_FALSE_ALARM.
+P_FALSE_ALARM = 1e-6
+
+
+def _data(n=40, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+def _scaled(X, y, reg):
+    return DomainScaler(reg.data_norm_, reg.y_bound_, reg.fit_intercept).scale(X, y)
+
+
+def _ridge(Xs, ys, alpha, radius=None):
+    """Reference solution: plain solve, or SLSQP on the ball constraint."""
+    H = Xs.T @ Xs + alpha * np.eye(Xs.shape[1])
+    theta = np.linalg.solve(H, Xs.T @ ys)
+    if radius is None or np.linalg.norm(theta) <= radius:
+        return theta
+    res = optimize.minimize(
+        lambda t: 0.5 * t @ H @ t - t @ (Xs.T @ ys),
+        theta * radius / np.linalg.norm(theta),
+        jac=lambda t: H @ t - Xs.T @ ys,
+        constraints=[{"type": "ineq", "fun": lambda t: radius**2 - t @ t,
+                      "jac": lambda t: -2 * t}],
+        method="SLSQP", options={"ftol": 1e-15, "maxiter": 500},
+    )
+    return res.x
+
+
+def _brute_sensitivities(Xs, ys, alpha, radius=None):
+    """||theta(Z) - theta(Z without row i)|| by refitting for every row."""
+    full = _ridge(Xs, ys, alpha, radius)
+    keep = ~np.eye(len(ys), dtype=bool)
+    return np.array(
+        [np.linalg.norm(full - _ridge(Xs[k], ys[k], alpha, radius)) for k in keep]
+    )
+
+
+def _params(**kwargs):
+    return dict(data_norm=3.0, y_bound=4.0, random_state=0) | kwargs
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+def test_pdp_losses_equal_brute_force_refits(noise, fit_intercept):
+    X, y = _data()
+    reg = OutputPerturbationRegressor(
+        **_params(alpha=0.5, noise=noise, fit_intercept=fit_intercept)
+    ).fit(X, y)
+    Xs, ys = _scaled(X, y, reg)
+    sens = _brute_sensitivities(Xs, ys, 0.5)
+    if noise == "gaussian":
+        expected = gaussian_epsilon(1e-6, sens / reg.noise_scale_)
+    else:
+        expected = sens / reg.noise_scale_
+    assert_allclose(reg.pdp_losses_, expected, rtol=1e-7)
+    assert np.all(reg.pdp_losses_ <= reg.dp_epsilon_)
+
+
+def test_ball_ridge_satisfies_the_kkt_conditions():
+    X, y = _data(n=30, d=4)
+    XtX, Xty = X.T @ X, X.T @ y
+    alpha, unconstrained = 0.7, np.linalg.solve(X.T @ X + 0.7 * np.eye(4), X.T @ y)
+    radius = 0.4 * np.linalg.norm(unconstrained)
+    theta = ball_ridge(XtX, Xty, alpha, radius)
+    # active constraint: on the sphere, with the objective's gradient equal to
+    # -nu theta for some nu > 0
+    assert np.linalg.norm(theta) == pytest.approx(radius, rel=1e-12)
+    grad = XtX @ theta + alpha * theta - Xty
+    nu = -(grad @ theta) / (theta @ theta)
+    assert nu > 0
+    assert_allclose(grad, -nu * theta, atol=1e-9 * np.linalg.norm(Xty))
+    assert_allclose(theta, _ridge(X, y, alpha, radius), atol=1e-6)
+    # inactive constraint: the ridge solution itself
+    assert_allclose(ball_ridge(XtX, Xty, alpha, 2 * radius / 0.4), unconstrained)
+
+
+def test_constrained_losses_exact_where_inside_and_bounds_elsewhere():
+    X, y = _data(n=40)
+    X[0], y[0] = [2.9, 0.3, 0.2], -4.0  # an outlier that pulls the fit towards 0
+    params = _params(alpha=0.5, noise="laplace", fit_intercept=False)
+    Xs, ys = _scaled(X, y, OutputPerturbationRegressor(**params).fit(X, y))
+    norm = np.linalg.norm(_ridge(Xs, ys, 0.5))
+    # inside the ball for the data set, outside for the neighbour without row 0
+    radius = norm * 1.05
+    assert np.linalg.norm(_ridge(Xs[1:], ys[1:], 0.5)) > radius
+    reg = OutputPerturbationRegressor(**params, radius=radius).fit(X, y)
+    reported = reg.pdp_losses_ * reg.noise_scale_
+    sens = _brute_sensitivities(Xs, ys, 0.5, radius)
+    norms = np.linalg.norm(Xs, axis=1)
+    bound = np.minimum(norms * (radius * norms + np.abs(ys)) / 0.5, 2 * radius)
+    exact = ~np.isclose(reported, bound, rtol=1e-12)
+    assert 0 < exact.sum() < len(y)  # both cases occur
+    assert not exact[0]
+    assert_allclose(reported[exact], sens[exact], rtol=1e-7)
+    assert np.all(reported[~exact] >= sens[~exact] - 1e-9)
+    # constraint active on the data set itself: every row gets the bound
+    small = OutputPerturbationRegressor(**params, radius=0.5 * norm).fit(X, y)
+    sens = _brute_sensitivities(Xs, ys, 0.5, 0.5 * norm)
+    bound = np.minimum(norms * (0.5 * norm * norms + np.abs(ys)) / 0.5, norm)
+    assert_allclose(small.pdp_losses_ * small.noise_scale_, bound, rtol=1e-12)
+    assert np.all(bound >= sens - 1e-9)
+
+
+@pytest.mark.parametrize("radius", [None, 0.2, 1.0])
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+def test_dp_epsilon_bounds_adversarial_data_sets(noise, radius):
+    """Rows at norm 1, labels at the bound against the fit, one row the only
+    support of its direction: the global sensitivity still bounds them."""
+    rng = np.random.default_rng(4)
+    n, alpha = 40, 0.3
+    for _ in range(5):
+        X = rng.normal(size=(n, 2))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        y = np.sign(rng.normal(size=n))
+        y[0] = -np.sign(X[0, 0])
+        X[1:] *= 0.01
+        reg = OutputPerturbationRegressor(
+            noise=noise, alpha=alpha, radius=radius, data_norm=1.0, y_bound=1.0,
+            fit_intercept=False, random_state=0,
+        ).fit(X, y)
+        assert reg.pdp_losses_.max() <= reg.dp_epsilon_
+        Xs, ys = _scaled(X, y, reg)
+        assert _brute_sensitivities(Xs, ys, alpha, radius).max() <= reg.sensitivity_
+    assert reg.dp_epsilon_ == 1.0
+
+
+@pytest.mark.parametrize("radius", [None, 1.0])
+def test_pdp_epsilon_of_new_targets(radius):
+    X, y = _data()
+    reg = OutputPerturbationRegressor(**_params(alpha=2.0, radius=radius)).fit(X, y)
+    X_new, y_new = _data(n=7, seed=1)
+    Xs, ys = _scaled(X, y, reg)
+    Xn, yn = _scaled(X_new, y_new, reg)
+    theta = _ridge(Xs, ys, 2.0, radius)
+    sens = np.array([
+        np.linalg.norm(_ridge(np.vstack([Xs, x]), np.append(ys, t), 2.0, radius) - theta)
+        for x, t in zip(Xn, yn)
+    ])
+    reported = reg.pdp_epsilon(X_new, y_new)
+    # exact, or (constraint active for the larger data set) an upper bound
+    assert np.all(reported >= gaussian_epsilon(1e-6, sens / reg.noise_scale_) - 1e-9)
+    if radius is None:
+        assert_allclose(reported, gaussian_epsilon(1e-6, sens / reg.noise_scale_), rtol=1e-7)
+    # without labels: the worst label in the domain, so at least as large
+    worst = reg.pdp_epsilon(X_new)
+    for label in (-4.0, -1.0, 0.0, 2.5, 4.0):
+        assert np.all(worst >= reg.pdp_epsilon(X_new, np.full(7, label)) - 1e-12)
+
+
+def _small_data_with_outlier():
+    X, y = _data(n=10, d=2, seed=2)
+    X[0], y[0] = [2.5, 1.0], -3.0
+    return X, y
+
+
+def test_gaussian_losses_match_monte_carlo():
+    """Release through the estimator on a data set and on its neighbour
+    without the target row, evaluate L = log dP/dQ from the brute-force
+    solutions, and compare delta at the reported epsilon (= the estimator's
+    delta) with Monte Carlo. A radius makes the noise independent of n, so
+    both neighbours use the same noise, as the analysis assumes."""
+    rng = np.random.default_rng(1)
+    X, y = _small_data_with_outlier()
+    delta = 0.02
+    params = _params(epsilon=3.0, delta=delta, alpha=0.05, radius=1.0, fit_intercept=False)
+    reg = OutputPerturbationRegressor(**params).fit(X, y)
+    target = int(np.argmax(reg.pdp_losses_))
+    keep = np.arange(len(y)) != target
+    small = OutputPerturbationRegressor(**params).fit(X[keep], y[keep])
+    assert small.noise_scale_ == reg.noise_scale_
+    Xs, ys = _scaled(X, y, reg)
+    mean_q, mean_p = _ridge(Xs, ys, 0.05, 1.0), _ridge(Xs[keep], ys[keep], 0.05, 1.0)
+
+    def loss(k):
+        return (((k - mean_q) ** 2).sum(1) - ((k - mean_p) ** 2).sum(1)) / (
+            2 * reg.noise_scale_**2
+        )
+
+    draws = 400_000
+    loss_p = loss(small._release(rng, size=draws))
+    loss_q = loss(reg._release(rng, size=draws))
+    eps = reg.pdp_losses_[target]
+    assert eps > 0.3  # a target whose loss the test can resolve
+    exact = gaussian_delta(eps, np.linalg.norm(mean_q - mean_p) / reg.noise_scale_)
+    assert exact == pytest.approx(delta, rel=1e-6)
+    assert_matches_mc(exact, exact, loss_p, loss_q, eps)
+    # and at a smaller epsilon, where delta is larger
+    assert_matches_mc(
+        *2 * [gaussian_delta(eps / 2, np.linalg.norm(mean_q - mean_p) / reg.noise_scale_)],
+        loss_p, loss_q, eps / 2,
+    )
+
+
+def test_laplace_loss_is_bounded_by_and_reaches_the_pure_epsilon():
+    rng = np.random.default_rng(2)
+    X, y = _small_data_with_outlier()
+    params = _params(
+        epsilon=3.0, noise="laplace", alpha=0.05, radius=1.0, fit_intercept=False
+    )
+    reg = OutputPerturbationRegressor(**params).fit(X, y)
+    target = int(np.argmax(reg.pdp_losses_))
+    keep = np.arange(len(y)) != target
+    small = OutputPerturbationRegressor(**params).fit(X[keep], y[keep])
+    Xs, ys = _scaled(X, y, reg)
+    mean_q, mean_p = _ridge(Xs, ys, 0.05, 1.0), _ridge(Xs[keep], ys[keep], 0.05, 1.0)
+    c = 1 / reg.noise_scale_
+
+    def loss(k):
+        return c * (np.linalg.norm(k - mean_q, axis=1) - np.linalg.norm(k - mean_p, axis=1))
+
+    eps = reg.pdp_losses_[target]
+    for sample in (small._release(rng, size=200_000), reg._release(rng, size=200_000)):
+        losses = np.abs(loss(sample))
+        assert losses.max() <= eps * (1 + 1e-9)
+        assert losses.max() >= 0.99 * eps  # the bound is attained: it is tight
+
+
+@pytest.mark.parametrize("d", [1, 2, 7])
+def test_norm_exponential_sampler_goodness_of_fit(d):
+    """Kolmogorov-Smirnov tests at false-alarm rate P_FALSE_ALARM each.
+
+    Radius ~ Gamma(d, scale); for a uniform direction u and a fixed unit
+    vector e, (1 + e^T u)/2 ~ Beta((d-1)/2, (d-1)/2) (d >= 2), and for d = 1
+    the sign is a fair coin."""
+    rng = np.random.default_rng(d)
+    scale, draws = 0.3, 20_000
+    k = norm_exponential_noise(rng, d, scale, size=draws)
+    radius = np.linalg.norm(k, axis=1)
+    assert stats.kstest(radius, stats.gamma(d, scale=scale).cdf).pvalue > P_FALSE_ALARM
+    # the test has power: the radius of a Gamma(d + 1) law is rejected
+    wrong = rng.gamma(d + 1, scale, draws)
+    assert stats.kstest(wrong, stats.gamma(d, scale=scale).cdf).pvalue < P_FALSE_ALARM
+    e = np.ones(d) / np.sqrt(d)
+    cosine = k @ e / radius
+    if d == 1:
+        assert stats.binomtest(int((cosine > 0).sum()), draws).pvalue > P_FALSE_ALARM
+    else:
+        law = stats.beta((d - 1) / 2, (d - 1) / 2)
+        assert stats.kstest((1 + cosine) / 2, law.cdf).pvalue > P_FALSE_ALARM
+        # radius and direction are independent: the cosine law holds for
+        # the large draws alone as well
+        big = radius > np.median(radius)
+        assert stats.kstest((1 + cosine[big]) / 2, law.cdf).pvalue > P_FALSE_ALARM
+    one = norm_exponential_noise(rng, d, scale)
+    assert one.shape == (d,)
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+def test_released_noise_has_the_calibrated_law(noise):
+    """KS tests (false-alarm rate P_FALSE_ALARM each) on releases of a fitted
+    estimator: projections of Gaussian noise are N(0, noise_scale_^2), the
+    norm of norm-exponential noise is Gamma(d, noise_scale_)."""
+    X, y = _data(n=50, d=3)
+    reg = OutputPerturbationRegressor(**_params(noise=noise, alpha=3.0)).fit(X, y)
+    Xs, ys = _scaled(X, y, reg)
+    noise_draws = reg._release(np.random.default_rng(5), size=20_000) - _ridge(Xs, ys, 3.0)
+    d = Xs.shape[1]
+    if noise == "gaussian":
+        e = np.arange(1, d + 1) / np.linalg.norm(np.arange(1, d + 1))
+        law = stats.norm(scale=reg.noise_scale_)
+        assert stats.kstest(noise_draws @ e, law.cdf).pvalue > P_FALSE_ALARM
+        # the calibration meets the budget exactly
+        assert gaussian_delta(1.0, reg.sensitivity_ / reg.noise_scale_) == pytest.approx(
+            1e-6, rel=1e-6
+        )
+    else:
+        law = stats.gamma(d, scale=reg.noise_scale_)
+        assert stats.kstest(np.linalg.norm(noise_draws, axis=1), law.cdf).pvalue > P_FALSE_ALARM
+        assert reg.noise_scale_ == pytest.approx(reg.sensitivity_ / reg.epsilon)
+        assert reg.dp_delta_ == 0.0
+
+
+@pytest.mark.parametrize("radius", [None, 0.5])
+def test_converges_to_ridge_as_epsilon_grows(radius):
+    X, y = _data(n=200)
+    # data_norm above every row: predict() sees the rows the mechanism saw
+    params = _params(data_norm=10.0, alpha=2.0, radius=radius)
+    reg = OutputPerturbationRegressor(epsilon=1e14, **params).fit(X, y)
+    Xs, ys = _scaled(X, y, reg)
+    if radius is None:
+        expected = Ridge(alpha=2.0, fit_intercept=False).fit(Xs, ys).predict(Xs)
+    else:
+        assert np.linalg.norm(_ridge(Xs, ys, 2.0)) > 1.5 * radius  # the constraint binds
+        expected = Xs @ _ridge(Xs, ys, 2.0, radius)
+    assert_allclose(reg.predict(X) / 4.0, expected, atol=1e-5)
+    errors = [
+        np.abs(OutputPerturbationRegressor(epsilon=eps, **params).fit(X, y).predict(X) / 4.0
+               - expected).mean()
+        for eps in (0.1, 10.0, 1000.0)
+    ]
+    assert errors[0] > errors[1] > errors[2]
+
+
+def test_global_sensitivity_formulas():
+    X, y = _data(n=100)
+    fit = OutputPerturbationRegressor(**_params(alpha=4.0)).fit(X, y)
+    assert fit.sensitivity_ == pytest.approx((1 + np.sqrt(100) / 4.0) / 4.0)
+    # constrained: (R + 1)/alpha, or the ball's diameter when smaller
+    fit.set_params(radius=1.0).fit(X, y)
+    assert fit.sensitivity_ == pytest.approx(0.5)
+    fit.set_params(alpha=0.5).fit(X, y)
+    assert fit.sensitivity_ == pytest.approx(2.0)
+
+
+def test_random_state_makes_fit_reproducible():
+    X, y = _data()
+    a = OutputPerturbationRegressor(**_params(random_state=3, noise="laplace")).fit(X, y)
+    b = OutputPerturbationRegressor(**_params(random_state=3, noise="laplace")).fit(X, y)
+    c = OutputPerturbationRegressor(**_params(random_state=4, noise="laplace")).fit(X, y)
+    assert_allclose(a.coef_, b.coef_)
+    assert not np.allclose(a.coef_, c.coef_)
+
+
+@pytest.mark.parametrize(
+    "param, value",
+    [("epsilon", 0.0), ("epsilon", -1.0), ("delta", 1.0), ("delta", 0.0),
+     ("noise", "cauchy"), ("alpha", 0.0), ("radius", 0.0), ("radius", -1.0),
+     ("data_norm", 0.0), ("y_bound", -1.0)],
+)
+def test_invalid_parameters_name_the_parameter(param, value):
+    X, y = _data()
+    with pytest.raises(ValueError, match=param):
+        OutputPerturbationRegressor(**{param: value}).fit(X, y)
+
+
+@pytest.mark.parametrize("radius", [None, 0.3, 3.0])
+def test_chunked_passes_do_not_depend_on_chunk_size(radius):
+    import sklearn
+
+    X, y = _data(n=3000, d=5)
+    params = _params(data_norm=4.0, y_bound=5.0, radius=radius, alpha=10.0)
+    whole = OutputPerturbationRegressor(**params).fit(X, y)
+    with sklearn.config_context(working_memory=0.01):  # chunks of a few dozen rows
+        small = OutputPerturbationRegressor(**params).fit(X, y)
+    assert_allclose(small.coef_, whole.coef_, rtol=1e-10)
+    assert_allclose(small.pdp_losses_, whole.pdp_losses_, rtol=1e-8, atol=1e-12)
