@@ -1,6 +1,7 @@
 """Differentially private linear regression with per-instance privacy reports."""
 
 from ._ops import OPSRegressor
+from ._random_projection import RandomProjectionRegressor
 from .exceptions import PrivacyLeakWarning
 
 __version__ = "0.1.0.dev0"
@@ -8,5 +9,6 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "OPSRegressor",
     "PrivacyLeakWarning",
+    "RandomProjectionRegressor",
     "__version__",
 ]
