@@ -174,6 +174,13 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # The noise is set by the privacy budget, not by the sample size: on
+        # a few hundred rows at epsilon=1 the fit is legitimately poor.
+        tags.regressor_tags.poor_score = True
+        return tags
+
     def _resolve_n_components(self, n_samples):
         n = n_samples
         if self.n_components == "full" or (
