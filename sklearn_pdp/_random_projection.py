@@ -235,6 +235,10 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         tau_in = np.empty(data.n_samples)
         for rows, Xs, ys in data.chunks():
             tau_in[rows] = self._tau(np.column_stack((Xs, ys)))
+        # A row alone spanning a direction of Sigma has tau_in = 1 exactly;
+        # within rounding of 1 report it as such (infinite loss), never as a
+        # large finite number that rounding produced.
+        tau_in[tau_in > 1.0 - 1e-12] = 1.0
         # Sherman-Morrison: tau of the data set without the row (residual unused)
         tau, _ = leave_one_out(tau_in, np.zeros_like(tau_in))
         self.pdp_losses_ = chi2_epsilon(self.delta, tau, k)
