@@ -242,6 +242,15 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         # Sherman-Morrison: tau of the data set without the row (residual unused)
         tau, _ = leave_one_out(tau_in, np.zeros_like(tau_in))
         self.pdp_losses_ = chi2_epsilon(self.delta, tau, k)
+        exposed = int(np.isinf(tau).sum())
+        if exposed:
+            warnings.warn(
+                f"{exposed} training row(s) alone span a direction of the released "
+                "sketch's covariance (possible only without noise on some column): "
+                "their privacy loss is infinite.",
+                PrivacyLeakWarning,
+                stacklevel=4,
+            )
         return theta
 
     def _factor_sigma(self, sigma):

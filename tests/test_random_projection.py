@@ -286,8 +286,9 @@ def test_erratum_e10_the_paper_sketch_reveals_the_secret_entry():
         for secret in (0.0, 1.0):
             X = np.column_stack((column, column))
             X[0] = [secret, 0.0]
-            with pytest.warns(PrivacyLeakWarning):
+            with pytest.warns(PrivacyLeakWarning) as record:
                 reg = RandomProjectionRegressor(random_state=seed, **params).fit(X, y)
+            assert any("training row" in str(w.message) for w in record) == bool(secret)
             assert reg.noise_scale_ == 0.0
             gap = np.linalg.norm(reg.sketch_[:, 0] - reg.sketch_[:, 1])
             assert (gap > 1e-6) == bool(secret), gap
