@@ -2,6 +2,7 @@
 
 from ._ops import OPSRegressor
 from ._output_perturbation import OutputPerturbationRegressor
+from ._random_projection import RandomProjectionRegressor
 from .exceptions import PrivacyLeakWarning
 
 __version__ = "0.1.0.dev0"
@@ -10,5 +11,6 @@ __all__ = [
     "OPSRegressor",
     "OutputPerturbationRegressor",
     "PrivacyLeakWarning",
+    "RandomProjectionRegressor",
     "__version__",
 ]

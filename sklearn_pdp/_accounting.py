@@ -22,6 +22,8 @@ per-row statistics.
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtri_exp
+from scipy.special import log_ndtr, ndtr, ndtri_exp
+from scipy.stats import chi2
 
 __all__ = [
     "log_phi",
@@ -33,6 +35,9 @@ __all__ = [
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_noise_scale",
+    "chi2_delta",
+    "chi2_epsilon",
+    "chi2_noise_scale",
 ]
 
 # Search limits of eps(delta).  A loss that still exceeds the target at
@@ -367,3 +372,118 @@ def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
     while excess(log_s) > 0:
         log_s -= 1e-12
     return sensitivity / np.exp(log_s)
+
+
+# ---------------------------------------------------------------------------
+# Gaussian sketch / chi-square loss (SPEC.md 7; random projection)
+# ---------------------------------------------------------------------------
+
+
+def _chi2_tails(tau, df):
+    """Tails of the loss of n' = ``df`` rows N(0, Sigma) vs N(0, Sigma + z z^T).
+
+    With tau = z^T Sigma^{-1} z and W ~ chi-square(df): under P,
+    L = (df/2) log(1 + tau) - tau W / (2 (1 + tau)); under Q,
+    L = (df/2) log(1 + tau) - tau W / 2.  Both are decreasing in W, so every
+    event on L is a chi-square tail.
+    """
+    log_det = df * np.log1p(tau)
+
+    def remove(eps, idx):  # delta_PQ: P(L > eps) - e^eps Q(L > eps)
+        t, k = tau[idx], df[idx]
+        w = (log_det[idx] - 2 * eps) / t
+        return chi2.logcdf(w * (1 + t), k), chi2.logcdf(w, k)
+
+    def add(eps, idx):  # delta_QP: Q(L < -eps) - e^eps P(L < -eps)
+        t, k = tau[idx], df[idx]
+        w = (log_det[idx] + 2 * eps) / t
+        return chi2.logsf(w, k), chi2.logsf(w * (1 + t), k)
+
+    return {"remove": remove, "add": add}
+
+
+def _chi2_setup(tau, df, direction):
+    # tau = 0: the target is invisible to the release (delta = 0);
+    # tau = inf: it lies outside the support of the smaller data set's
+    # release (delta = 1, no finite epsilon).
+    zero = tau <= 0
+    infinite = ~np.isfinite(tau)
+    tails = _chi2_tails(np.where(zero | infinite, 1.0, tau), df)
+    return _pick(tails, direction), zero, infinite
+
+
+def chi2_delta(eps, tau, df, direction="both"):
+    """Tight delta(eps) of releasing ``df`` Gaussian sketch rows (SPEC.md 7).
+
+    The release is ``df`` independent rows N(0, Sigma) on the smaller data
+    set and N(0, Sigma + z z^T) on the larger one.
+
+    Parameters
+    ----------
+    eps : float or array-like
+        Privacy level(s) at which to evaluate.
+    tau : float or array-like
+        z^T Sigma^{-1} z of the target w.r.t. the smaller data set; ``inf``
+        when z is outside the range of a singular Sigma.
+    df : int or array-like
+        Number of released rows n'.
+    direction : {"both", "remove", "add"}, default="both"
+        "remove" is delta_PQ, "add" is delta_QP, "both" their maximum.
+
+    Returns
+    -------
+    delta : float or ndarray
+        Broadcast shape of the inputs.
+    """
+    shape, (eps, tau, df) = _flat(eps, tau, df)
+    tails, zero, infinite = _chi2_setup(tau, df, direction)
+    out = hockey_stick(tails, eps, eps.size)
+    out[zero] = 0.0
+    out[infinite] = 1.0
+    return _shaped(out, shape)
+
+
+def chi2_epsilon(delta, tau, df, direction="both"):
+    """Tight eps(delta) of releasing ``df`` Gaussian sketch rows, +inf where
+    none exists. Same parameters as :func:`chi2_delta`, ``delta`` in (0, 1).
+
+    eps(delta) is non-decreasing in ``tau`` and in ``df``.
+    """
+    shape, (delta, tau, df) = _flat(delta, tau, df)
+    tails, zero, infinite = _chi2_setup(tau, df, direction)
+    out = epsilon_from_delta(tails, delta, delta.size)
+    out[zero] = 0.0
+    out[infinite] = np.inf
+    return _shaped(out, shape)
+
+
+def _largest_log_root(excess, start=0.0):
+    """Largest x with excess(x) <= 0 for an increasing ``excess``.
+
+    Brackets the root by steps of 5, solves with brentq, then steps down
+    until the point is verified, so the result is on the valid side.
+    """
+    lo, hi = start - 5.0, start
+    while excess(hi) <= 0:
+        lo, hi = hi, hi + 5.0
+    while excess(lo) > 0:
+        lo, hi = lo - 5.0, lo
+    x = brentq(excess, lo, hi, xtol=1e-13)
+    while excess(x) > 0:
+        x -= 1e-12
+    return x
+
+
+def chi2_noise_scale(epsilon, delta, df, sq_norm=2.0):
+    """Smallest s for which a Gaussian sketch of ``df`` rows with N(0, s^2)
+    noise on every column is (epsilon, delta)-DP for targets of squared norm
+    at most ``sq_norm``.
+
+    Sigma >= s^2 I on every data set, so tau <= sq_norm / s^2, and the loss
+    grows with tau: the calibration is exact at that corner.
+    """
+    def excess(log_tau):
+        with np.errstate(divide="ignore"):
+            return np.log(chi2_delta(epsilon, np.exp(log_tau), df)) - np.log(delta)
+
+    return np.sqrt(sq_norm / np.exp(_largest_log_root(excess)))

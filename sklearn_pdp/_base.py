@@ -105,6 +105,8 @@ class Ridge:
     """Non-private ridge solution on scaled data, kept for the privacy report.
 
     H = X^T X + alpha I = L L^T (Cholesky), theta_hat = H^{-1} X^T y.
+    ``Xty`` may be None when only the quadratic forms x^T H^{-1} x are
+    needed (``coef`` is then None).
 
     The fitted estimators keep this object (``_ridge``): it holds non-private
     statistics, so publish ``coef_``/``intercept_`` or predictions, never the
@@ -121,7 +123,10 @@ class Ridge:
                 f"when X has fewer independent rows than columns (alpha={alpha})."
             ) from None
         self.alpha = alpha
-        self.coef = linalg.cho_solve((self.chol, True), Xty, check_finite=False)
+        self.coef = (
+            None if Xty is None
+            else linalg.cho_solve((self.chol, True), Xty, check_finite=False)
+        )
 
     def whiten(self, Xs):
         """L^{-1} x for every row of ``Xs`` (columns of the result)."""

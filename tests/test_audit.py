@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sklearn_pdp import OPSRegressor, OutputPerturbationRegressor
+from sklearn_pdp import OPSRegressor, OutputPerturbationRegressor, RandomProjectionRegressor
 
 ALPHA = 1e-6  # false-alarm rate of each audit
 
@@ -107,4 +107,35 @@ def test_audit_output_perturbation(noise):
     stat_without = releases(X[neighbour], y[neighbour])
     lower = epsilon_lower_bound(stat_without, stat_full, reg.dp_delta_)
     assert lower <= reported
+    assert lower > 0.6 * reported, (lower, reported)
+
+
+def test_audit_random_projection():
+    rng = np.random.default_rng(1)
+    n, runs, delta = 8, 1_000_000, 1e-3
+    X = rng.normal(size=(n, 1)) * 0.2
+    y = np.clip(X[:, 0] + 0.05 * rng.normal(size=n), -1, 1)
+    X[0], y[0] = 0.9, -1.0  # an outlier, near the worst case of the domain
+    params = dict(
+        epsilon=2.0, n_components=4, delta=delta, data_norm=1.0, y_bound=1.0,
+        fit_intercept=False, random_state=0,
+    )
+    reg = RandomProjectionRegressor(**params).fit(X, y)
+    target = int(np.argmax(reg.pdp_losses_))
+    reported = reg.pdp_losses_[target]
+    neighbour = np.arange(n) != target
+    small = RandomProjectionRegressor(**params).fit(X[neighbour], y[neighbour])
+    Z = np.column_stack((X, y))
+    Z_small = Z[neighbour]
+    sigma_small = Z_small.T @ Z_small + reg.noise_scale_**2 * np.eye(2)
+    direction = np.linalg.solve(sigma_small, Z[target])
+
+    def statistic(est):
+        # the likelihood-ratio test of an attacker who knows the other rows:
+        # the loss is a decreasing function of sum_k (z^T Sigma^{-1} r_k)^2
+        draws = est._release(rng, size=runs)
+        return ((draws @ direction) ** 2).sum(axis=1)
+
+    lower = epsilon_lower_bound(statistic(small), statistic(reg), delta)
+    assert lower <= reported <= reg.dp_epsilon_
     assert lower > 0.6 * reported, (lower, reported)

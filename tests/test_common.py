@@ -3,9 +3,17 @@
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_pdp import OPSRegressor, OutputPerturbationRegressor
+from sklearn_pdp import (
+    OPSRegressor,
+    OutputPerturbationRegressor,
+    RandomProjectionRegressor,
+)
 
-ESTIMATORS = [OPSRegressor(), OutputPerturbationRegressor()]
+ESTIMATORS = [
+    OPSRegressor(),
+    OutputPerturbationRegressor(),
+    RandomProjectionRegressor(),
+]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")

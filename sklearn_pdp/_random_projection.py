@@ -1,0 +1,361 @@
+"""Gaussian sketch plus additive noise (Showkatbakhsh et al., seed 002; SPEC.md 7)."""
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy import linalg
+from sklearn.exceptions import DataDimensionalityWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._accounting import chi2_epsilon, chi2_noise_scale
+from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from .exceptions import PrivacyLeakWarning
+
+# Rows of the data per independently seeded column block of S. Fixed, so the
+# sketch depends only on random_state, never on how the data are chunked.
+_SKETCH_BLOCK = 512
+# A row of [X y] has squared norm at most 2 in the scaled domain.
+_MAX_SQ_NORM = 2.0
+# Unit of the paper's projection-size rules (its data sets have n = 1000 k).
+_RULE_UNIT = 1000
+
+
+class RandomProjectionRegressor(PrivateRegressorMixin):
+    """Least squares on a noisy Gaussian sketch, with per-instance privacy.
+
+    The data, scaled into the privacy domain (rows in the unit ball, labels in
+    [-1, 1]), are released as the sketch ``S [X, y] + noise`` with ``S`` an
+    ``n_components x n_samples`` matrix of independent N(0, 1) entries; the
+    coefficients are the least-squares solution on the sketch (post-processing).
+    Every released row is N(0, Sigma) with ``Sigma = [X y]^T [X y] +
+    diag(noise variances)``, which gives the exact per-instance loss of every
+    training row in closed form (chi-square tails).
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy budget. With ``variant="dp"`` the noise is calibrated so that
+        the release is (epsilon, delta)-DP. With ``variant="paper"`` it is the
+        paper's mutual-information budget in bits, which is not a guarantee
+        (see Notes).
+    n_components : int or {"log", "linear", "full"}, default="log"
+        Number n' of sketch rows. The rules are the paper's for n = 1000 k:
+        "log" is ``1000 (1 + ln k)``, "linear" ``1000 (k + 1) / 2`` and "full"
+        ``n``; for n <= 1000 all three give n. More rows help accuracy but
+        cost privacy: the loss grows with n'. An integer larger than the
+        number of samples is used as given, with a
+        :class:`~sklearn.exceptions.DataDimensionalityWarning`.
+    variant : {"dp", "paper"}, default="dp"
+        "dp": noise of the same scale on every column of X and on y, calibrated
+        for (epsilon, delta)-DP. "paper": the seed paper's mechanism exactly,
+        noise only on X with variance ``(n' / (2^(2 epsilon) - 1) - f(X)^2)_+``;
+        it has no DP guarantee and leaves y unprotected.
+    delta : float, default=1e-6
+        The delta of the calibration and of ``pdp_losses_``.
+    data_norm : float, default=None
+        Bound on the l2 norm of the rows of X. Longer rows are scaled down to it
+        (on a copy). If None it is read from the data with a
+        :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
+    y_bound : float, default=None
+        Bound on ``|y|``; larger labels are clipped. If None it is read from the
+        data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
+    fit_intercept : bool, default=True
+        Fit an intercept as a constant feature inside the privacy analysis (the
+        scaled row is ``[x / data_norm, 1] / sqrt(2)``), never by centring with
+        data means.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the sketch and the noise. Pass an int for a reproducible fit.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        Released coefficients, in the units of the input.
+    intercept_ : float
+        Released intercept (0.0 when ``fit_intercept=False``).
+    n_components_ : int
+        Number of sketch rows used.
+    sketch_ : ndarray of shape (n_components_, n_features + fit_intercept + 1)
+        The released noisy sketch of the scaled ``[X, y]`` (last column: y).
+        ``coef_`` is computed from it alone.
+    pdp_losses_ : ndarray of shape (n_samples,)
+        Exact per-instance epsilon, at ``delta``, of removing each training
+        row (maximum of both directions); ``inf`` where the row lies outside
+        the range of the remaining rows' Sigma.
+    dp_epsilon_ : float
+        Data-independent epsilon at ``delta``: the exact loss of the worst
+        target in the domain (at most ``epsilon`` up to the search tolerance)
+        for "dp"; ``inf`` for "paper".
+    dp_delta_ : float
+        The delta of ``dp_epsilon_``.
+    noise_scale_ : float
+        Standard deviation of the noise entries (on X and y for "dp", on X only
+        for "paper"), in scaled units.
+    data_norm_, y_bound_ : float
+        The bounds used (the parameters, or the data's own when not given).
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit, when X has string column names.
+
+    See Also
+    --------
+    OPSRegressor : One posterior sample of the ridge posterior.
+
+    Notes
+    -----
+    With tau = z^T Sigma^{-1} z of a target z = [x, y] and W ~ chi-square(n'),
+    the privacy loss is ``(n'/2) log(1 + tau) - tau W / (2 (1 + tau))`` when
+    the target is absent and ``(n'/2) log(1 + tau) - tau W / 2`` when present.
+    For "dp", Sigma >= s^2 I and ``||z||^2 <= 2`` give tau <= 2 / s^2, and the
+    loss grows with tau, so s is found by a root search at that corner.
+
+    The paper's variant claims epsilon-MI-DP for single entries of X. That
+    claim is false: the columns of the sketch share S, so when its rule gives
+    no noise (large n) the sketch reveals exact linear relations between
+    entries; and y is never protected. Its rule uses
+    ``f(X) = min_j sqrt(sum_i X_ij^2 - max_i X_ij^2)`` over the columns of
+    the scaled X (the paper swaps the indices), and the data-dependent noise
+    level is itself not accounted for. ``dp_epsilon_`` is therefore ``inf``;
+    ``pdp_losses_`` are its exact row-level losses at the noise it used. It
+    exists to reproduce and audit the paper.
+
+    The released sketch rows have the distribution N(0, Sigma) whatever S is
+    drawn from, so the privacy analysis covers every draw. The fitted
+    estimator keeps Sigma (non-private) for :meth:`pdp_epsilon`: publish
+    ``coef_``, ``intercept_``, ``sketch_`` or predictions, not the estimator
+    object. The sample size is treated as public.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_pdp import RandomProjectionRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-1, 1, size=(2000, 3)) / np.sqrt(3)
+    >>> y = np.clip(X @ [1.0, -0.5, 0.2] + 0.1 * rng.randn(2000), -1, 1)
+    >>> reg = RandomProjectionRegressor(epsilon=1.0, n_components=200,
+    ...                                 data_norm=1.0, y_bound=1.0,
+    ...                                 random_state=0).fit(X, y)
+    >>> bool(reg.pdp_losses_.max() <= reg.dp_epsilon_)
+    True
+    >>> round(reg.dp_epsilon_, 3)
+    1.0
+    """
+
+    _parameter_constraints: dict = {
+        **PrivateRegressorMixin._parameter_constraints,
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "n_components": [
+            Interval(Integral, 1, None, closed="left"),
+            StrOptions({"log", "linear", "full"}),
+        ],
+        "variant": [StrOptions({"dp", "paper"})],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        *,
+        n_components="log",
+        variant="dp",
+        delta=1e-6,
+        data_norm=None,
+        y_bound=None,
+        fit_intercept=True,
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.n_components = n_components
+        self.variant = variant
+        self.delta = delta
+        self.data_norm = data_norm
+        self.y_bound = y_bound
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # The noise is set by the privacy budget, not by the sample size: on
+        # a few hundred rows at epsilon=1 the fit is legitimately poor.
+        tags.regressor_tags.poor_score = True
+        return tags
+
+    def _resolve_n_components(self, n_samples):
+        n = n_samples
+        if self.n_components == "full" or (
+            isinstance(self.n_components, str) and n <= _RULE_UNIT
+        ):
+            return n
+        if self.n_components == "log":
+            return int(round(_RULE_UNIT * (1.0 + np.log(n / _RULE_UNIT))))
+        if self.n_components == "linear":
+            return int(round((n + _RULE_UNIT) / 2.0))
+        if self.n_components > n:
+            warnings.warn(
+                f"n_components={self.n_components} is larger than the number of "
+                f"samples ({n}): the sketch does not compress the data, and the "
+                "privacy loss grows with n_components.",
+                DataDimensionalityWarning,
+                stacklevel=5,
+            )
+        return int(self.n_components)
+
+    def _fit_scaled(self, data, rng):
+        if self.variant == "paper":
+            warnings.warn(
+                "variant='paper' has no differential privacy guarantee: the "
+                "paper's MI-DP claim does not hold and y is not protected "
+                "(dp_epsilon_ is inf). Use it only to reproduce the paper.",
+                PrivacyLeakWarning,
+                stacklevel=4,
+            )
+        k = self.n_components_ = self._resolve_n_components(data.n_samples)
+        seed = np.random.SeedSequence(rng.randint(2**32, size=4, dtype=np.uint64))
+        ZtZ, col_sq, col_max_sq, SZ = _sketch_pass(data, k, seed)
+        p = data.n_features
+        if self.variant == "dp":
+            s = chi2_noise_scale(self.epsilon, self.delta, k, _MAX_SQ_NORM)
+            penalty = np.full(p + 1, s**2)
+            self.dp_epsilon_ = float(chi2_epsilon(self.delta, _MAX_SQ_NORM / s**2, k))
+        else:
+            s = paper_noise_scale(self.epsilon, k, col_sq[:p], col_max_sq[:p])
+            penalty = np.append(np.full(p, s**2), 0.0)
+            self.dp_epsilon_ = np.inf
+        self.noise_scale_ = float(s)
+        self.dp_delta_ = self.delta
+        self._factor_sigma(ZtZ + np.diag(penalty))
+
+        noise = np.random.default_rng(
+            np.random.SeedSequence(seed.entropy, spawn_key=(1,))
+        ).standard_normal(SZ.shape)
+        self.sketch_ = SZ + noise * np.sqrt(penalty)
+        theta = linalg.lstsq(self.sketch_[:, :p], self.sketch_[:, p], check_finite=False)[0]
+
+        tau_in = np.empty(data.n_samples)
+        for rows, Xs, ys in data.chunks():
+            tau_in[rows] = self._tau(np.column_stack((Xs, ys)))
+        # A row alone spanning a direction of Sigma has tau_in = 1 exactly;
+        # within rounding of 1 report it as such (infinite loss), never as a
+        # large finite number that rounding produced.
+        tau_in[tau_in > 1.0 - 1e-12] = 1.0
+        # Sherman-Morrison: tau of the data set without the row (residual unused)
+        tau, _ = leave_one_out(tau_in, np.zeros_like(tau_in))
+        self.pdp_losses_ = chi2_epsilon(self.delta, tau, k)
+        exposed = int(np.isinf(tau).sum())
+        if exposed:
+            warnings.warn(
+                f"{exposed} training row(s) alone span a direction of the released "
+                "sketch's covariance (possible only without noise on some column): "
+                "their privacy loss is infinite.",
+                PrivacyLeakWarning,
+                stacklevel=4,
+            )
+        return theta
+
+    def _factor_sigma(self, sigma):
+        """Cholesky of Sigma, restricted to its range when it is singular.
+
+        A singular Sigma (only possible without noise on some column) means
+        the sketch reveals an exact linear relation of [X, y]; targets with a
+        component outside its range have infinite loss.
+        """
+        lam, vec = linalg.eigh(sigma, check_finite=False)
+        keep = lam > lam[-1] * sigma.shape[0] * np.finfo(float).eps
+        if keep.all():
+            self._basis = None
+            self._sigma = Ridge(sigma, None, 0.0)
+            return
+        warnings.warn(
+            "The covariance of the released sketch is singular: it reveals an "
+            "exact linear relation between the columns of [X, y] (e.g. y in the "
+            "span of X without noise on y). Targets off that relation have "
+            "infinite privacy loss.",
+            PrivacyLeakWarning,
+            stacklevel=5,
+        )
+        self._basis = vec[:, keep]
+        self._sigma = Ridge(np.diag(lam[keep]), None, 0.0)
+
+    def _tau(self, Z):
+        """z^T Sigma^+ z of the rows of ``Z``, inf off the range of Sigma."""
+        if self._basis is None:
+            return self._sigma.row_statistics(Z)["leverage"]
+        inside = Z @ self._basis
+        off = np.einsum("ij,ij->i", Z, Z) - np.einsum("ij,ij->i", inside, inside)
+        tau = self._sigma.row_statistics(inside)["leverage"]
+        return np.where(off > np.sqrt(np.finfo(float).eps), np.inf, tau)
+
+    def _release(self, rng, size=None):
+        """Draw(s) of the released sketch (scaled coordinates).
+
+        Uses that the sketch rows are N(0, Sigma) whatever the draw of S:
+        ``size`` sketches of shape (n_components_, n_features + 1) are drawn
+        without the training data.
+        """
+        chol = self._sigma.chol
+        shape = (self.n_components_, chol.shape[0])
+        G = rng.standard_normal(shape if size is None else (size, *shape))
+        draw = G @ chol.T
+        return draw if self._basis is None else draw @ self._basis.T
+
+    def _target_epsilon(self, Xs, ys):
+        if ys is None:
+            # tau is convex in the label: the worst one is an end of [-1, 1]
+            tau = np.maximum(
+                *(self._tau(np.column_stack((Xs, np.full(len(Xs), v)))) for v in (-1.0, 1.0))
+            )
+        else:
+            tau = self._tau(np.column_stack((Xs, ys)))
+        return chi2_epsilon(self.delta, tau, self.n_components_)
+
+
+def _sketch_pass(data, n_components, seed):
+    """One pass: Z^T Z, per-column sums and maxima of squares, and S Z.
+
+    Z = [Xs ys]. Column block b of S (rows b B .. (b+1) B - 1 of Z) is drawn
+    from its own generator, seeded by ``seed`` with spawn key (0, b); the rows
+    of Z are regrouped into those fixed blocks across chunks, so the result
+    does not depend on the chunk size. Memory: O(n_components (d + 1) + B).
+    """
+    p1 = data.n_features + 1
+    ZtZ = np.zeros((p1, p1))
+    col_sq = np.zeros(p1)
+    col_max_sq = np.zeros(p1)
+    SZ = np.zeros((n_components, p1))
+    block = np.empty((_SKETCH_BLOCK, p1))
+    fill = index = 0
+
+    def flush(rows):
+        s_block = np.random.default_rng(
+            np.random.SeedSequence(seed.entropy, spawn_key=(0, index))
+        ).standard_normal((n_components, _SKETCH_BLOCK))
+        SZ[...] += s_block[:, :rows] @ block[:rows]
+
+    for _, Xs, ys in data.chunks():
+        Z = np.column_stack((Xs, ys))
+        ZtZ += Z.T @ Z
+        np.maximum(col_max_sq, (Z**2).max(axis=0), out=col_max_sq)
+        col_sq += np.einsum("ij,ij->j", Z, Z)
+        start = 0
+        while start < len(Z):
+            take = min(_SKETCH_BLOCK - fill, len(Z) - start)
+            block[fill : fill + take] = Z[start : start + take]
+            fill, start = fill + take, start + take
+            if fill == _SKETCH_BLOCK:
+                flush(fill)
+                fill, index = 0, index + 1
+    if fill:
+        flush(fill)
+    return ZtZ, col_sq, col_max_sq, SZ
+
+
+def paper_noise_scale(epsilon, n_components, col_sq, col_max_sq):
+    """sigma_RP of the paper's rule (13), with f(X) over columns (erratum E9).
+
+    sigma_RP^2 = (n' / (2^(2 epsilon) - 1) - f(X)^2)_+ with
+    f(X)^2 = min_j (sum_i X_ij^2 - max_i X_ij^2), from the column sums and
+    maxima of the squared entries.
+    """
+    f_sq = np.min(col_sq - col_max_sq)
+    return np.sqrt(max(n_components / np.expm1(2 * epsilon * np.log(2)) - f_sq, 0.0))

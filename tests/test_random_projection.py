@@ -1,0 +1,323 @@
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn import config_context
+from sklearn.exceptions import DataDimensionalityWarning
+from sklearn.utils._param_validation import InvalidParameterError
+
+from sklearn_pdp import PrivacyLeakWarning, RandomProjectionRegressor
+from sklearn_pdp._accounting import chi2_delta, chi2_epsilon, chi2_noise_scale
+from sklearn_pdp._base import DomainScaler
+
+from ._mc import Z_TOL, assert_matches_mc
+
+
+def _data(n=60, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d))
+    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+def _scaled_z(X, y, reg):
+    Xs, ys = DomainScaler(reg.data_norm_, reg.y_bound_, reg.fit_intercept).scale(X, y)
+    return np.column_stack((Xs, ys))
+
+
+def _noise_variances(reg, n_columns):
+    """diag of the noise covariance: on X and y ("dp") or X only ("paper")."""
+    var = np.full(n_columns, reg.noise_scale_**2)
+    if reg.variant == "paper":
+        var[-1] = 0.0
+    return var
+
+
+def _fit(X, y, **params):
+    params = {"data_norm": np.sqrt(X.shape[1]), "y_bound": 3.0, "random_state": 0, **params}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        return RandomProjectionRegressor(**params).fit(X, y)
+
+
+# ------------------------------------------------------ chi-square loss ----
+
+
+@pytest.mark.parametrize(
+    "n_components, noise_x, noise_y",
+    [(3, 0.5, 0.5), (1, 0.2, 0.2), (6, 1.0, 1.0), (3, 0.3, 0.0)],
+)
+def test_chi2_loss_matches_simulated_mechanism(n_components, noise_x, noise_y):
+    """Simulate S [X y] + noise explicitly on both neighbours and compare the
+    Monte Carlo hockey-stick divergences with the chi-square formulas."""
+    rng = np.random.default_rng(3)
+    n, runs = 6, 200_000
+    Z = np.column_stack((rng.uniform(-0.5, 0.5, size=(n, 2)), rng.uniform(-1, 1, n)))
+    Z[0] = [0.6, -0.3, 0.9]  # the target, far from the others
+    noise = np.array([noise_x, noise_x, noise_y])
+    Z_small = Z[1:]
+    sig_p = Z_small.T @ Z_small + np.diag(noise**2)
+    sig_q = Z.T @ Z + np.diag(noise**2)
+    prec_p, prec_q = np.linalg.inv(sig_p), np.linalg.inv(sig_q)
+    half_logdet = 0.5 * (np.linalg.slogdet(sig_q)[1] - np.linalg.slogdet(sig_p)[1])
+
+    def loss(R):  # log dP/dQ of the whole sketch, from the Gaussian densities
+        quad = np.einsum("rki,ij,rkj->r", R, prec_p - prec_q, R)
+        return n_components * half_logdet - 0.5 * quad
+
+    def sketches(Z_data):
+        S = rng.standard_normal((runs, n_components, len(Z_data)))
+        return S @ Z_data + rng.standard_normal((runs, n_components, 3)) * noise
+
+    loss_p, loss_q = loss(sketches(Z_small)), loss(sketches(Z))
+    tau = Z[0] @ prec_p @ Z[0]
+    for eps in (0.0, 0.3, 1.0, 2.0):
+        assert_matches_mc(
+            chi2_delta(eps, tau, n_components, direction="remove"),
+            chi2_delta(eps, tau, n_components, direction="add"),
+            loss_p, loss_q, eps,
+        )
+    # the two directions differ: both are needed
+    assert chi2_delta(0.3, tau, n_components, "remove") != pytest.approx(
+        chi2_delta(0.3, tau, n_components, "add"), rel=1e-3
+    )
+
+
+def test_chi2_epsilon_inverts_delta_and_handles_edges():
+    tau = np.array([1e-4, 0.05, 0.7, 3.0, 50.0])
+    for df in (1, 10, 300):
+        eps = chi2_epsilon(1e-5, tau, df)
+        assert np.all(chi2_delta(eps, tau, df) <= 1e-5 * (1 + 1e-9))
+        assert np.all(chi2_delta(eps * (1 - 1e-6) - 1e-12, tau, df) > 1e-5)
+    assert chi2_epsilon(1e-6, 0.0, 5) == 0.0
+    assert chi2_epsilon(1e-6, np.inf, 5) == np.inf
+    assert chi2_delta(3.0, np.inf, 5) == 1.0
+
+
+def test_chi2_loss_is_monotone_in_tau_and_n_components():
+    """The calibration of the dp variant relies on it (worst case = corner)."""
+    tau = np.geomspace(1e-5, 1e3, 200)
+    for delta in (1e-3, 1e-8):
+        previous = None
+        for df in (1, 3, 30, 1000):
+            eps = chi2_epsilon(delta, tau, df)
+            assert np.all(np.diff(eps) >= 0)
+            if previous is not None:
+                assert np.all(eps >= previous)
+            previous = eps
+
+
+def test_chi2_noise_scale_is_tight():
+    for epsilon, delta, df in ((1.0, 1e-6, 100), (0.1, 1e-5, 3), (8.0, 1e-9, 2000)):
+        s = chi2_noise_scale(epsilon, delta, df)
+        assert chi2_delta(epsilon, 2 / s**2, df) <= delta
+        assert chi2_delta(epsilon, 2 / (s * (1 - 1e-7)) ** 2, df) > delta
+
+
+# ------------------------------------------------------------ estimator ----
+
+
+@pytest.mark.parametrize("variant", ["dp", "paper"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_pdp_losses_equal_brute_force_leave_one_out(variant, fit_intercept):
+    X, y = _data(n=40)
+    reg = _fit(X, y, epsilon=1.0, n_components=7, variant=variant, fit_intercept=fit_intercept)
+    Z = _scaled_z(X, y, reg)
+    noise = np.diag(_noise_variances(reg, Z.shape[1]))
+    expected = []
+    for i in range(len(y)):
+        others = np.delete(Z, i, axis=0)
+        tau = Z[i] @ np.linalg.solve(others.T @ others + noise, Z[i])
+        expected.append(chi2_epsilon(1e-6, tau, 7))
+    assert_allclose(reg.pdp_losses_, expected, rtol=1e-7)
+    if variant == "dp":
+        assert np.all(reg.pdp_losses_ <= reg.dp_epsilon_)
+    else:
+        assert reg.dp_epsilon_ == np.inf
+
+
+def test_dp_calibration_is_tight_at_the_worst_row():
+    """A row of norm 1 with |y| = 1 orthogonal to everything else reaches
+    tau = 2 / s^2: its loss is the data-independent epsilon, which meets the
+    budget."""
+    n = 30
+    X = np.zeros((n, 2))
+    y = np.zeros(n)
+    X[0], y[0] = [1.0, 0.0], 1.0
+    X[1:, 1] = np.linspace(-1, 1, n - 1)
+    reg = RandomProjectionRegressor(
+        epsilon=0.7, n_components=12, delta=1e-5, data_norm=1.0, y_bound=1.0,
+        fit_intercept=False, random_state=0,
+    ).fit(X, y)
+    assert reg.dp_epsilon_ == pytest.approx(0.7, rel=1e-7)
+    assert reg.pdp_losses_[0] == pytest.approx(reg.dp_epsilon_, rel=1e-7)
+    # row 0 sits exactly at the bound tau = 2/s^2, reached up to rounding
+    assert reg.pdp_losses_.max() <= reg.dp_epsilon_ * (1 + 1e-12)
+    assert reg.noise_scale_ == chi2_noise_scale(0.7, 1e-5, 12)
+
+
+def test_pdp_epsilon_of_new_targets():
+    X, y = _data(n=50)
+    reg = _fit(X, y, n_components=5)
+    X_new, y_new = _data(n=8, seed=1)
+    Z, Z_new = _scaled_z(X, y, reg), _scaled_z(X_new, y_new, reg)
+    sigma = Z.T @ Z + np.diag(_noise_variances(reg, Z.shape[1]))
+    tau = np.einsum("ij,ij->i", Z_new, np.linalg.solve(sigma, Z_new.T).T)
+    assert_allclose(reg.pdp_epsilon(X_new, y_new), chi2_epsilon(1e-6, tau, 5), rtol=1e-7)
+    worst = reg.pdp_epsilon(X_new)
+    for label in (-3.0, -1.0, 0.0, 2.0, 3.0):
+        assert np.all(worst >= reg.pdp_epsilon(X_new, np.full(8, label)) - 1e-12)
+
+
+def test_sketch_rows_have_the_analysed_distribution():
+    """The explicitly drawn sketch, whitened by Sigma, has identity covariance
+    (catches a wrong noise column, reused or correlated blocks of S)."""
+    X, y = _data(n=700, d=2)  # one full and one partial block of S
+    for variant in ("dp", "paper"):
+        with warnings.catch_warnings():  # n_components > n_samples on purpose
+            warnings.simplefilter("ignore", DataDimensionalityWarning)
+            reg = _fit(X, y, epsilon=2.0, n_components=20_000, variant=variant)
+        Z = _scaled_z(X, y, reg)
+        chol = np.linalg.cholesky(Z.T @ Z + np.diag(_noise_variances(reg, Z.shape[1])))
+        W = np.linalg.solve(chol, reg.sketch_.T)
+        cov = W @ W.T / W.shape[1]
+        eye = np.eye(Z.shape[1])
+        se = np.sqrt((1 + eye) / W.shape[1])  # sd of a sample covariance entry
+        assert np.all(np.abs(cov - eye) <= Z_TOL * se), cov
+
+
+@pytest.mark.parametrize("variant", ["dp", "paper"])
+def test_result_does_not_depend_on_chunk_size(variant):
+    X, y = _data(n=1500, d=3)
+    fits = []
+    for working_memory in (0.01, 0.07, 1024):  # chunks of 81, 573 and all rows
+        with config_context(working_memory=working_memory):
+            fits.append(_fit(X, y, n_components=40, variant=variant, random_state=5))
+    for other in fits[1:]:
+        assert_allclose(other.sketch_, fits[0].sketch_, rtol=1e-13, atol=1e-12)
+        assert_allclose(other.coef_, fits[0].coef_, rtol=1e-10)
+        # equal up to the epsilon search's relative tolerance (1e-8)
+        assert_allclose(other.pdp_losses_, fits[0].pdp_losses_, rtol=2e-8)
+    if variant == "dp":  # S Z is summed block by block in the same order
+        assert_array_equal(fits[1].sketch_, fits[0].sketch_)
+    again = _fit(X, y, n_components=40, variant=variant, random_state=5)
+    assert_array_equal(again.coef_, fits[-1].coef_)
+    other_seed = _fit(X, y, n_components=40, variant=variant, random_state=6)
+    assert not np.allclose(other_seed.sketch_, fits[-1].sketch_)
+
+
+def test_n_components_rules():
+    X, y = _data(n=2000, d=2)
+    assert _fit(X, y, n_components="log").n_components_ == round(1000 * (1 + np.log(2)))
+    assert _fit(X, y, n_components="linear").n_components_ == 1500
+    assert _fit(X, y, n_components="full").n_components_ == 2000
+    X, y = _data(n=300, d=2)
+    for rule in ("log", "linear", "full"):
+        assert _fit(X, y, n_components=rule).n_components_ == 300
+    with pytest.warns(DataDimensionalityWarning, match="n_components=400"):
+        reg = _fit(X, y, n_components=400)
+    assert reg.n_components_ == reg.sketch_.shape[0] == 400
+
+
+@pytest.mark.parametrize(
+    "params, name",
+    [
+        ({"n_components": "sqrt"}, "n_components"),
+        ({"n_components": 0}, "n_components"),
+        ({"variant": "mi"}, "variant"),
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"delta": 1.0}, "delta"),
+    ],
+)
+def test_invalid_parameters_name_the_parameter(params, name):
+    X, y = _data()
+    with pytest.raises(InvalidParameterError, match=name):
+        RandomProjectionRegressor(**params).fit(X, y)
+
+
+def test_dp_variant_is_accurate_with_enough_data():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(20_000, 2)) / np.sqrt(2)
+    y = X @ [0.8, -0.4] + 0.05 * rng.normal(size=20_000)
+    reg = RandomProjectionRegressor(
+        epsilon=2.0, n_components=200, data_norm=1.0, y_bound=1.0, random_state=0
+    ).fit(X, y)
+    assert reg.score(X, y) > 0.9
+
+
+# -------------------------------------------------- the paper's variant ----
+
+
+def test_paper_noise_formula_against_hand_computed_values():
+    # f(X)^2 = min over columns of (sum of squares - largest square):
+    # column 0: 0.64 + 0.25 + 0.04 - 0.64 = 0.29, column 1: 0.34 -> 0.29.
+    # (Over rows, as the paper prints it, it would be 0.04.)
+    X = np.array([[0.8, 0.5], [0.5, -0.8], [0.2, 0.3]])
+    y = np.array([0.1, -0.2, 0.3])
+    params = dict(n_components=2, variant="paper", data_norm=1.0, y_bound=1.0,
+                  fit_intercept=False)
+    with pytest.warns(PrivacyLeakWarning, match="paper"):
+        reg = RandomProjectionRegressor(epsilon=0.5, **params).fit(X, y)
+    # 2 / (2^(2 * 0.5) - 1) - 0.29 = 1.71
+    assert reg.noise_scale_**2 == pytest.approx(1.71, rel=1e-12)
+    # 2 / (2^(2 * 0.25) - 1) - 0.29 = 2 / (sqrt(2) - 1) - 0.29
+    with pytest.warns(PrivacyLeakWarning):
+        reg = RandomProjectionRegressor(epsilon=0.25, **params).fit(X, y)
+    assert reg.noise_scale_**2 == pytest.approx(2 / (np.sqrt(2) - 1) - 0.29, rel=1e-12)
+    # 2 / (2^4 - 1) = 0.133 < 0.29: no noise at all
+    with pytest.warns(PrivacyLeakWarning):
+        reg = RandomProjectionRegressor(epsilon=2.0, **params).fit(X, y)
+    assert reg.noise_scale_ == 0.0
+    assert reg.dp_epsilon_ == np.inf
+
+
+def test_erratum_e10_the_paper_sketch_reveals_the_secret_entry():
+    """Two columns equal except for the secret entry X[0, 0] in {0, 1}. The
+    paper's rule claims 0.1-bit MI-DP with sigma_RP = 0, yet the difference
+    of the two sketch columns is exactly zero iff the secret is 0, so the
+    sketch determines the secret (1 bit of mutual information)."""
+    rng = np.random.default_rng(0)
+    n = 400
+    column = rng.choice([-1.0, 1.0], size=n)
+    y = rng.uniform(-1, 1, n)
+    params = dict(epsilon=0.1, n_components=10, variant="paper", data_norm=np.sqrt(2),
+                  y_bound=1.0, fit_intercept=False)
+    for seed in range(5):
+        for secret in (0.0, 1.0):
+            X = np.column_stack((column, column))
+            X[0] = [secret, 0.0]
+            with pytest.warns(PrivacyLeakWarning) as record:
+                reg = RandomProjectionRegressor(random_state=seed, **params).fit(X, y)
+            assert any("training row" in str(w.message) for w in record) == bool(secret)
+            assert reg.noise_scale_ == 0.0
+            gap = np.linalg.norm(reg.sketch_[:, 0] - reg.sketch_[:, 1])
+            assert (gap > 1e-6) == bool(secret), gap
+    # without the secret's row the two columns are equal, so that row alone
+    # spans a direction of Sigma: its exact row-level loss is infinite
+    assert reg.pdp_losses_[0] == np.inf
+    assert np.all(np.isfinite(reg.pdp_losses_[1:]))
+
+
+def test_paper_variant_without_noise_and_y_in_span_of_x():
+    """sigma_RP = 0 and y = X b: the sketch covariance is singular. Training
+    rows lie in its range (finite losses); a new target off the relation y = x b
+    has infinite loss."""
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-1, 1, size=(500, 2)) / np.sqrt(2)
+    y = X @ [0.5, -0.3]
+    params = dict(epsilon=1.0, n_components=20, variant="paper", data_norm=1.0,
+                  y_bound=1.0, fit_intercept=False, random_state=0)
+    with pytest.warns(PrivacyLeakWarning) as record:
+        reg = RandomProjectionRegressor(**params).fit(X, y)
+    assert any("singular" in str(w.message) for w in record)
+    assert reg.noise_scale_ == 0.0
+    assert np.all(np.isfinite(reg.pdp_losses_))
+    assert_allclose(reg.coef_, [0.5, -0.3], rtol=1e-8)  # the sketch is exact
+    X_new = X[:3]
+    assert np.all(np.isfinite(reg.pdp_epsilon(X_new, X_new @ [0.5, -0.3])))
+    assert np.all(reg.pdp_epsilon(X_new, X_new @ [0.5, -0.3] + 0.1) == np.inf)
+    assert np.all(reg.pdp_epsilon(X_new) == np.inf)
+    # the release still has the analysed distribution: draws stay in the range
+    draws = reg._release(np.random.default_rng(0), size=3)
+    assert_allclose(draws[..., :2] @ [0.5, -0.3], draws[..., 2], atol=1e-12)
