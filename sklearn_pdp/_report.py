@@ -184,7 +184,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             "pdp_for_all": self.dp_epsilon_,
             "dp_delta": self.dp_delta_,
             # 0/0 (no guarantee, no loss) is meaningless: report inf
-            "dp_over_median": float(np.nan_to_num(ratio, nan=np.inf)),
+            "dp_over_median": np.inf if np.isnan(ratio) else float(ratio),
         }
 
     def transform(self, X):
@@ -256,6 +256,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"kind must be 'box' or 'violin', got {kind!r}.")
         try:
             import matplotlib.pyplot as plt
+            from matplotlib.ticker import NullFormatter
         except ImportError as exc:
             raise ImportError(
                 "PDPReport.plot needs matplotlib: install it with "
@@ -302,6 +303,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
                 cmap="coolwarm", s=8, vmin=-limit, vmax=limit,
             )
             axes[1].set_xscale("log")
+            # minor labels collide when the leverages span less than a decade
+            axes[1].xaxis.set_minor_formatter(NullFormatter())
             axes[1].set_yscale("log")
             axes[1].set_xlabel(r"leverage $x^T H^{-1} x$")
             axes[1].set_ylabel(r"per-instance $\varepsilon$")
