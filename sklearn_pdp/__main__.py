@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 from sklearn.model_selection import train_test_split
 
+from ._report import PDPReport
 from .exceptions import PrivacyLeakWarning
 
 # command-line name -> class name in sklearn_pdp
@@ -105,7 +106,7 @@ def _load(args, parser):
     try:
         table = np.array(body, dtype=float)
     except ValueError:
-        parser.error(f"{args.csv} has non-numeric or ragged values")
+        parser.error(f"{args.csv} has non-numeric, empty or ragged values")
     if table.ndim != 2 or table.shape[0] < 2:
         parser.error(f"{args.csv} needs at least two data rows")
     if table.shape[1] < 2:
@@ -161,8 +162,6 @@ def main(argv=None):
         except ImportError:
             parser.error("--plot needs matplotlib: pip install 'sklearn-pdp[plot]'")
         matplotlib.use("Agg")
-
-    from ._report import PDPReport
 
     report = PDPReport(est, delta=args.delta, thresholds=args.thresholds)
     X_train, X_test, y_train, y_test = train_test_split(

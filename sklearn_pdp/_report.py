@@ -17,7 +17,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._base import ScaledData
+from ._base import Ridge, ScaledData
 from ._ops import OPSRegressor
 
 _COLUMNS = ("pdp_epsilon", "leverage")
@@ -97,8 +97,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
     ``pdp_losses_`` for the rows of the training data.
 
     The leverage column is x^T H^{-1} x in the estimator's privacy domain
-    (scaled rows, H = X^T X + alpha I of the scaled training data): the
-    statistic that drives the per-instance loss of ridge-based mechanisms.
+    (scaled rows, H = X^T X + alpha I of the scaled training data, alpha the
+    estimator's ridge strength or 0 if it has none): the statistic that
+    drives the per-instance loss of ridge-based mechanisms.
 
     The report holds non-private statistics of the training data (those of
     ``estimator_``): publish its numbers deliberately, not the object.
@@ -161,8 +162,10 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         self.pdp_losses_ = est.pdp_losses_
         self.dp_epsilon_ = float(est.dp_epsilon_)
         self.dp_delta_ = float(est.dp_delta_)
+        data = ScaledData(X, y, est._scaler)
+        self._ridge = _design_ridge(est, data)
         # training rows' hat values and residuals (scaled units), for plot()
-        stats = est._ridge.training_statistics(ScaledData(X, y, est._scaler))
+        stats = self._ridge.training_statistics(data)
         self._leverage, self._residual = stats["leverage"], stats["residual"]
         self.summary_ = self._summary(thresholds)
         return self
@@ -207,7 +210,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         est = self.estimator_
-        leverage = est._ridge.row_statistics(est._scaler.scale(X))["leverage"]
+        leverage = self._ridge.row_statistics(est._scaler.scale(X))["leverage"]
         return np.column_stack([est.pdp_epsilon(X), leverage])
 
     def get_feature_names_out(self, input_features=None):
@@ -316,6 +319,19 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+
+def _design_ridge(est, data):
+    """H = X^T X + alpha I of the scaled training rows, for the leverage scores.
+
+    The mechanism's own factorisation when it keeps one (``_ridge``); otherwise
+    (e.g. random projection) built here with its ridge strength, if any: the
+    fitted ``alpha_``, the ``alpha`` parameter, or 0.
+    """
+    if hasattr(est, "_ridge"):
+        return est._ridge
+    alpha = getattr(est, "alpha_", est.get_params().get("alpha", 0.0))
+    return Ridge(*data.gram(), alpha)
 
 
 def _row_label(eps, shown):

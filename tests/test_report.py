@@ -239,3 +239,23 @@ def test_unfitted_transform_raises():
         warnings.simplefilter("error")
         with pytest.raises(NotFittedError):
             PDPReport().transform(np.zeros((2, 2)))
+
+
+class _NoRidgeOPS(OPSRegressor):
+    """A regressor that keeps no ridge factorisation (as random projection)."""
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        del self._ridge
+        return self
+
+    def pdp_epsilon(self, X, y=None):
+        return np.zeros(len(X))
+
+
+def test_leverage_without_the_estimators_ridge():
+    X, y = _data()
+    expected = PDPReport(_ops(alpha=0.3)).fit(X, y).transform(X)[:, 1]
+    report = PDPReport(_NoRidgeOPS(alpha=0.3, data_norm=4.0, y_bound=5.0)).fit(X, y)
+    assert not hasattr(report.estimator_, "_ridge")
+    assert_allclose(report.transform(X)[:, 1], expected, rtol=1e-10)
