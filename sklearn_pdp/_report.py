@@ -89,12 +89,15 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
 
     Applied to a training row, ``transform`` answers the second question,
     i.e. for a second copy of the row, which can be *smaller* than the row's
-    own ``pdp_losses_``: a row that alone spans a direction has leverage
-    h / (1 - h) against the data without it but only h against the data with
-    it. The comparison that does hold is within the same pair of neighbouring
-    data sets: the report of the data without row i, applied to x_i, is at
-    least ``pdp_losses_[i]`` (equal for the row's actual label). Use
-    ``pdp_losses_`` for the rows of the training data.
+    own ``pdp_losses_`` even though it takes the worst label: with h the
+    row's hat value, its leverage is h / (1 - h) against the data without it
+    but only h against the data that already contains it, and its residual
+    shrinks by the same factor 1 - h. For a row that alone spans a direction
+    (h close to 1) the difference is large. The comparison that does hold is
+    within one pair of neighbouring data sets: the report of the data without
+    row i, applied to x_i, is at least ``pdp_losses_[i]`` (equal for the
+    row's actual label). Use ``pdp_losses_`` for the rows of the training
+    data.
 
     The leverage column is x^T H^{-1} x in the estimator's privacy domain
     (scaled rows, H = X^T X + alpha I of the scaled training data, alpha the

@@ -122,3 +122,11 @@ def test_help(capsys):
         assert option in out
     for name in ("ops", "adaops", "output", "objpert", "projection"):
         assert name in out
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
+def test_report_without_matplotlib(capsys, monkeypatch):
+    """README's first command needs no plot extra."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main([]) == 0
+    assert "DP epsilon" in capsys.readouterr().out
