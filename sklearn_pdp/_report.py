@@ -281,17 +281,16 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         dist = axes[0]
         if kind == "box":
             dist.boxplot(eps[shown], widths=0.5)
-        else:
-            dist.violinplot(np.log10(eps[shown]), showmedians=True)
-        dist.set_yscale("log" if kind == "box" else "linear")
-        if kind == "violin":  # violins are drawn on log10 values
-            dist.set_ylabel(r"$\log_{10}$ per-instance $\varepsilon$")
-        else:
+            dist.set_yscale("log")
             dist.set_ylabel(r"per-instance $\varepsilon$")
+            to_axis = float
+        else:  # a density of the log values: a violin on a log axis distorts
+            dist.violinplot(np.log10(eps[shown]), showmedians=True)
+            dist.set_ylabel(r"$\log_{10}$ per-instance $\varepsilon$")
+            to_axis = np.log10
         dist.set_xticks([1], [_row_label(eps, shown)])
         if np.isfinite(self.dp_epsilon_):
-            level = self.dp_epsilon_ if kind == "box" else np.log10(self.dp_epsilon_)
-            dist.axhline(level, color="C3", linestyle="--",
+            dist.axhline(to_axis(self.dp_epsilon_), color="C3", linestyle="--",
                          label=rf"DP $\varepsilon$ = {self.dp_epsilon_:.3g}")
             dist.legend(loc="lower right")
         else:
