@@ -3,6 +3,7 @@
 from ._ops import OPSRegressor
 from ._output_perturbation import OutputPerturbationRegressor
 from ._random_projection import RandomProjectionRegressor
+from ._report import PDPReport
 from .exceptions import PrivacyLeakWarning
 
 __version__ = "0.1.0.dev0"
@@ -10,6 +11,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "OPSRegressor",
     "OutputPerturbationRegressor",
+    "PDPReport",
     "PrivacyLeakWarning",
     "RandomProjectionRegressor",
     "__version__",

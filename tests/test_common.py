@@ -6,6 +6,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn_pdp import (
     OPSRegressor,
     OutputPerturbationRegressor,
+    PDPReport,
     RandomProjectionRegressor,
 )
 
@@ -13,6 +14,7 @@ ESTIMATORS = [
     OPSRegressor(),
     OutputPerturbationRegressor(),
     RandomProjectionRegressor(),
+    PDPReport(),
 ]
 
 

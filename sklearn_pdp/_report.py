@@ -1,0 +1,344 @@
+"""Per-instance privacy report as a scikit-learn transformer."""
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import (
+    BaseEstimator,
+    MetaEstimatorMixin,
+    TransformerMixin,
+    _fit_context,
+    clone,
+)
+from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.validation import (
+    _check_feature_names_in,
+    check_is_fitted,
+    validate_data,
+)
+
+from ._base import Ridge, ScaledData
+from ._ops import OPSRegressor
+
+_COLUMNS = ("pdp_epsilon", "leverage")
+
+
+class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
+    """Per-instance privacy report of a private regressor.
+
+    ``fit`` fits a clone of ``estimator`` and records its per-instance privacy
+    losses and a summary of them; ``transform`` tells, for any feature vector
+    x, how much privacy a person with features x would lose to that release.
+
+    Parameters
+    ----------
+    estimator : estimator object, default=None
+        A private regressor of this package (anything with ``pdp_losses_``,
+        ``dp_epsilon_``, ``dp_delta_`` and ``pdp_epsilon(X, y=None)``).
+        ``None`` means ``OPSRegressor()``. It is cloned, never fitted in place.
+    delta : float, default=None
+        The delta at which the per-instance epsilons are reported; set on the
+        clone as its ``delta`` parameter. ``None`` keeps the estimator's own.
+    thresholds : array-like of float, default=(0.1, 1.0)
+        ``summary_["below"]`` gives the fraction of training rows whose
+        per-instance epsilon is at most each of these values.
+
+    Attributes
+    ----------
+    estimator_ : estimator object
+        The fitted clone.
+    pdp_losses_ : ndarray of shape (n_samples,)
+        Exact per-instance epsilon of every training row: the privacy it loses
+        by being in the training data (neighbour: the data without the row),
+        with its own label. Equal to ``estimator_.pdp_losses_``.
+    dp_epsilon_ : float
+        The data-independent (``dp_epsilon_``, ``dp_delta_``)-DP guarantee of
+        ``estimator_`` over the whole declared domain.
+    dp_delta_ : float
+        The delta of ``dp_epsilon_``.
+    summary_ : dict
+        ``n_samples``; ``delta`` (of the per-instance epsilons); ``mean``,
+        ``median``, ``q90``, ``q99`` and ``max`` of ``pdp_losses_``;
+        ``below``, a dict mapping each threshold to the fraction of rows at or
+        below it; ``pdp_for_all`` and ``dp_delta``: the bound that holds for
+        every possible person and every data set of this size in the declared
+        domain, i.e. ``dp_epsilon_`` at ``dp_delta_``; ``dp_over_median``, the
+        ratio of ``dp_epsilon_`` to the median per-instance epsilon (how much
+        the worst-case guarantee overstates the loss of a typical row).
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit, when X has string column names.
+
+    See Also
+    --------
+    OPSRegressor : The default private regressor.
+
+    Notes
+    -----
+    Two different questions are answered, and they are not comparable row by
+    row:
+
+    * ``pdp_losses_[i]`` is the loss of training row i, between the training
+      data with and without it (Wang 2017's "pDP of a data set").
+    * ``transform(X)`` is the loss of a person with features x and any label
+      in the declared domain (the worst case over y, so it needs only x),
+      between the training data and the training data with that person added
+      (``estimator_.pdp_epsilon(X)``). It is meant for people outside the
+      training data.
+
+    Applied to a training row, ``transform`` answers the second question,
+    i.e. for a second copy of the row, which can be *smaller* than the row's
+    own ``pdp_losses_`` even though it takes the worst label: with h the
+    row's hat value, its leverage is h / (1 - h) against the data without it
+    but only h against the data that already contains it, and its residual
+    shrinks by the same factor 1 - h. For a row that alone spans a direction
+    (h close to 1) the difference is large. The comparison that does hold is
+    within one pair of neighbouring data sets: the report of the data without
+    row i, applied to x_i, is at least ``pdp_losses_[i]`` (equal for the
+    row's actual label). Use ``pdp_losses_`` for the rows of the training
+    data.
+
+    The leverage column is x^T H^{-1} x in the estimator's privacy domain
+    (scaled rows, H = X^T X + alpha I of the scaled training data, alpha the
+    estimator's ridge strength or 0 if it has none): the statistic that
+    drives the per-instance loss of ridge-based mechanisms.
+
+    The report holds non-private statistics of the training data (those of
+    ``estimator_``): publish its numbers deliberately, not the object.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_pdp import OPSRegressor, PDPReport
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-1, 1, size=(500, 3)) / np.sqrt(3)
+    >>> y = np.clip(X @ [1.0, -0.5, 0.2] + 0.1 * rng.randn(500), -1, 1)
+    >>> report = PDPReport(OPSRegressor(data_norm=1.0, y_bound=1.0, random_state=0))
+    >>> report.fit(X, y).transform(X[:2]).shape
+    (2, 2)
+    >>> report.get_feature_names_out().tolist()
+    ['pdp_epsilon', 'leverage']
+    >>> bool(report.summary_["dp_over_median"] > 10)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "pdp_epsilon"]), None],
+        "delta": [Interval(Real, 0, 1, closed="neither"), None],
+        "thresholds": ["array-like"],
+    }
+
+    def __init__(self, estimator=None, *, delta=None, thresholds=(0.1, 1.0)):
+        self.estimator = estimator
+        self.delta = delta
+        self.thresholds = thresholds
+
+    # the wrapped estimator validates its own parameters
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y):
+        """Fit the private estimator and record its privacy report.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Targets.
+
+        Returns
+        -------
+        self : object
+            Fitted report.
+        """
+        thresholds = np.asarray(self.thresholds, dtype=np.float64).ravel()
+        if not np.all(np.isfinite(thresholds) & (thresholds >= 0)):
+            raise ValueError(
+                "thresholds must be finite and non-negative, got "
+                f"{self.thresholds!r}."
+            )
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        est = clone(OPSRegressor() if self.estimator is None else self.estimator)
+        if self.delta is not None:
+            est.set_params(delta=self.delta)
+        self.estimator_ = est.fit(X, y)
+        self.pdp_losses_ = est.pdp_losses_
+        self.dp_epsilon_ = float(est.dp_epsilon_)
+        self.dp_delta_ = float(est.dp_delta_)
+        data = ScaledData(X, y, est._scaler)
+        self._ridge = _design_ridge(est, data)
+        # training rows' hat values and residuals (scaled units), for plot()
+        stats = self._ridge.training_statistics(data)
+        self._leverage, self._residual = stats["leverage"], stats["residual"]
+        self.summary_ = self._summary(thresholds)
+        return self
+
+    def _summary(self, thresholds):
+        eps = self.pdp_losses_
+        q50, q90, q99 = np.quantile(eps, [0.5, 0.9, 0.99])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.float64(self.dp_epsilon_) / q50
+        return {
+            "n_samples": eps.size,
+            "delta": float(self.estimator_.delta),
+            "mean": float(np.mean(eps)),
+            "median": float(q50),
+            "q90": float(q90),
+            "q99": float(q99),
+            "max": float(np.max(eps)),
+            "below": {float(t): float(np.mean(eps <= t)) for t in thresholds},
+            "pdp_for_all": self.dp_epsilon_,
+            "dp_delta": self.dp_delta_,
+            # 0/0 (no guarantee, no loss) is meaningless: report inf
+            "dp_over_median": np.inf if np.isnan(ratio) else float(ratio),
+        }
+
+    def transform(self, X):
+        """Worst-case-over-y epsilon and leverage of each row as a target.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Feature vectors of people who could be added to the training data.
+
+        Returns
+        -------
+        X_report : ndarray of shape (n_samples, 2)
+            Columns ``pdp_epsilon`` (the exact epsilon, at the estimator's
+            ``delta``, of adding the person with the worst label in the
+            declared domain; ``inf`` where no finite epsilon exists) and
+            ``leverage`` (x^T H^{-1} x in the privacy domain). See the class
+            Notes for what this means for rows of the training data.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        est = self.estimator_
+        leverage = self._ridge.row_statistics(est._scaler.scale(X))["leverage"]
+        return np.column_stack([est.pdp_epsilon(X), leverage])
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output columns: ``pdp_epsilon`` and ``leverage``.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Only checked against the names seen during fit.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+            ``["pdp_epsilon", "leverage"]``.
+        """
+        check_is_fitted(self)
+        _check_feature_names_in(self, input_features)
+        return np.asarray(_COLUMNS, dtype=object)
+
+    def plot(self, ax=None, *, kind="box", leverage=False):
+        """Distribution of the per-instance epsilons beside the DP epsilon.
+
+        The style of Wang (2017), Figures 1 and 2: a box or violin plot of
+        ``pdp_losses_`` on a log scale with ``dp_epsilon_`` as a line, and
+        optionally the per-instance epsilon of every training row against its
+        leverage, coloured by its residual. Rows with epsilon 0 (nothing to
+        show on a log scale) and rows with infinite epsilon are counted in
+        the axis label.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes or sequence of two Axes, default=None
+            Where to draw (two Axes when ``leverage=True``). None creates a
+            new figure.
+        kind : {"box", "violin"}, default="box"
+            How to draw the distribution.
+        leverage : bool, default=False
+            Also draw epsilon against leverage, coloured by residual.
+
+        Returns
+        -------
+        ax : matplotlib Axes, or ndarray of two Axes when ``leverage=True``.
+        """
+        check_is_fitted(self)
+        if kind not in ("box", "violin"):
+            raise ValueError(f"kind must be 'box' or 'violin', got {kind!r}.")
+        try:
+            import matplotlib.pyplot as plt
+            from matplotlib.ticker import NullFormatter
+        except ImportError as exc:
+            raise ImportError(
+                "PDPReport.plot needs matplotlib: install it with "
+                "pip install 'sklearn-pdp[plot]'."
+            ) from exc
+        n_axes = 2 if leverage else 1
+        if ax is None:
+            _, ax = plt.subplots(1, n_axes, figsize=(4.5 * n_axes, 4), squeeze=False)
+            ax = ax[0]
+        axes = np.atleast_1d(np.asarray(ax, dtype=object))
+        if axes.size != n_axes:
+            raise ValueError(f"ax must hold {n_axes} Axes, got {axes.size}.")
+
+        eps = self.pdp_losses_
+        shown = np.isfinite(eps) & (eps > 0)
+        dist = axes[0]
+        if kind == "box":
+            dist.boxplot(eps[shown], widths=0.5)
+            dist.set_yscale("log")
+            dist.set_ylabel(r"per-instance $\varepsilon$")
+            to_axis = float
+        else:  # a density of the log values: a violin on a log axis distorts
+            dist.violinplot(np.log10(eps[shown]), showmedians=True)
+            dist.set_ylabel(r"$\log_{10}$ per-instance $\varepsilon$")
+            to_axis = np.log10
+        dist.set_xticks([1], [_row_label(eps, shown)])
+        if np.isfinite(self.dp_epsilon_):
+            dist.axhline(to_axis(self.dp_epsilon_), color="C3", linestyle="--",
+                         label=rf"DP $\varepsilon$ = {self.dp_epsilon_:.3g}")
+            dist.legend(loc="lower right")
+        else:
+            dist.set_title("no data-independent DP guarantee", fontsize="small")
+        dist.set_title(
+            rf"$\delta$ = {self.summary_['delta']:g}, "
+            f"DP / median = {self.summary_['dp_over_median']:.3g}",
+            loc="left", fontsize="small",
+        )
+        if leverage:
+            residual = self._residual[shown]
+            limit = np.abs(residual).max(initial=0) or 1.0  # symmetric colours
+            scatter = axes[1].scatter(
+                self._leverage[shown], eps[shown], c=residual,
+                cmap="coolwarm", s=8, vmin=-limit, vmax=limit,
+            )
+            axes[1].set_xscale("log")
+            # minor labels collide when the leverages span less than a decade
+            axes[1].xaxis.set_minor_formatter(NullFormatter())
+            axes[1].set_yscale("log")
+            axes[1].set_xlabel(r"leverage $x^T H^{-1} x$")
+            axes[1].set_ylabel(r"per-instance $\varepsilon$")
+            axes[1].figure.colorbar(scatter, ax=axes[1], label="residual (scaled y)")
+            return axes
+        return axes[0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+
+def _design_ridge(est, data):
+    """H = X^T X + alpha I of the scaled training rows, for the leverage scores.
+
+    The mechanism's own factorisation when it keeps one (``_ridge``); otherwise
+    (e.g. random projection) built here with its ridge strength, if any: the
+    fitted ``alpha_``, the ``alpha`` parameter, or 0.
+    """
+    if hasattr(est, "_ridge"):
+        return est._ridge
+    alpha = getattr(est, "alpha_", est.get_params().get("alpha", 0.0))
+    return Ridge(*data.gram(), alpha)
+
+
+def _row_label(eps, shown):
+    label = f"{shown.sum()} training rows"
+    hidden = [f"{k} with {name}" for k, name in (
+        (np.sum(eps == 0), r"$\varepsilon$ = 0"), (np.sum(np.isinf(eps)), "inf"))
+        if k]
+    return label + ("\n(+ " + ", ".join(hidden) + ")" if hidden else "")

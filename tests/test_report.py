@@ -1,0 +1,261 @@
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.compose import ColumnTransformer
+from sklearn.pipeline import FeatureUnion, Pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+
+from sklearn_pdp import OPSRegressor, PDPReport, PrivacyLeakWarning
+from sklearn_pdp._base import DomainScaler
+
+
+def _data(n=80, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+def _ops(**params):
+    return OPSRegressor(**{"data_norm": 4.0, "y_bound": 5.0, "random_state": 0, **params})
+
+
+def _one_direction_data():
+    """Row 0 alone spans the first direction and has a label at the bound
+    opposite to what the other rows predict for it."""
+    rng = np.random.default_rng(0)
+    n = 12
+    X = np.column_stack([0.3 + 0.05 * rng.normal(size=n), rng.uniform(-1, 1, size=n)])
+    X[0] = [1.0, 0.0]
+    y = np.clip(X[:, 1] + 0.8 + 0.1 * rng.normal(size=n), -1, 1)
+    y[0] = -1.0
+    return X, y
+
+
+def test_report_numbers_equal_the_wrapped_estimator():
+    X, y = _data()
+    est = _ops(gamma=20.0, alpha=0.5).fit(X, y)
+    report = PDPReport(_ops(gamma=20.0, alpha=0.5), thresholds=[0.5, 2.0]).fit(X, y)
+    assert_array_equal(report.pdp_losses_, est.pdp_losses_)
+    assert report.dp_epsilon_ == est.dp_epsilon_
+    assert report.dp_delta_ == est.dp_delta_
+    assert_array_equal(report.estimator_.coef_, est.coef_)
+    eps = est.pdp_losses_
+    s = report.summary_
+    assert s["n_samples"] == len(y)
+    assert s["delta"] == 1e-6
+    assert s["mean"] == pytest.approx(eps.mean())
+    assert [s["median"], s["q90"], s["q99"]] == pytest.approx(
+        np.quantile(eps, [0.5, 0.9, 0.99]))
+    assert s["max"] == eps.max()
+    assert s["below"] == {0.5: np.mean(eps <= 0.5), 2.0: np.mean(eps <= 2.0)}
+    assert s["pdp_for_all"] == est.dp_epsilon_ and s["dp_delta"] == est.dp_delta_
+    assert s["dp_over_median"] == pytest.approx(est.dp_epsilon_ / np.median(eps))
+    assert s["dp_over_median"] > 1
+
+
+def test_delta_is_set_on_the_clone_not_on_the_argument():
+    X, y = _data()
+    inner = _ops(delta=1e-6)
+    report = PDPReport(inner, delta=1e-3).fit(X, y)
+    assert inner.delta == 1e-6 and not hasattr(inner, "pdp_losses_")
+    assert_array_equal(report.pdp_losses_, _ops(delta=1e-3).fit(X, y).pdp_losses_)
+    assert report.summary_["delta"] == 1e-3
+    # a larger delta buys a smaller epsilon
+    assert np.all(report.pdp_losses_ < PDPReport(inner).fit(X, y).pdp_losses_)
+
+
+def test_transform_is_worst_label_epsilon_and_leverage():
+    X, y = _data()
+    report = PDPReport(_ops(gamma=5.0)).fit(X, y)
+    X_new, _ = _data(n=9, seed=1)
+    out = report.transform(X_new)
+    assert out.shape == (9, 2)
+    est = report.estimator_
+    assert_array_equal(out[:, 0], est.pdp_epsilon(X_new))
+    # leverage x^T H^{-1} x of the scaled rows, by a direct solve
+    scaler = DomainScaler(est.data_norm_, est.y_bound_, est.fit_intercept)
+    Xs, Xn = scaler.scale(X), scaler.scale(X_new)
+    H = Xs.T @ Xs + est.alpha * np.eye(Xs.shape[1])
+    assert_allclose(out[:, 1], np.einsum("ij,ji->i", Xn, np.linalg.solve(H, Xn.T)), rtol=1e-10)
+    # worst case over every label of the declared domain [-5, 5]
+    for label in np.linspace(-5, 5, 11):
+        assert np.all(out[:, 0] >= est.pdp_epsilon(X_new, np.full(9, label)) - 1e-12)
+
+
+@pytest.mark.parametrize("data", [_data(n=15, d=2), _one_direction_data()])
+def test_worst_label_epsilon_bounds_every_training_rows_loss(data):
+    """Row i's in-sample loss is the loss of adding (x_i, y_i) to the data
+    without row i, so the report of that data set, applied to x_i, bounds it
+    whatever y_i is (and equals it at the actual label)."""
+    X, y = data
+    make = lambda: PDPReport(_ops(alpha=0.1, data_norm=1.0, y_bound=1.0,  # noqa: E731
+                                  fit_intercept=False))
+    full = make().fit(X, y)
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        without_i = make().fit(X[keep], y[keep])
+        worst = without_i.transform(X[i:i + 1])[0, 0]
+        assert worst >= full.pdp_losses_[i] * (1 - 1e-9)
+        assert_allclose(without_i.estimator_.pdp_epsilon(X[i:i + 1], y[i:i + 1]),
+                        full.pdp_losses_[i], rtol=1e-7)
+
+
+def test_transform_of_a_training_row_is_not_its_in_sample_loss():
+    """The documented caveat: against the data that already contains row 0,
+    adding a copy of x_0 costs less than row 0's own loss."""
+    X, y = _one_direction_data()
+    report = PDPReport(_ops(alpha=0.1, data_norm=1.0, y_bound=1.0,
+                            fit_intercept=False)).fit(X, y)
+    assert report.transform(X[:1])[0, 0] < report.pdp_losses_[0] / 2
+
+
+def test_fit_transform_agrees_with_fit_then_transform():
+    X, y = _data()
+    a = PDPReport(_ops()).fit_transform(X, y)
+    b = PDPReport(_ops()).fit(X, y).transform(X)
+    assert_array_equal(a, b)
+
+
+def test_feature_names_and_pandas_output():
+    pd = pytest.importorskip("pandas")
+    X, y = _data()
+    df = pd.DataFrame(X, columns=["age", "bmi", "bp"], index=np.arange(100, 180))
+    report = PDPReport(_ops()).set_output(transform="pandas").fit(df, y)
+    assert_array_equal(report.feature_names_in_, ["age", "bmi", "bp"])
+    out = report.transform(df)
+    assert list(out.columns) == ["pdp_epsilon", "leverage"]
+    assert_array_equal(out.index, df.index)
+    assert_array_equal(out.to_numpy(), PDPReport(_ops()).fit(X, y).transform(X))
+    assert_array_equal(report.get_feature_names_out(["age", "bmi", "bp"]),
+                       ["pdp_epsilon", "leverage"])
+    with pytest.raises(ValueError, match="input_features"):
+        report.get_feature_names_out(["a", "b", "c"])
+
+
+def test_pipeline_and_feature_union_and_column_transformer():
+    pd = pytest.importorskip("pandas")
+    X, y = _data(d=4)
+    direct = PDPReport(_ops()).fit(X[:, :3], y).transform(X[:, :3])
+
+    pipe = Pipeline([("select", FunctionTransformer(lambda Z: Z[:, :3])),
+                     ("report", PDPReport(_ops()))])
+    assert_array_equal(pipe.fit(X, y).transform(X), direct)
+
+    union = FeatureUnion([("report", PDPReport(_ops())), ("scale", StandardScaler())])
+    out = union.fit(X[:, :3], y).transform(X[:, :3])
+    assert_array_equal(out[:, :2], direct)
+    assert list(union.get_feature_names_out()[:2]) == [
+        "report__pdp_epsilon", "report__leverage"]
+
+    df = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    ct = ColumnTransformer([("report", PDPReport(_ops()), ["a", "b", "c"]),
+                            ("keep", "passthrough", ["d"])]).set_output(transform="pandas")
+    out = ct.fit_transform(df, y)
+    assert list(out.columns) == ["report__pdp_epsilon", "report__leverage", "keep__d"]
+    assert_array_equal(out.iloc[:, :2].to_numpy(), direct)
+
+
+def test_default_estimator_is_ops_and_warns_about_bounds():
+    X, y = _data()
+    with pytest.warns(PrivacyLeakWarning):
+        report = PDPReport().fit(X, y)
+    assert isinstance(report.estimator_, OPSRegressor)
+
+
+def test_no_guarantee_gives_infinite_ratio():
+    X, y = _data()
+    report = PDPReport(_ops(alpha=0.0)).fit(X, y)
+    assert report.dp_epsilon_ == np.inf
+    assert report.summary_["pdp_for_all"] == np.inf
+    assert report.summary_["dp_over_median"] == np.inf
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [({"delta": 0.0}, "delta"), ({"delta": 1.5}, "delta"),
+     ({"thresholds": [0.1, -1]}, "thresholds"), ({"thresholds": [np.nan]}, "thresholds"),
+     ({"estimator": StandardScaler()}, "estimator")],
+)
+def test_invalid_parameters_name_the_parameter(params, message):
+    X, y = _data()
+    with pytest.raises(ValueError, match=message):
+        PDPReport(**params).fit(X, y)
+
+
+@pytest.fixture
+def agg():
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt
+
+    yield plt
+    plt.close("all")
+
+
+@pytest.mark.parametrize("kind, leverage", [("box", False), ("violin", True)])
+def test_plot_writes_a_png(agg, tmp_path, kind, leverage):
+    X, y = _data(n=300)
+    X[0] = 0.0  # a row with epsilon 0, left out of the log-scale plot
+    report = PDPReport(_ops(fit_intercept=False)).fit(X, y)
+    ax = report.plot(kind=kind, leverage=leverage)
+    axes = np.atleast_1d(ax)
+    assert len(axes) == (2 if leverage else 1)
+    assert axes[0].get_yscale() == ("log" if kind == "box" else "linear")
+    assert "1 with" in axes[0].get_xticklabels()[0].get_text()
+    path = tmp_path / "report.png"
+    axes[0].figure.savefig(path)
+    assert path.stat().st_size > 1000
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_on_given_axes_and_bad_arguments(agg):
+    X, y = _data()
+    report = PDPReport(_ops(alpha=0.0)).fit(X, y)  # no DP guarantee to draw
+    _, ax = agg.subplots()
+    assert report.plot(ax=ax) is ax
+    with pytest.raises(ValueError, match="2 Axes"):
+        report.plot(ax=ax, leverage=True)
+    with pytest.raises(ValueError, match="kind"):
+        report.plot(kind="bar")
+
+
+def test_plot_without_matplotlib_names_the_extra(monkeypatch):
+    X, y = _data()
+    report = PDPReport(_ops()).fit(X, y)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match=r"sklearn-pdp\[plot\]"):
+        report.plot()
+
+
+def test_unfitted_transform_raises():
+    from sklearn.exceptions import NotFittedError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(NotFittedError):
+            PDPReport().transform(np.zeros((2, 2)))
+
+
+class _NoRidgeOPS(OPSRegressor):
+    """A regressor that keeps no ridge factorisation (as random projection)."""
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        del self._ridge
+        return self
+
+    def pdp_epsilon(self, X, y=None):
+        return np.zeros(len(X))
+
+
+def test_leverage_without_the_estimators_ridge():
+    X, y = _data()
+    expected = PDPReport(_ops(alpha=0.3)).fit(X, y).transform(X)[:, 1]
+    report = PDPReport(_NoRidgeOPS(alpha=0.3, data_norm=4.0, y_bound=5.0)).fit(X, y)
+    assert not hasattr(report.estimator_, "_ridge")
+    assert_allclose(report.transform(X)[:, 1], expected, rtol=1e-10)
