@@ -4,8 +4,14 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_pdp import OPSRegressor
+from sklearn_pdp.model_selection import PrivateGridSearchCV
 
-ESTIMATORS = [OPSRegressor()]
+ESTIMATORS = [
+    OPSRegressor(),
+    PrivateGridSearchCV(
+        OPSRegressor(), {"gamma": [1.0, 10.0], "alpha": [1.0]}, random_state=0
+    ),
+]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
