@@ -40,15 +40,15 @@ def validation_losses(estimator, X, y, y_bound):
     return ((pred - np.clip(y, -y_bound, y_bound)) / y_bound) ** 2
 
 
-def select(scores, epsilon, rng, size=None):
-    """Index(es) drawn by the exponential mechanism on summed losses ``scores``.
+def select(log_proba, rng, size=None):
+    """Index(es) drawn with the log probabilities ``log_proba``.
 
-    Gumbel-max sampling: argmax_k (log P(k) + G_k) with G_k standard Gumbel
-    is distributed as P, and works directly with log probabilities.
+    Gumbel-max sampling: argmax_k (log P(k) + G_k) with G_k iid standard
+    Gumbel is distributed as P, and needs no normalisation in linear scale.
     """
-    log_p = exponential_log_proba(scores, epsilon, SENSITIVITY)
-    shape = log_p.shape if size is None else (size, log_p.size)
-    return np.argmax(log_p + rng.gumbel(size=shape), axis=-1)
+    log_proba = np.asarray(log_proba, dtype=float)
+    shape = log_proba.shape if size is None else (size, log_proba.size)
+    return np.argmax(log_proba + rng.gumbel(size=shape), axis=-1)
 
 
 def _fit(estimator, X, y):
@@ -293,7 +293,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             [validation_losses(est, X[val], y[val], self.y_bound_) for est in fitted]
         )
         scores = losses.sum(axis=0)
-        self.best_index_ = int(select(scores, self.epsilon, np.random.default_rng(select_seed)))
+        log_proba = exponential_log_proba(scores, self.epsilon, SENSITIVITY)
+        self.best_index_ = int(select(log_proba, np.random.default_rng(select_seed)))
         self.best_params_ = grid[self.best_index_]
 
         self.pdp_losses_ = np.empty(n)
@@ -317,8 +318,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             self.best_estimator_ = fitted[self.best_index_]
 
         self.cv_results_ = _params_table(grid)
-        # kept for tests and audits of the split; drawn independently of the data
+        # Kept for tests and audits, never to be published: the split (drawn
+        # independently of the data) and the selection probabilities (a
+        # function of the private data).
         self._parts = parts
+        self._log_proba = log_proba
         return self
 
     @available_if(_estimator_has("predict"))
