@@ -68,14 +68,17 @@ def test_exponential_pdp_epsilon_equals_leave_one_out():
     for i in range(len(losses)):
         w = np.exp(-2.0 * scores / SENSITIVITY)
         w_without = np.exp(-2.0 * (scores - losses[i]) / SENSITIVITY)
-        expected = np.max(np.abs(np.log(w / w.sum()) - np.log(w_without / w_without.sum())))
+        log_p, log_p_without = np.log(w / w.sum()), np.log(w_without / w_without.sum())
+        expected = np.max(np.abs(log_p - log_p_without))
         assert_allclose(got[i], expected, rtol=1e-10)
 
 
 @settings(max_examples=200, deadline=None)
 @given(
     losses=st.lists(
-        st.lists(st.floats(0, SENSITIVITY), min_size=3, max_size=3), min_size=1, max_size=6
+        st.lists(st.floats(0, SENSITIVITY), min_size=3, max_size=3),
+        min_size=1,
+        max_size=6,
     ),
     extra=st.lists(st.floats(-200, 200), min_size=3, max_size=3),
     epsilon=st.floats(0.01, 20),
@@ -92,7 +95,8 @@ def test_selection_loss_approaches_epsilon():
     # the record hurts only an unlikely candidate: its loss tends to epsilon
     scores = np.array([0.0, 200.0])
     losses = np.array([[0.0, SENSITIVITY]])
-    assert_allclose(exponential_pdp_epsilon(scores, losses, 1.0, SENSITIVITY), 1.0, rtol=1e-9)
+    pdp = exponential_pdp_epsilon(scores, losses, 1.0, SENSITIVITY)
+    assert_allclose(pdp, 1.0, rtol=1e-9)
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +114,9 @@ def noisy_candidates():
     y=st.floats(-1e3, 1e3),
     seed=st.integers(0, 2**16),
 )
-def test_one_record_moves_summed_loss_by_at_most_sensitivity(noisy_candidates, x, y, seed):
+def test_one_record_moves_summed_loss_by_at_most_sensitivity(
+    noisy_candidates, x, y, seed
+):
     X_val, y_val = _data(n=15, seed=seed)
     y_bound = BOUNDS["y_bound"]
     for est in noisy_candidates:
@@ -200,7 +206,8 @@ def test_cv_results_expose_no_scores():
     assert set(search.cv_results_) == {"params", "param_alpha", "param_gamma"}
     assert search.best_params_ == search.cv_results_["params"][search.best_index_]
     assert_array_equal(
-        search.cv_results_["param_gamma"], [p["gamma"] for p in search.cv_results_["params"]]
+        search.cv_results_["param_gamma"],
+        [p["gamma"] for p in search.cv_results_["params"]],
     )
 
 
@@ -209,7 +216,9 @@ def test_selection_prefers_the_better_candidate():
     X, y = _data(n=3000)
     grid = {"gamma": [100.0], "alpha": [1.0, 1e4]}
     picks = [
-        _search(param_grid=grid, epsilon=2.0, random_state=s, refit=False).fit(X, y).best_index_
+        _search(param_grid=grid, epsilon=2.0, random_state=s, refit=False)
+        .fit(X, y)
+        .best_index_
         for s in range(5)
     ]
     assert picks == [0] * 5

@@ -226,9 +226,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.data_norm_, self.y_bound_ = clone(self.estimator)._resolve_bounds(X, y)
         common = {"data_norm": self.data_norm_, "y_bound": self.y_bound_}
         names = self.estimator.get_params(deep=False)
-        common.update(
-            {name: getattr(self, name) for name in ("epsilon", "delta") if name in names}
-        )
+        for name in ("epsilon", "delta"):
+            if name in names:
+                common[name] = getattr(self, name)
         return common
 
     def _candidates(self, common):
