@@ -314,3 +314,12 @@ def test_empty_training_part_is_an_error():
     X, y = _data(n=4)
     with pytest.raises(ValueError, match="empty"):
         _search().fit(X, y)
+
+
+def test_empty_validation_part_gives_uniform_choice():
+    X, y = _data(n=4)
+    grid = {"gamma": [1.0, 10.0]}
+    search = _search(param_grid=grid, refit=False).fit(X, y)
+    assert not np.any(search._parts == 2)  # this seed leaves the validation part empty
+    assert_allclose(np.exp(search._log_proba), [0.5, 0.5])
+    assert np.all(np.isfinite(search.pdp_losses_))

@@ -280,7 +280,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 f"The random split of {n} sample(s) into {m + 1} parts left a "
                 "training part empty: use more samples or fewer candidates."
             )
-        if "random_state" in self.estimator.get_params(deep=False):
+        seeded = "random_state" in self.estimator.get_params(deep=False)
+        if seeded:
             for est, seed in zip(estimators, seeds):
                 est.set_params(random_state=seed)
 
@@ -289,9 +290,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             for k, est in enumerate(estimators)
         )
         val = parts == m
-        losses = np.column_stack(
-            [validation_losses(est, X[val], y[val], self.y_bound_) for est in fitted]
-        )
+        if val.any():
+            losses = np.column_stack(
+                [
+                    validation_losses(est, X[val], y[val], self.y_bound_)
+                    for est in fitted
+                ]
+            )
+        else:  # no validation rows: every score is 0, a uniform choice
+            losses = np.zeros((0, m))
         scores = losses.sum(axis=0)
         log_proba = exponential_log_proba(scores, self.epsilon, SENSITIVITY)
         self.best_index_ = int(select(log_proba, np.random.default_rng(select_seed)))
@@ -308,7 +315,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
 
         if self.refit:
             best = clone(estimators[self.best_index_])
-            if "random_state" in best.get_params(deep=False):
+            if seeded:
                 best.set_params(random_state=refit_seed)
             self.best_estimator_ = best.fit(X, y)
             self.pdp_losses_ += best.pdp_losses_
