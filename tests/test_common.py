@@ -9,12 +9,16 @@ from sklearn_pdp import (
     PDPReport,
     RandomProjectionRegressor,
 )
+from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 ESTIMATORS = [
     OPSRegressor(),
     OutputPerturbationRegressor(),
     RandomProjectionRegressor(),
     PDPReport(),
+    PrivateGridSearchCV(
+        OPSRegressor(), {"gamma": [1.0, 10.0], "alpha": [1.0]}, random_state=0
+    ),
 ]
 
 

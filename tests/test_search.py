@@ -1,0 +1,325 @@
+import warnings
+from numbers import Real
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy import stats
+from sklearn.linear_model import Ridge
+from sklearn.utils._param_validation import Interval, InvalidParameterError
+
+from sklearn_pdp import OPSRegressor, PrivacyLeakWarning
+from sklearn_pdp._accounting import exponential_log_proba, exponential_pdp_epsilon
+from sklearn_pdp._base import PrivateRegressorMixin, Ridge as ScaledRidge
+from sklearn_pdp._ops import ops_dp_epsilon
+from sklearn_pdp.model_selection import PrivateGridSearchCV
+from sklearn_pdp.model_selection._search import SENSITIVITY, select, validation_losses
+
+GRID = {"gamma": [0.3, 3.0, 30.0], "alpha": [1.0, 10.0]}
+BOUNDS = dict(data_norm=2.0, y_bound=3.0)
+
+
+def _data(n=600, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * 0.6
+    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+def _search(**kwargs):
+    kwargs = {"param_grid": GRID, "epsilon": 1.0, "random_state": 0, **kwargs}
+    return PrivateGridSearchCV(OPSRegressor(**BOUNDS), **kwargs)
+
+
+def _part_fit(search, X, y, k):
+    """Candidate k refitted on its part (OPS losses do not depend on the seed)."""
+    params = {**BOUNDS, "delta": search.delta, **search.cv_results_["params"][k]}
+    rows = search._parts == k
+    return OPSRegressor(**params).fit(X[rows], y[rows])
+
+
+def test_selection_frequencies_match_probabilities():
+    scores = np.array([10.0, 10.5, 11.0, 13.0, 20.0])
+    epsilon = 1.5
+    # P(k) ~ exp(-epsilon score_k / (2 B)^2) with B = 1, written out here
+    weights = np.exp(-epsilon * (scores - scores.min()) / 4.0)
+    expected = weights / weights.sum()
+    draws = select(
+        exponential_log_proba(scores, epsilon, SENSITIVITY),
+        np.random.default_rng(0),
+        size=50_000,
+    )
+    counts = np.bincount(draws, minlength=scores.size)
+    # pool the last cell: its expected count is below 5
+    observed = np.append(counts[:-2], counts[-2:].sum())
+    pooled = np.append(expected[:-2], expected[-2:].sum())
+    assert np.all(pooled * draws.size >= 5)
+    p_value = stats.chisquare(observed, pooled * draws.size).pvalue
+    assert p_value > 1e-6  # false-alarm rate 1e-6
+
+
+def test_exponential_pdp_epsilon_equals_leave_one_out():
+    rng = np.random.default_rng(1)
+    losses = rng.uniform(0, SENSITIVITY, size=(25, 4))
+    scores = losses.sum(axis=0)
+    got = exponential_pdp_epsilon(scores, losses, 2.0, SENSITIVITY)
+    for i in range(len(losses)):
+        w = np.exp(-2.0 * scores / SENSITIVITY)
+        w_without = np.exp(-2.0 * (scores - losses[i]) / SENSITIVITY)
+        log_p, log_p_without = np.log(w / w.sum()), np.log(w_without / w_without.sum())
+        expected = np.max(np.abs(log_p - log_p_without))
+        assert_allclose(got[i], expected, rtol=1e-10)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    losses=st.lists(
+        st.lists(st.floats(0, SENSITIVITY), min_size=3, max_size=3),
+        min_size=1,
+        max_size=6,
+    ),
+    extra=st.lists(st.floats(-200, 200), min_size=3, max_size=3),
+    epsilon=st.floats(0.01, 20),
+)
+def test_selection_is_epsilon_dp(losses, extra, epsilon):
+    # any scores of the other records, any losses of the record (in [0, 4])
+    losses = np.array(losses)
+    scores = losses.sum(axis=0) + np.abs(extra)
+    pdp = exponential_pdp_epsilon(scores, losses, epsilon, SENSITIVITY)
+    assert np.all(pdp <= epsilon * (1 + 1e-9))
+
+
+def test_selection_loss_approaches_epsilon():
+    # the record hurts only an unlikely candidate: its loss tends to epsilon
+    scores = np.array([0.0, 200.0])
+    losses = np.array([[0.0, SENSITIVITY]])
+    pdp = exponential_pdp_epsilon(scores, losses, 1.0, SENSITIVITY)
+    assert_allclose(pdp, 1.0, rtol=1e-9)
+
+
+@pytest.fixture(scope="module")
+def noisy_candidates():
+    X, y = _data(n=40)
+    return [
+        OPSRegressor(gamma=g, alpha=0.1, random_state=s, **BOUNDS).fit(X, y)
+        for g, s in ((1e-3, 0), (1e-2, 1), (10.0, 2))
+    ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    x=st.lists(st.floats(-1e3, 1e3), min_size=3, max_size=3),
+    y=st.floats(-1e3, 1e3),
+    seed=st.integers(0, 2**16),
+)
+def test_one_record_moves_summed_loss_by_at_most_sensitivity(
+    noisy_candidates, x, y, seed
+):
+    X_val, y_val = _data(n=15, seed=seed)
+    y_bound = BOUNDS["y_bound"]
+    for est in noisy_candidates:
+        before = validation_losses(est, X_val, y_val, y_bound).sum() * y_bound**2
+        after = (
+            validation_losses(
+                est, np.vstack([X_val, x]), np.append(y_val, y), y_bound
+            ).sum()
+            * y_bound**2
+        )
+        # the stated sensitivity (2 B)^2, in the units of y squared
+        assert -1e-9 <= after - before <= (2 * y_bound) ** 2 + 1e-9
+
+
+def test_pdp_losses_and_guarantee_no_refit():
+    X, y = _data()
+    search = _search(refit=False).fit(X, y)
+    m = len(search.cv_results_["params"])
+    parts = search._parts
+    guarantees = [search.epsilon]
+    for k in range(m):
+        part = _part_fit(search, X, y, k)
+        assert_allclose(search.pdp_losses_[parts == k], part.pdp_losses_, rtol=1e-9)
+        params = search.cv_results_["params"][k]
+        guarantees.append(
+            ops_dp_epsilon(1e-6, params["alpha"], params["gamma"], np.sum(parts == k))
+        )
+    assert search.dp_epsilon_ == pytest.approx(max(guarantees), rel=1e-12)
+    assert search.dp_delta_ == search.delta
+    val = parts == m
+    assert val.any()
+    assert np.all(search.pdp_losses_[val] <= search.epsilon + 1e-12)
+    assert np.all(search.pdp_losses_ <= search.dp_epsilon_)
+    # without refit the released model is the selected candidate itself
+    best = search.best_estimator_
+    assert best.get_params()["gamma"] == search.best_params_["gamma"]
+    assert best.pdp_losses_.shape == (np.sum(parts == search.best_index_),)
+
+
+def test_refit_composes_sequentially():
+    X, y = _data()
+    once = _search(refit=False).fit(X, y)
+    search = _search(refit=True).fit(X, y)
+    assert search.best_index_ == once.best_index_  # the refit seed is separate
+    best = search.best_estimator_
+    params = search.best_params_
+    assert best.pdp_losses_.shape == (len(y),)
+    assert_allclose(search.pdp_losses_, once.pdp_losses_ + best.pdp_losses_)
+    refit_guarantee = ops_dp_epsilon(1e-6, params["alpha"], params["gamma"], len(y))
+    assert search.dp_epsilon_ == pytest.approx(once.dp_epsilon_ + refit_guarantee)
+    assert search.dp_delta_ == pytest.approx(2e-6)
+    assert_allclose(search.predict(X), best.predict(X))
+    assert search.score(X, y) == pytest.approx(best.score(X, y))
+
+
+def test_validation_row_loss_matches_search_without_it():
+    X, y = _data(n=300)
+    # a seed whose split puts the last row in the validation part
+    m = 6
+    for seed in range(50):
+        search = _search(random_state=seed, refit=False).fit(X, y)
+        if search._parts[-1] == m:
+            break
+    else:  # pragma: no cover
+        pytest.fail("no seed put the last row in the validation part")
+    without = _search(random_state=seed, refit=False).fit(X[:-1], y[:-1])
+    # the other rows keep their parts, so the candidates are the same
+    assert_array_equal(without._parts, search._parts[:-1])
+    expected = np.max(np.abs(search._log_proba - without._log_proba))
+    assert expected > 0
+    assert search.pdp_losses_[-1] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def test_n_jobs_does_not_change_results():
+    X, y = _data()
+    one = _search(n_jobs=1).fit(X, y)
+    two = _search(n_jobs=2).fit(X, y)
+    assert one.best_index_ == two.best_index_
+    assert_array_equal(one.best_estimator_.coef_, two.best_estimator_.coef_)
+    assert_array_equal(one.pdp_losses_, two.pdp_losses_)
+    assert one.dp_epsilon_ == two.dp_epsilon_
+
+
+def test_cv_results_expose_no_scores():
+    X, y = _data()
+    search = _search().fit(X, y)
+    assert set(search.cv_results_) == {"params", "param_alpha", "param_gamma"}
+    assert search.best_params_ == search.cv_results_["params"][search.best_index_]
+    assert_array_equal(
+        search.cv_results_["param_gamma"],
+        [p["gamma"] for p in search.cv_results_["params"]],
+    )
+
+
+def test_selection_prefers_the_better_candidate():
+    # alpha = 1e4 shrinks the model to zero: far worse than alpha = 1
+    X, y = _data(n=3000)
+    grid = {"gamma": [100.0], "alpha": [1.0, 1e4]}
+    picks = [
+        _search(param_grid=grid, epsilon=2.0, random_state=s, refit=False)
+        .fit(X, y)
+        .best_index_
+        for s in range(5)
+    ]
+    assert picks == [0] * 5
+
+
+def test_bounds_read_once_from_data():
+    X, y = _data()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search = PrivateGridSearchCV(OPSRegressor(), GRID, random_state=0).fit(X, y)
+    leaks = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
+    assert len(leaks) == 2  # data_norm and y_bound, not once per candidate
+    assert search.y_bound_ == pytest.approx(np.abs(y).max())
+    assert search.best_estimator_.y_bound == search.y_bound_
+
+
+class _BudgetRegressor(PrivateRegressorMixin):
+    """Plumbing stub with an (epsilon, delta) budget: ridge plus declared losses."""
+
+    _parameter_constraints: dict = {
+        **PrivateRegressorMixin._parameter_constraints,
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(self, *, epsilon=1.0, delta=1e-5, alpha=1.0, data_norm=None,
+                 y_bound=None, fit_intercept=True, random_state=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.alpha = alpha
+        self.data_norm = data_norm
+        self.y_bound = y_bound
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+
+    def _fit_scaled(self, data, rng):
+        self.pdp_losses_ = np.full(data.n_samples, self.epsilon / 2)
+        self.dp_epsilon_, self.dp_delta_ = self.epsilon, self.delta
+        return ScaledRidge(*data.gram(), self.alpha).coef
+
+
+def test_budget_is_passed_to_estimators_with_epsilon():
+    X, y = _data()
+    est = _BudgetRegressor(epsilon=5.0, delta=0.1, **BOUNDS)
+    search = PrivateGridSearchCV(
+        est, {"alpha": [0.1, 1.0, 10.0]}, epsilon=0.7, delta=1e-5, random_state=0
+    ).fit(X, y)
+    assert search.best_estimator_.epsilon == 0.7
+    assert search.best_estimator_.delta == 1e-5
+    # (0.7, 1e-5) for the search, the same again for the refit
+    assert search.dp_epsilon_ == pytest.approx(1.4)
+    assert search.dp_delta_ == pytest.approx(2e-5)
+    train = search._parts < 3
+    assert_allclose(search.pdp_losses_[train], 0.35 + 0.35)
+    # a budget in the grid wins, and the report follows it
+    search = PrivateGridSearchCV(
+        est, {"epsilon": [2.0, 3.0]}, epsilon=0.7, refit=False, random_state=0
+    ).fit(X, y)
+    assert search.dp_epsilon_ == 3.0
+
+
+def test_delegation_before_fit():
+    search = _search()
+    assert hasattr(search, "predict")
+    assert hasattr(search, "score")
+    assert not hasattr(search, "predict_proba")
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"param_grid": {"gamma": [1.0], "y_bound": [1.0]}}, ValueError, "y_bound"),
+        ({"param_grid": {"random_state": [0]}}, ValueError, "random_state"),
+        ({"param_grid": {"not_a_param": [1]}}, ValueError, "not_a_param"),
+        ({"epsilon": -1.0}, InvalidParameterError, "epsilon"),
+        ({"delta": 1.0}, InvalidParameterError, "delta"),
+    ],
+)
+def test_invalid_parameters(kwargs, error, match):
+    X, y = _data(n=50)
+    with pytest.raises(error, match=match):
+        _search(**kwargs).fit(X, y)
+
+
+def test_non_private_estimator_is_refused():
+    X, y = _data(n=50)
+    with pytest.raises(ValueError, match="estimator"):
+        PrivateGridSearchCV(Ridge(), {"alpha": [1.0]}).fit(X, y)
+
+
+def test_empty_training_part_is_an_error():
+    X, y = _data(n=4)
+    with pytest.raises(ValueError, match="empty"):
+        _search().fit(X, y)
+
+
+def test_empty_validation_part_gives_uniform_choice():
+    X, y = _data(n=4)
+    grid = {"gamma": [1.0, 10.0]}
+    search = _search(param_grid=grid, refit=False).fit(X, y)
+    assert not np.any(search._parts == 2)  # this seed leaves the validation part empty
+    assert_allclose(np.exp(search._log_proba), [0.5, 0.5])
+    assert np.all(np.isfinite(search.pdp_losses_))
