@@ -1,5 +1,6 @@
 """Differentially private linear regression with per-instance privacy reports."""
 
+from ._config import config_context, get_config, set_config
 from ._ops import OPSRegressor
 from .exceptions import PrivacyLeakWarning
 
@@ -8,5 +9,8 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "OPSRegressor",
     "PrivacyLeakWarning",
+    "config_context",
+    "get_config",
+    "set_config",
     "__version__",
 ]
