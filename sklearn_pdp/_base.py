@@ -271,6 +271,10 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             Fitted estimator.
         """
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        # y_numeric converts only object arrays: strings and complex end here
+        if y.dtype.kind not in "biuf":
+            raise ValueError(f"y must contain real numbers, got dtype {y.dtype}.")
+        y = y.astype(np.float64, copy=False)
         self.data_norm_, self.y_bound_ = self._resolve_bounds(X, y)
         self._scaler = DomainScaler(self.data_norm_, self.y_bound_, self.fit_intercept)
         data = ScaledData(X, y, self._scaler)
