@@ -13,6 +13,7 @@ from numbers import Real
 
 import numpy as np
 from scipy import linalg
+from scipy.linalg import lapack
 from sklearn import get_config
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils import check_random_state, gen_batches
@@ -31,6 +32,10 @@ from .exceptions import PrivacyLeakWarning
 # The constant feature and the scaled features share the unit ball equally:
 # x_aug = [x / data_norm, 1] / sqrt(2), so ||x_aug|| <= 1 still holds.
 _AUGMENT_WEIGHT = 1.0 / np.sqrt(2.0)
+# Leverages computed through the Cholesky factor carry a relative error of
+# about cond(H) * 2.2e-16: below this reciprocal condition number they would
+# be meaningless, and so would the per-instance epsilons built on them.
+_MIN_RCOND = 1e-10
 # Upper limit (MiB) of the scratch memory of one chunk; scikit-learn's
 # ``working_memory`` setting applies when it is smaller.
 _CHUNK_MIB = 64
@@ -113,6 +118,9 @@ class Ridge:
     """Non-private ridge solution on scaled data, kept for the privacy report.
 
     H = X^T X + alpha I = L L^T (Cholesky), theta_hat = H^{-1} X^T y.
+    A singular H, or one too ill-conditioned for accurate leverages
+    (reciprocal condition number below 1e-10), is a ValueError naming alpha.
+    With rows in the unit ball this cannot happen once alpha >= 1e-9 n d.
 
     The fitted estimators keep this object (``_ridge``): it holds non-private
     statistics, so publish ``coef_``/``intercept_`` or predictions, never the
@@ -123,11 +131,16 @@ class Ridge:
         H = XtX + alpha * np.eye(XtX.shape[0])
         try:
             self.chol = linalg.cholesky(H, lower=True, check_finite=False)
+            rcond, _ = lapack.dpocon(self.chol, np.abs(H).sum(axis=0).max(), uplo="L")
         except linalg.LinAlgError:
+            rcond = 0.0
+        if not rcond >= _MIN_RCOND:
             raise ValueError(
-                "X^T X + alpha I is singular: this mechanism needs alpha > 0 "
-                f"when X has fewer independent rows than columns (alpha={alpha})."
-            ) from None
+                "X^T X + alpha I is singular or too ill-conditioned for exact "
+                "per-instance losses: this mechanism needs a larger alpha when "
+                "the columns of X are (nearly) linearly dependent "
+                f"(alpha={alpha})."
+            )
         self.alpha = alpha
         self.coef = linalg.cho_solve((self.chol, True), Xty, check_finite=False)
 

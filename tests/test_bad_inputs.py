@@ -13,6 +13,7 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose
 from sklearn.base import clone
+from sklearn.utils._param_validation import Interval
 
 from sklearn_pdp import config_context
 
@@ -136,6 +137,7 @@ def _degenerate_cases():
         "constant_column": (np.c_[X, np.full(40, 1.5)], y),
         "duplicated_columns": (np.c_[X, X], y),
         "perfectly_collinear": (collinear, y),
+        "nearly_collinear": (collinear + 1e-9 * rng.normal(size=collinear.shape), y),
         "y_in_span_of_X": (span, span @ w),
         "all_zero_X": (np.zeros_like(X), y),
         "constant_y": (X, np.full(40, 0.7)),
@@ -154,7 +156,9 @@ def test_degenerate_data_gives_a_valid_release(estimator, case):
     _check_valid(est, X, y)
 
 
-@pytest.mark.parametrize("case", ["perfectly_collinear", "n_less_than_d", "one_sample"])
+@pytest.mark.parametrize(
+    "case", ["perfectly_collinear", "nearly_collinear", "n_less_than_d", "one_sample"]
+)
 @pytest.mark.parametrize(
     "estimator", [e for e in ESTIMATORS if "alpha" in e.get_params()], ids=_name
 )
@@ -332,3 +336,20 @@ def test_secure_noise_ignores_the_global_seed(estimator):
     with config_context(secure_noise=True):
         a, b = (_configured(estimator, random_state=7).fit(X, y).predict(X) for _ in "ab")
     assert_allclose(a, b)
+
+
+def _interval_parameters():
+    """Every parameter whose constraints include a numeric Interval."""
+    for est in ESTIMATORS:
+        for name, constraints in type(est)._parameter_constraints.items():
+            if any(isinstance(c, Interval) for c in constraints):
+                yield pytest.param(est, name, id=f"{_name(est)}-{name}")
+
+
+@pytest.mark.parametrize("estimator, name", list(_interval_parameters()))
+def test_nan_is_rejected_for_every_numeric_parameter(estimator, name):
+    """scikit-learn's Interval rejects NaN (it compares with the ends): make
+    sure no numeric parameter, including ones added later, lets NaN through."""
+    X, y = _data()
+    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+        _configured(estimator, **{name: np.nan}).fit(X, y)
