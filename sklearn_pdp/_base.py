@@ -201,6 +201,9 @@ def noise_generator(random_state):
     operating system at import but predictable after ``np.random.seed``.
     Under ``sklearn_pdp.set_config(secure_noise=True)``, None instead gives a
     fresh ``RandomState`` seeded with 256 bits from :mod:`secrets`.
+    The noise is sampled in float64, so the reported epsilons are those of
+    the ideal real-valued mechanism (floating-point caveats, Mironov 2012:
+    see the README section "Noise source and floating point").
     """
     if random_state is None and _get_pdp_config()["secure_noise"]:
         seed = np.random.SeedSequence(secrets.randbits(256))
