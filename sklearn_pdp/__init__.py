@@ -1,5 +1,6 @@
 """Differentially private linear regression with per-instance privacy reports."""
 
+from ._config import config_context, get_config, set_config
 from ._ops import OPSRegressor
 from ._output_perturbation import OutputPerturbationRegressor
 from ._random_projection import RandomProjectionRegressor
@@ -14,5 +15,8 @@ __all__ = [
     "PDPReport",
     "PrivacyLeakWarning",
     "RandomProjectionRegressor",
+    "config_context",
+    "get_config",
+    "set_config",
     "__version__",
 ]

@@ -7,11 +7,13 @@ over the rows for the per-instance statistics (leverage, residual).  No n x d
 temporary is ever created: memory beyond X itself is O(d^2 + chunk).
 """
 
+import secrets
 import warnings
 from numbers import Real
 
 import numpy as np
 from scipy import linalg
+from scipy.linalg import lapack
 from sklearn import get_config
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils import check_random_state, gen_batches
@@ -20,14 +22,20 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import (
     check_consistent_length,
     check_is_fitted,
+    column_or_1d,
     validate_data,
 )
 
+from ._config import get_config as _get_pdp_config
 from .exceptions import PrivacyLeakWarning
 
 # The constant feature and the scaled features share the unit ball equally:
 # x_aug = [x / data_norm, 1] / sqrt(2), so ||x_aug|| <= 1 still holds.
 _AUGMENT_WEIGHT = 1.0 / np.sqrt(2.0)
+# Leverages computed through the Cholesky factor carry a relative error of
+# about cond(H) * 2.2e-16: below this reciprocal condition number they would
+# be meaningless, and so would the per-instance epsilons built on them.
+_MIN_RCOND = 1e-10
 # Upper limit (MiB) of the scratch memory of one chunk; scikit-learn's
 # ``working_memory`` setting applies when it is smaller.
 _CHUNK_MIB = 64
@@ -51,7 +59,11 @@ class DomainScaler:
         """Scaled (and clipped) copy of the rows ``X`` and labels ``y``."""
         d = X.shape[1]
         Xs = np.empty((X.shape[0], d + int(self.fit_intercept)))
-        np.multiply(X, 1.0 / self.data_norm, out=Xs[:, :d])
+        # A row with an entry beyond data_norm is too long and only its
+        # direction survives: dividing it by that entry first keeps every
+        # entry in [-1, 1], so squaring cannot overflow even near 1e308.
+        peak = np.abs(X).max(axis=1, initial=0.0)
+        np.divide(X, np.maximum(peak, self.data_norm)[:, None], out=Xs[:, :d])
         norms = np.sqrt(np.einsum("ij,ij->i", Xs[:, :d], Xs[:, :d]))
         Xs[:, :d] /= np.maximum(norms, 1.0)[:, None]
         if self.fit_intercept:
@@ -59,7 +71,8 @@ class DomainScaler:
             Xs *= _AUGMENT_WEIGHT
         if y is None:
             return Xs
-        return Xs, np.clip(y / self.y_bound, -1.0, 1.0)
+        with np.errstate(over="ignore"):  # an overflow to +-inf clips to +-1
+            return Xs, np.clip(y / self.y_bound, -1.0, 1.0)
 
     def unscale_coef(self, theta):
         """``coef_`` and ``intercept_`` in the user's units for the scaled model ``theta``."""
@@ -107,6 +120,9 @@ class Ridge:
     H = X^T X + alpha I = L L^T (Cholesky), theta_hat = H^{-1} X^T y.
     ``Xty`` may be None when only the quadratic forms x^T H^{-1} x are
     needed (``coef`` is then None).
+    A singular H, or one too ill-conditioned for accurate leverages
+    (reciprocal condition number below 1e-10), is a ValueError naming alpha.
+    With rows in the unit ball this cannot happen once alpha >= 1e-9 n d.
 
     The fitted estimators keep this object (``_ridge``): it holds non-private
     statistics, so publish ``coef_``/``intercept_`` or predictions, never the
@@ -117,11 +133,16 @@ class Ridge:
         H = XtX + alpha * np.eye(XtX.shape[0])
         try:
             self.chol = linalg.cholesky(H, lower=True, check_finite=False)
+            rcond, _ = lapack.dpocon(self.chol, np.abs(H).sum(axis=0).max(), uplo="L")
         except linalg.LinAlgError:
+            rcond = 0.0
+        if not rcond >= _MIN_RCOND:
             raise ValueError(
-                "X^T X + alpha I is singular: this mechanism needs alpha > 0 "
-                f"when X has fewer independent rows than columns (alpha={alpha})."
-            ) from None
+                "X^T X + alpha I is singular or too ill-conditioned for exact "
+                "per-instance losses: this mechanism needs a larger alpha when "
+                "the columns of X are (nearly) linearly dependent "
+                f"(alpha={alpha})."
+            )
         self.alpha = alpha
         self.coef = (
             None if Xty is None
@@ -166,6 +187,35 @@ class Ridge:
         return out
 
 
+def row_norms(X):
+    """Euclidean norms of the rows of ``X``, without overflow near 1e308."""
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    big = ~np.isfinite(norms)
+    if np.any(big):  # squares overflowed: rescale those rows by their peak
+        peak = np.abs(X[big]).max(axis=1)
+        norms[big] = peak * np.linalg.norm(X[big] / peak[:, None], axis=1)
+    return norms
+
+
+def noise_generator(random_state):
+    """The random generator from which a fit draws all of its noise.
+
+    ``random_state`` is used as scikit-learn uses it (``check_random_state``):
+    an int seeds a new ``RandomState`` (reproducible fits), an instance is used
+    as is, and None means numpy's global ``RandomState``, seeded from the
+    operating system at import but predictable after ``np.random.seed``.
+    Under ``sklearn_pdp.set_config(secure_noise=True)``, None instead gives a
+    fresh ``RandomState`` seeded with 256 bits from :mod:`secrets`.
+    The noise is sampled in float64, so the reported epsilons are those of
+    the ideal real-valued mechanism (floating-point caveats, Mironov 2012:
+    see the README section "Noise source and floating point").
+    """
+    if random_state is None and _get_pdp_config()["secure_noise"]:
+        seed = np.random.SeedSequence(secrets.randbits(256))
+        return np.random.RandomState(np.random.MT19937(seed))
+    return check_random_state(random_state)
+
+
 def leave_one_out(leverage, residual):
     """In-sample (mu', r') to the (mu, r) of the data set without the row.
 
@@ -199,7 +249,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         """The declared bounds, or the data's own with a PrivacyLeakWarning."""
         bounds = {}
         for name, observed in (
-            ("data_norm", lambda: np.sqrt(np.einsum("ij,ij->i", X, X)).max(initial=0)),
+            ("data_norm", lambda: row_norms(X).max(initial=0)),
             ("y_bound", lambda: np.abs(y).max(initial=0)),
         ):
             value = getattr(self, name)
@@ -213,7 +263,16 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
                 )
                 value = float(observed()) or 1.0
             bounds[name] = float(value)
-        return bounds["data_norm"], bounds["y_bound"]
+        data_norm, y_bound = bounds["data_norm"], bounds["y_bound"]
+        # coef_ = theta * y_bound / data_norm must be representable.
+        ratio = y_bound / data_norm
+        if not (np.isfinite(data_norm) and np.finfo(float).tiny <= ratio < np.inf):
+            raise ValueError(
+                "y_bound / data_norm must be a finite, normal float64 number "
+                f"(got data_norm={data_norm!r}, y_bound={y_bound!r}): the "
+                "coefficients in the units of the data would overflow or underflow."
+            )
+        return data_norm, y_bound
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -233,10 +292,14 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             Fitted estimator.
         """
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        # y_numeric converts only object arrays: strings and complex end here
+        if y.dtype.kind not in "biuf":
+            raise ValueError(f"y must contain real numbers, got dtype {y.dtype}.")
+        y = y.astype(np.float64, copy=False)
         self.data_norm_, self.y_bound_ = self._resolve_bounds(X, y)
         self._scaler = DomainScaler(self.data_norm_, self.y_bound_, self.fit_intercept)
         data = ScaledData(X, y, self._scaler)
-        theta = self._fit_scaled(data, check_random_state(self.random_state))
+        theta = self._fit_scaled(data, noise_generator(self.random_state))
         self.coef_, self.intercept_ = self._scaler.unscale_coef(theta)
         return self
 
@@ -281,6 +344,6 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if y is None:
             return self._target_epsilon(self._scaler.scale(X), None)
-        y = check_array(y, ensure_2d=False, dtype=np.float64)
+        y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64, input_name="y"))
         check_consistent_length(X, y)
         return self._target_epsilon(*self._scaler.scale(X, y))

@@ -43,7 +43,9 @@ class OPSRegressor(PrivateRegressorMixin):
         scaled row is ``[x / data_norm, 1] / sqrt(2)``), never by centring with
         data means.
     random_state : int, RandomState instance or None, default=None
-        Seeds the posterior draw. Pass an int for a reproducible fit.
+        Seeds the posterior draw. Pass an int for a reproducible fit; with
+        None, :func:`sklearn_pdp.set_config` ``(secure_noise=True)`` seeds it
+        from :mod:`secrets` instead of numpy's global generator.
 
     Attributes
     ----------

@@ -1,0 +1,83 @@
+"""Package-wide settings of sklearn-pdp.
+
+Like scikit-learn's own ``set_config``, but for the settings that only this
+package reads. The settings are process-wide: worker processes started by
+joblib begin with the defaults.
+"""
+
+from contextlib import contextmanager
+
+__all__ = ["get_config", "set_config", "config_context"]
+
+_DEFAULTS = {"secure_noise": False}
+_config = dict(_DEFAULTS)
+
+
+def get_config():
+    """Current values of the package settings.
+
+    Returns
+    -------
+    config : dict
+        Keys are the parameters of :func:`set_config`.
+
+    Examples
+    --------
+    >>> from sklearn_pdp import get_config
+    >>> get_config()["secure_noise"]
+    False
+    """
+    return dict(_config)
+
+
+def set_config(secure_noise=None):
+    """Set package-wide settings.
+
+    Parameters
+    ----------
+    secure_noise : bool, default=None
+        If True, an estimator fitted with ``random_state=None`` draws its
+        noise from a fresh generator seeded with 256 bits from the operating
+        system's cryptographically secure source (:mod:`secrets`), instead of
+        numpy's global ``RandomState``, which anyone can make predictable with
+        ``np.random.seed``. An explicit ``random_state`` is always honoured
+        (reproducible, and therefore predictable, noise). None leaves the
+        setting unchanged.
+
+    Examples
+    --------
+    >>> from sklearn_pdp import get_config, set_config
+    >>> set_config(secure_noise=True)
+    >>> get_config()["secure_noise"]
+    True
+    >>> set_config(secure_noise=False)
+    """
+    if secure_noise is not None:
+        if not isinstance(secure_noise, bool):
+            raise TypeError(f"secure_noise must be a bool, got {secure_noise!r}")
+        _config["secure_noise"] = secure_noise
+
+
+@contextmanager
+def config_context(**new_config):
+    """Context manager that applies :func:`set_config` temporarily.
+
+    Parameters
+    ----------
+    **new_config
+        Parameters of :func:`set_config`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_pdp import OPSRegressor, config_context
+    >>> X, y = np.eye(3), np.array([0.5, -0.5, 0.0])
+    >>> with config_context(secure_noise=True):
+    ...     reg = OPSRegressor(data_norm=1.0, y_bound=1.0).fit(X, y)
+    """
+    old = get_config()
+    set_config(**new_config)
+    try:
+        yield
+    finally:
+        _config.update(old)

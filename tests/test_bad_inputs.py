@@ -1,0 +1,355 @@
+"""Bad-input matrix over every public estimator of ``test_common.ESTIMATORS``.
+
+Every case either gives a valid private result (finite predictions, per-instance
+losses that are never NaN and never above the data-independent guarantee, the
+same release as the equivalent clean input) or a clear error that names the
+offending argument. Parameter cases are keyed by parameter name, so an
+estimator gets exactly the cases of the parameters it has.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose
+from sklearn.base import clone
+from sklearn.utils._param_validation import Interval
+
+from sklearn_pdp import config_context
+
+from .test_common import ESTIMATORS
+
+DATA_NORM, Y_BOUND = 3.0, 2.0
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
+
+
+def _name(est):
+    return type(est).__name__
+
+
+def _configured(est, **params):
+    """A clone with declared bounds and a fixed seed wherever it has them."""
+    est = clone(est)
+    keys = est.get_params(deep=True)
+    fixed = {"data_norm": DATA_NORM, "y_bound": Y_BOUND, "random_state": 0}
+    est.set_params(**{k: fixed[k.split("__")[-1]] for k in keys if k.split("__")[-1] in fixed})
+    return est.set_params(**params)
+
+
+def _data(n=40, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(size=d) * 0.5 + 0.2 * rng.normal(size=n)
+    return X, y
+
+
+def _check_valid(est, X, y):
+    """The fitted estimator is a coherent private release for (X, y)."""
+    n = len(y)
+    assert np.all(np.isfinite(est.predict(X)))
+    if hasattr(est, "coef_"):
+        assert np.all(np.isfinite(est.coef_)) and np.isfinite(est.intercept_)
+    losses = getattr(est, "pdp_losses_", None)
+    if losses is not None:
+        assert losses.shape == (n,)
+        assert not np.any(np.isnan(losses)) and np.all(losses >= 0)
+    if hasattr(est, "dp_epsilon_"):
+        assert not np.isnan(est.dp_epsilon_) and est.dp_epsilon_ >= 0
+        assert 0 <= est.dp_delta_ < 1
+        # the guarantee over the whole domain covers every row of this data set
+        delta = getattr(est, "delta", None)
+        if losses is not None and delta is not None and est.dp_delta_ <= delta:
+            assert np.all(losses <= est.dp_epsilon_ * (1 + 1e-9) + 1e-12)
+
+
+def _assert_same_release(a, b, X_a, X_b):
+    """Two fits on equivalent inputs (same seed) released the same thing.
+
+    Rounding-level differences of the data may move the epsilon search
+    within its tolerance (1e-8 relative), hence rtol=1e-7 on the losses.
+    """
+    assert_allclose(a.predict(X_a), b.predict(X_b), rtol=1e-9, atol=1e-12)
+    for attr in ("pdp_losses_", "dp_epsilon_"):
+        if hasattr(a, attr):
+            assert_allclose(getattr(a, attr), getattr(b, attr), rtol=1e-7, atol=1e-12)
+
+
+def _unit_rows(X):
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+# ------------------------------------------------------------- errors ------
+# (X, y) -> the scikit-learn error that must come out of fit, unchanged.
+
+
+def _with(arr, value):
+    arr = arr.copy()
+    arr[(1,) * arr.ndim] = value
+    return arr
+
+
+X0, Y0 = _data()
+FIT_ERRORS = {
+    "nan_in_X": (_with(X0, np.nan), Y0, ValueError, "Input X contains NaN"),
+    "inf_in_X": (_with(X0, np.inf), Y0, ValueError, "Input X contains infinity"),
+    "nan_in_y": (X0, _with(Y0, np.nan), ValueError, "Input y contains NaN"),
+    "inf_in_y": (X0, _with(Y0, -np.inf), ValueError, "Input y contains infinity"),
+    "pandas_missing": (
+        pd.DataFrame({"a": pd.array([1, None] + [2] * 38, dtype="Int64"), "b": X0[:, 0]}),
+        Y0, ValueError, "Input X contains NaN",
+    ),
+    "empty": (X0[:0], Y0[:0], ValueError, "0 sample"),
+    "no_features": (X0[:, :0], Y0, ValueError, "0 feature"),
+    "sparse_X": (sp.csr_matrix(X0), Y0, TypeError, "Sparse data was passed for X"),
+    "1d_X": (X0[:, 0], Y0, ValueError, "Expected 2D array"),
+    "2d_y": (X0, np.c_[Y0, Y0], ValueError, "y should be a 1d array"),
+    "inconsistent_lengths": (X0, Y0[:-1], ValueError, "inconsistent numbers of samples"),
+    "complex_X": (X0 + 1j, Y0, ValueError, "Complex data not supported"),
+    "string_y": (X0, np.array(["a"] * len(Y0)), ValueError, "y must contain real numbers"),
+    "complex_y": (X0, Y0 + 1j, ValueError, "Complex data not supported"),
+}
+
+
+@pytest.mark.parametrize("case", list(FIT_ERRORS))
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_name)
+def test_invalid_data_gives_a_clear_error(estimator, case):
+    X, y, error, message = FIT_ERRORS[case]
+    with pytest.raises(error, match=message):
+        _configured(estimator).fit(X, y)
+
+
+# ------------------------------------------------- degenerate data ------
+# Valid but awkward data: the fit must succeed with a coherent release.
+
+
+def _degenerate_cases():
+    X, y = _data()
+    rng = np.random.default_rng(1)
+    w = np.array([0.4, -0.3])
+    collinear = np.c_[X[:, :1], 2 * X[:, :1], -X[:, :1]]
+    span = rng.normal(size=(40, 2))
+    return {
+        "one_sample": (X[:1], y[:1]),
+        "two_samples": (X[:2], y[:2]),
+        "one_feature": (X[:, :1], y),
+        "n_less_than_d": (rng.normal(size=(4, 9)), y[:4]),
+        "constant_column": (np.c_[X, np.full(40, 1.5)], y),
+        "duplicated_columns": (np.c_[X, X], y),
+        "perfectly_collinear": (collinear, y),
+        "nearly_collinear": (collinear + 1e-9 * rng.normal(size=collinear.shape), y),
+        "y_in_span_of_X": (span, span @ w),
+        "all_zero_X": (np.zeros_like(X), y),
+        "constant_y": (X, np.full(40, 0.7)),
+        "duplicated_rows": (np.repeat(X[:5], 8, axis=0), np.repeat(y[:5], 8)),
+    }
+
+
+DEGENERATE = _degenerate_cases()
+
+
+@pytest.mark.parametrize("case", list(DEGENERATE))
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_name)
+def test_degenerate_data_gives_a_valid_release(estimator, case):
+    X, y = DEGENERATE[case]
+    est = _configured(estimator).fit(X, y)
+    _check_valid(est, X, y)
+
+
+@pytest.mark.parametrize(
+    "case", ["perfectly_collinear", "nearly_collinear", "n_less_than_d", "one_sample"]
+)
+@pytest.mark.parametrize(
+    "estimator", [e for e in ESTIMATORS if "alpha" in e.get_params()], ids=_name
+)
+def test_singular_gram_without_ridge(estimator, case):
+    """alpha = 0 on singular X^T X: a clear error naming alpha, or a valid release."""
+    X, y = DEGENERATE[case]
+    est = _configured(estimator, alpha=0.0)
+    try:
+        est.fit(X, y)
+    except ValueError as exc:
+        assert "alpha" in str(exc)
+    else:
+        _check_valid(est, X, y)
+
+
+# ------------------------------------------- equivalent representations ------
+# Each case maps clean float64 data to another input that must give the same
+# release with the same seed: conversions, containers, and clipping.
+
+
+def _far_outside(X, y, factor):
+    """Rows and labels far beyond the bounds, and the clipped data they mean."""
+    X_far, y_far = X.copy(), y.copy()
+    rows = [0, 5, 17]
+    X_far[rows] = _unit_rows(X[rows]) * DATA_NORM * factor
+    y_far[rows] = np.sign(y[rows]) * Y_BOUND * factor
+    X_clip, y_clip = X_far.copy(), y_far.copy()
+    X_clip[rows] = _unit_rows(X[rows]) * DATA_NORM
+    y_clip[rows] = np.sign(y[rows]) * Y_BOUND
+    return (X_far, y_far), (X_clip, y_clip)
+
+
+def _equivalent_cases():
+    X, y = _data()
+    Xi, yi = np.round(X * 10), np.round(y * 10)
+    names = [f"feature_{j}" for j in range(X.shape[1])]
+    return {
+        "integer": ((Xi.astype(np.int64), yi.astype(np.int32)), (Xi, yi)),
+        "float32": (
+            (X.astype(np.float32), y.astype(np.float32)),
+            (X.astype(np.float32).astype(float), y.astype(np.float32).astype(float)),
+        ),
+        "pandas_named": ((pd.DataFrame(X, columns=names), pd.Series(y, name="y")), (X, y)),
+        "pandas_unnamed": ((pd.DataFrame(X), pd.Series(y)), (X, y)),
+        "list_of_lists": ((X.tolist(), y.tolist()), (X, y)),
+        "fortran_order": ((np.asfortranarray(X), y), (X, y)),
+        "far_outside_bounds": _far_outside(X, y, 1e6),
+        "near_float_max": _far_outside(X, y, 1e300),
+    }
+
+
+EQUIVALENT = _equivalent_cases()
+
+
+@pytest.mark.parametrize("case", list(EQUIVALENT))
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_name)
+def test_equivalent_inputs_give_the_same_release(estimator, case):
+    (X, y), (X_ref, y_ref) = EQUIVALENT[case]
+    est = _configured(estimator).fit(X, y)
+    ref = _configured(estimator).fit(X_ref, y_ref)
+    X_ref = np.asarray(X_ref, dtype=float)
+    _check_valid(ref, X_ref, y_ref)
+    # predict in the fitted container (feature names); on the clipped rows
+    X_pred = X if isinstance(X, pd.DataFrame) else X_ref
+    _assert_same_release(est, ref, X_pred, X_ref)
+    if case == "pandas_named":
+        assert list(est.feature_names_in_) == list(X.columns)
+    else:
+        assert not hasattr(est, "feature_names_in_")
+
+
+# ------------------------------------------------------ parameters ------
+# Keyed by parameter name: an estimator gets the cases of the parameters it has.
+# NaN must be rejected too (scikit-learn's Interval does, but only for Real
+# constraints: these cases catch a constraint that lets it through).
+
+BAD_PARAMETERS = {
+    "epsilon": [0.0, -1.0, np.nan, "1"],
+    "delta": [0.0, -1e-6, 1.0, 1.5, np.nan],
+    "gamma": [0.0, -1.0, np.nan, np.inf],
+    "kappa": [0.5, 0.0, -1.0, np.nan],
+    "sigma": [0.0, -1.0, np.nan, np.inf],
+    "alpha": [-1e-3, np.nan, np.inf],
+    "data_norm": [0.0, -1.0, np.nan, np.inf, "3"],
+    "y_bound": [0.0, -1.0, np.nan, np.inf],
+    "radius": [-1.0, np.nan],
+    "n_components": [0, -1, 1.5, np.nan],
+    "noise": ["uniform", None],
+    "variant": ["bogus", None],
+    "fit_intercept": ["yes", None],
+}
+
+
+def _parameter_cases():
+    for est in ESTIMATORS:
+        params = est.get_params(deep=False)
+        for name, values in BAD_PARAMETERS.items():
+            if name in params:
+                for value in values:
+                    yield pytest.param(est, name, value, id=f"{_name(est)}-{name}={value!r}")
+
+
+@pytest.mark.parametrize("estimator, name, value", list(_parameter_cases()))
+def test_invalid_parameter_names_the_parameter(estimator, name, value):
+    X, y = _data()
+    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+        _configured(estimator, **{name: value}).fit(X, y)
+
+
+def test_bound_ratio_must_be_representable():
+    """coef_ = theta * y_bound / data_norm: refused before any noise is drawn."""
+    X, y = _data()
+    for est in ESTIMATORS:
+        params = est.get_params(deep=False)
+        if "data_norm" in params and "y_bound" in params:
+            for bounds in ({"data_norm": 1e-320}, {"y_bound": 1e-320}):
+                with pytest.raises(ValueError, match="y_bound / data_norm"):
+                    _configured(est, **bounds).fit(X, y)
+
+
+# ------------------------------------------------------- pdp_epsilon ------
+
+PDP_EPSILON_ERRORS = {
+    "nan_in_X": (lambda X, y: (_with(X, np.nan), y), "Input X contains NaN"),
+    "wrong_n_features": (lambda X, y: (X[:, :2], y), "features"),
+    "2d_y": (lambda X, y: (X, np.c_[y, y]), "1d array"),
+    "nan_in_y": (lambda X, y: (X, _with(y, np.nan)), "Input y contains NaN"),
+    "inconsistent_lengths": (lambda X, y: (X, y[:-1]), "inconsistent numbers"),
+    "sparse_X": (lambda X, y: (sp.csr_matrix(X), y), "Sparse data"),
+}
+
+
+@pytest.mark.parametrize("case", list(PDP_EPSILON_ERRORS))
+@pytest.mark.parametrize(
+    "estimator", [e for e in ESTIMATORS if hasattr(e, "pdp_epsilon")], ids=_name
+)
+def test_pdp_epsilon_bad_targets(estimator, case):
+    X, y = _data()
+    est = _configured(estimator).fit(X, y)
+    make, message = PDP_EPSILON_ERRORS[case]
+    with pytest.raises((ValueError, TypeError), match=message):
+        est.pdp_epsilon(*make(X[:6], y[:6]))
+
+
+@pytest.mark.parametrize(
+    "estimator", [e for e in ESTIMATORS if hasattr(e, "pdp_epsilon")], ids=_name
+)
+def test_pdp_epsilon_of_far_out_targets_is_that_of_the_clipped_ones(estimator):
+    X, y = _data()
+    est = _configured(estimator).fit(X, y)
+    (X_far, y_far), (X_clip, y_clip) = _far_outside(X[:20], y[:20], 1e300)
+    far = est.pdp_epsilon(X_far, y_far)
+    assert not np.any(np.isnan(far))
+    assert_allclose(far, est.pdp_epsilon(X_clip, y_clip), rtol=1e-7)
+    assert_allclose(est.pdp_epsilon(X_far), est.pdp_epsilon(X_clip), rtol=1e-7)
+
+
+# ------------------------------------------------------- noise source ------
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_name)
+def test_secure_noise_ignores_the_global_seed(estimator):
+    """secure_noise: random_state=None draws from a fresh secret seed, so that
+    np.random.seed no longer fixes the noise; an explicit seed still does."""
+    X, y = _data()
+    est = _configured(estimator, random_state=None)
+    fits = []
+    for secure in (False, True):
+        with config_context(secure_noise=secure):
+            for _ in range(2):
+                np.random.seed(0)
+                fits.append(clone(est).fit(X, y).predict(X))
+    assert_allclose(fits[0], fits[1])  # the global seed controls the default
+    assert not np.allclose(fits[2], fits[3])
+    with config_context(secure_noise=True):
+        a, b = (_configured(estimator, random_state=7).fit(X, y).predict(X) for _ in "ab")
+    assert_allclose(a, b)
+
+
+def _interval_parameters():
+    """Every parameter whose constraints include a numeric Interval."""
+    for est in ESTIMATORS:
+        for name, constraints in type(est)._parameter_constraints.items():
+            if any(isinstance(c, Interval) for c in constraints):
+                yield pytest.param(est, name, id=f"{_name(est)}-{name}")
+
+
+@pytest.mark.parametrize("estimator, name", list(_interval_parameters()))
+def test_nan_is_rejected_for_every_numeric_parameter(estimator, name):
+    """scikit-learn's Interval rejects NaN (it compares with the ends): make
+    sure no numeric parameter, including ones added later, lets NaN through."""
+    X, y = _data()
+    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+        _configured(estimator, **{name: np.nan}).fit(X, y)
