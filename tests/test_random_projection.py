@@ -177,7 +177,7 @@ def test_sketch_rows_have_the_analysed_distribution():
     for variant in ("dp", "paper"):
         with warnings.catch_warnings():  # n_components > n_samples on purpose
             warnings.simplefilter("ignore", DataDimensionalityWarning)
-            reg = _fit(X, y, epsilon=2.0, n_components=20_000, variant=variant)
+            reg = _fit(X, y, epsilon=2.0, n_components=10_000, variant=variant)
         Z = _scaled_z(X, y, reg)
         chol = np.linalg.cholesky(Z.T @ Z + np.diag(_noise_variances(reg, Z.shape[1])))
         W = np.linalg.solve(chol, reg.sketch_.T)
@@ -211,7 +211,6 @@ def test_n_components_rules():
     X, y = _data(n=2000, d=2)
     assert _fit(X, y, n_components="log").n_components_ == round(1000 * (1 + np.log(2)))
     assert _fit(X, y, n_components="linear").n_components_ == 1500
-    assert _fit(X, y, n_components="full").n_components_ == 2000
     X, y = _data(n=300, d=2)
     for rule in ("log", "linear", "full"):
         assert _fit(X, y, n_components=rule).n_components_ == 300
