@@ -69,7 +69,7 @@ class DomainScaler:
             return Xs, np.clip(y / self.y_bound, -1.0, 1.0)
 
     def clip(self, X):
-        """Copy of the rows ``X`` with those longer than ``data_norm`` scaled down to it.
+        """Copy of ``X`` with the rows longer than ``data_norm`` scaled down to it.
 
         The rows as the mechanism sees them, in the units of the data: a model
         evaluated on them treats every row like a training row. Rows inside

@@ -210,7 +210,9 @@ def _ridge_keys(est):
 @pytest.mark.parametrize(
     "case", ["perfectly_collinear", "nearly_collinear", "n_less_than_d", "one_sample"]
 )
-@pytest.mark.parametrize("estimator", [e for e in ESTIMATORS if _ridge_keys(e)], ids=_name)
+@pytest.mark.parametrize(
+    "estimator", [e for e in ESTIMATORS if _ridge_keys(e)], ids=_name
+)
 def test_singular_gram_without_ridge(estimator, case):
     """alpha = 0 (wherever it is set) on singular X^T X: a clear error naming
     alpha, a public refusal as above, or a valid release."""
@@ -359,7 +361,8 @@ def test_pdp_epsilon_bad_targets(estimator, case):
 
 
 TRANSFORM_ERRORS = {
-    case: PDP_EPSILON_ERRORS[case] for case in ("nan_in_X", "wrong_n_features", "sparse_X")
+    case: PDP_EPSILON_ERRORS[case]
+    for case in ("nan_in_X", "wrong_n_features", "sparse_X")
 }
 
 

@@ -194,5 +194,6 @@ def test_domain_clip_gives_the_rows_the_mechanism_sees():
     assert 0 < inside.sum() < len(X)
     np.testing.assert_array_equal(clipped[inside], X[inside])
     assert_allclose(np.linalg.norm(clipped[~inside], axis=1), 2.0, rtol=1e-14)
-    assert_allclose(clipped[~inside] / 2.0, X[~inside] / norms[~inside, None], rtol=1e-14)
+    direction = X[~inside] / norms[~inside, None]
+    assert_allclose(clipped[~inside] / 2.0, direction, rtol=1e-14)
     assert_allclose(scaler.scale(clipped), scaler.scale(X), rtol=1e-14, atol=1e-15)

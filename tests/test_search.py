@@ -338,7 +338,8 @@ def test_validation_rows_are_clipped_like_training_rows():
     scored as the clipped rows they stand for: the same selection
     probabilities and per-instance losses as the clipped data."""
     X, y = _data(n=300)
-    val = _search(refit=False).fit(X, y)._parts == len(GRID["gamma"]) * len(GRID["alpha"])
+    m = len(GRID["gamma"]) * len(GRID["alpha"])
+    val = _search(refit=False).fit(X, y)._parts == m
     assert val.sum() >= 10
     direction = X[val] / np.linalg.norm(X[val], axis=1, keepdims=True)
     X_far, y_far, X_clip, y_clip = X.copy(), y.copy(), X.copy(), y.copy()

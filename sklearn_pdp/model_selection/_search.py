@@ -172,7 +172,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     the search treats the sample size as public, and with it the sizes of the
     parts; it raises an error when a training part is empty, which depends on
     the sample size, the number of candidates and ``random_state`` only
-    (always with fewer samples than candidates, as for one or two samples).
+    (certain with fewer samples than candidates, likely with few more).
 
     Data beyond the declared bounds is treated as in the wrapped estimators:
     rows longer than ``data_norm`` are scaled down to it, for training and
