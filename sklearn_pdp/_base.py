@@ -59,13 +59,7 @@ class DomainScaler:
         """Scaled (and clipped) copy of the rows ``X`` and labels ``y``."""
         d = X.shape[1]
         Xs = np.empty((X.shape[0], d + int(self.fit_intercept)))
-        # A row with an entry beyond data_norm is too long and only its
-        # direction survives: dividing it by that entry first keeps every
-        # entry in [-1, 1], so squaring cannot overflow even near 1e308.
-        peak = np.abs(X).max(axis=1, initial=0.0)
-        np.divide(X, np.maximum(peak, self.data_norm)[:, None], out=Xs[:, :d])
-        norms = np.sqrt(np.einsum("ij,ij->i", Xs[:, :d], Xs[:, :d]))
-        Xs[:, :d] /= np.maximum(norms, 1.0)[:, None]
+        self._unit_ball(X, Xs[:, :d])
         if self.fit_intercept:
             Xs[:, d] = 1.0
             Xs *= _AUGMENT_WEIGHT
@@ -73,6 +67,33 @@ class DomainScaler:
             return Xs
         with np.errstate(over="ignore"):  # an overflow to +-inf clips to +-1
             return Xs, np.clip(y / self.y_bound, -1.0, 1.0)
+
+    def clip(self, X):
+        """Copy of ``X`` with the rows longer than ``data_norm`` scaled down to it.
+
+        The rows as the mechanism sees them, in the units of the data: a model
+        evaluated on them treats every row like a training row. Rows inside
+        the domain are copied unchanged.
+        """
+        unit = np.empty(X.shape)
+        outside = self._unit_ball(X, unit)
+        clipped = np.array(X, dtype=np.float64)
+        clipped[outside] = unit[outside] * self.data_norm
+        return clipped
+
+    def _unit_ball(self, X, out):
+        """``X / data_norm`` into ``out``, rows longer than 1 scaled to norm 1.
+
+        Returns the mask of the rows that were scaled down.
+        """
+        # A row with an entry beyond data_norm is too long and only its
+        # direction survives: dividing it by that entry first keeps every
+        # entry in [-1, 1], so squaring cannot overflow even near 1e308.
+        peak = np.abs(X).max(axis=1, initial=0.0)
+        np.divide(X, np.maximum(peak, self.data_norm)[:, None], out=out)
+        norms = np.sqrt(np.einsum("ij,ij->i", out, out))
+        out /= np.maximum(norms, 1.0)[:, None]
+        return (peak > self.data_norm) | (norms > 1.0)
 
     def unscale_coef(self, theta):
         """``coef_`` and ``intercept_`` in the user's units for the scaled model ``theta``."""

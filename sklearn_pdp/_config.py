@@ -40,7 +40,9 @@ def set_config(secure_noise=None):
         noise from a fresh generator seeded with 256 bits from the operating
         system's cryptographically secure source (:mod:`secrets`), instead of
         numpy's global ``RandomState``, which anyone can make predictable with
-        ``np.random.seed``. An explicit ``random_state`` is always honoured
+        ``np.random.seed``; this includes the random split and selection of
+        :class:`~sklearn_pdp.model_selection.PrivateGridSearchCV`. An explicit
+        ``random_state`` is always honoured
         (reproducible, and therefore predictable, noise). None leaves the
         setting unchanged.
 

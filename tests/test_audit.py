@@ -198,23 +198,27 @@ def test_audit_search_selection():
     X = rng.normal(size=(n, 2)) * 0.4
     y = np.clip(X @ [1.0, -1.0] + 0.1 * rng.normal(size=n), -1, 1)
 
-    def search():
+    def search(seed):
         ops = OPSRegressor(alpha=1.0, data_norm=1.0, y_bound=1.0)
         return PrivateGridSearchCV(
-            ops, {"gamma": [0.5, 50.0]}, epsilon=2.0, refit=False, random_state=11
+            ops, {"gamma": [0.5, 50.0]}, epsilon=2.0, refit=False, random_state=seed
         )
 
-    full = search().fit(X, y)
-    validation = np.flatnonzero(full._parts == 2)
-    # seed 11 puts the last row in the validation part; move the row with the
-    # largest loss there (the parts, drawn by index, stay the same sets)
-    assert validation[-1] == n - 1
+    # a seed that puts the last row in the validation part; move the row with
+    # the largest loss there (the parts, drawn by index, stay the same sets)
+    for seed in range(100):
+        full = search(seed).fit(X, y)
+        validation = np.flatnonzero(full._parts == 2)
+        if validation[-1] == n - 1:
+            break
+    else:  # pragma: no cover
+        pytest.fail("no seed put the last row in the validation part")
     target = validation[np.argmax(full.pdp_losses_[validation])]
     order = np.arange(n)
     order[[target, n - 1]] = order[[n - 1, target]]
     X, y = X[order], y[order]
-    full = search().fit(X, y)
-    without = search().fit(X[:-1], y[:-1])
+    full = search(seed).fit(X, y)
+    without = search(seed).fit(X[:-1], y[:-1])
     reported = full.pdp_losses_[-1]
 
     # many selections with the candidates fixed, through the search's sampler

@@ -5,6 +5,11 @@ losses that are never NaN and never above the data-independent guarantee, the
 same release as the equivalent clean input) or a clear error that names the
 offending argument. Parameter cases are keyed by parameter name, so an
 estimator gets exactly the cases of the parameters it has.
+
+Regressors, searches and reports are checked through what they release: the
+model (``_released``: the estimator itself, or the one a meta-estimator
+selected or reports on), its predictions, the per-instance losses, the
+guarantee, and a transformer's report of new rows.
 """
 
 import numpy as np
@@ -28,11 +33,11 @@ def _name(est):
     return type(est).__name__
 
 
-def _configured(est, **params):
-    """A clone with declared bounds and a fixed seed wherever it has them."""
+def _configured(est, seed=0, **params):
+    """A clone with declared bounds and ``seed`` wherever it has them (nested too)."""
     est = clone(est)
     keys = est.get_params(deep=True)
-    fixed = {"data_norm": DATA_NORM, "y_bound": Y_BOUND, "random_state": 0}
+    fixed = {"data_norm": DATA_NORM, "y_bound": Y_BOUND, "random_state": seed}
     est.set_params(**{k: fixed[k.split("__")[-1]] for k in keys if k.split("__")[-1] in fixed})
     return est.set_params(**params)
 
@@ -44,12 +49,31 @@ def _data(n=40, d=3, seed=0):
     return X, y
 
 
+def _released(est):
+    """The fitted regressor whose model ``est`` publishes: the one a search
+    selected, the one a report describes, or ``est`` itself."""
+    return getattr(est, "best_estimator_", getattr(est, "estimator_", est))
+
+
+def _predictions(est, X):
+    """Predictions of the released model, through ``est`` when it predicts."""
+    if hasattr(est, "predict"):
+        return est.predict(X)
+    model = _released(est)  # fitted by ``est`` on the validated array
+    return model.predict(X if hasattr(model, "feature_names_in_") else np.asarray(X))
+
+
 def _check_valid(est, X, y):
     """The fitted estimator is a coherent private release for (X, y)."""
     n = len(y)
-    assert np.all(np.isfinite(est.predict(X)))
-    if hasattr(est, "coef_"):
-        assert np.all(np.isfinite(est.coef_)) and np.isfinite(est.intercept_)
+    model = _released(est)
+    assert np.all(np.isfinite(_predictions(est, X)))
+    if hasattr(model, "coef_"):
+        assert np.all(np.isfinite(model.coef_)) and np.isfinite(model.intercept_)
+    if hasattr(est, "transform"):  # a report on people who could be added
+        report = est.transform(X)
+        assert report.shape[0] == n
+        assert not np.any(np.isnan(report)) and np.all(report >= 0)
     losses = getattr(est, "pdp_losses_", None)
     if losses is not None:
         assert losses.shape == (n,)
@@ -59,6 +83,8 @@ def _check_valid(est, X, y):
         assert 0 <= est.dp_delta_ < 1
         # the guarantee over the whole domain covers every row of this data set
         delta = getattr(est, "delta", None)
+        if delta is None:  # a report at its estimator's own delta
+            delta = getattr(model, "delta", None)
         if losses is not None and delta is not None and est.dp_delta_ <= delta:
             assert np.all(losses <= est.dp_epsilon_ * (1 + 1e-9) + 1e-12)
 
@@ -69,10 +95,13 @@ def _assert_same_release(a, b, X_a, X_b):
     Rounding-level differences of the data may move the epsilon search
     within its tolerance (1e-8 relative), hence rtol=1e-7 on the losses.
     """
-    assert_allclose(a.predict(X_a), b.predict(X_b), rtol=1e-9, atol=1e-12)
+    assert_allclose(_predictions(a, X_a), _predictions(b, X_b), rtol=1e-9, atol=1e-12)
+    assert getattr(a, "best_params_", None) == getattr(b, "best_params_", None)
     for attr in ("pdp_losses_", "dp_epsilon_"):
         if hasattr(a, attr):
             assert_allclose(getattr(a, attr), getattr(b, attr), rtol=1e-7, atol=1e-12)
+    if hasattr(a, "transform"):
+        assert_allclose(a.transform(X_a), b.transform(X_b), rtol=1e-7, atol=1e-12)
 
 
 def _unit_rows(X):
@@ -148,28 +177,53 @@ def _degenerate_cases():
 DEGENERATE = _degenerate_cases()
 
 
+def _assert_public_refusal(est, X, exc):
+    """``exc`` reveals nothing beyond the public sample size: it is about the
+    samples, and other data of that shape gets the same error."""
+    assert "sample" in str(exc)
+    for seed, scale in ((1, 1.0), (2, 100.0)):
+        X_other, y_other = _data(*X.shape, seed=seed)
+        with pytest.raises(ValueError) as other:
+            clone(est).fit(scale * X_other, scale * y_other)
+        assert str(other.value) == str(exc)
+
+
 @pytest.mark.parametrize("case", list(DEGENERATE))
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_name)
 def test_degenerate_data_gives_a_valid_release(estimator, case):
+    """A valid release, or a refusal that depends on the public sample size
+    only (a search whose random split leaves a candidate without rows)."""
     X, y = DEGENERATE[case]
-    est = _configured(estimator).fit(X, y)
-    _check_valid(est, X, y)
+    est = _configured(estimator)
+    try:
+        est.fit(X, y)
+    except ValueError as exc:
+        _assert_public_refusal(est, X, exc)
+    else:
+        _check_valid(est, X, y)
+
+
+def _ridge_keys(est):
+    return [k for k in est.get_params(deep=True) if k.split("__")[-1] == "alpha"]
 
 
 @pytest.mark.parametrize(
     "case", ["perfectly_collinear", "nearly_collinear", "n_less_than_d", "one_sample"]
 )
 @pytest.mark.parametrize(
-    "estimator", [e for e in ESTIMATORS if "alpha" in e.get_params()], ids=_name
+    "estimator", [e for e in ESTIMATORS if _ridge_keys(e)], ids=_name
 )
 def test_singular_gram_without_ridge(estimator, case):
-    """alpha = 0 on singular X^T X: a clear error naming alpha, or a valid release."""
+    """alpha = 0 (wherever it is set) on singular X^T X: a clear error naming
+    alpha, a public refusal as above, or a valid release."""
     X, y = DEGENERATE[case]
-    est = _configured(estimator, alpha=0.0)
+    est = _configured(estimator)
+    est.set_params(**{k: 0.0 for k in _ridge_keys(est)})
     try:
         est.fit(X, y)
     except ValueError as exc:
-        assert "alpha" in str(exc)
+        if "alpha" not in str(exc):
+            _assert_public_refusal(est, X, exc)
     else:
         _check_valid(est, X, y)
 
@@ -182,7 +236,8 @@ def test_singular_gram_without_ridge(estimator, case):
 def _far_outside(X, y, factor):
     """Rows and labels far beyond the bounds, and the clipped data they mean."""
     X_far, y_far = X.copy(), y.copy()
-    rows = [0, 5, 17]
+    # every third row: some land in each part of a search's random split
+    rows = np.arange(0, len(y), 3)
     X_far[rows] = _unit_rows(X[rows]) * DATA_NORM * factor
     y_far[rows] = np.sign(y[rows]) * Y_BOUND * factor
     X_clip, y_clip = X_far.copy(), y_far.copy()
@@ -268,15 +323,17 @@ def test_invalid_parameter_names_the_parameter(estimator, name, value):
         _configured(estimator, **{name: value}).fit(X, y)
 
 
-def test_bound_ratio_must_be_representable():
-    """coef_ = theta * y_bound / data_norm: refused before any noise is drawn."""
+@pytest.mark.parametrize("bound", ["data_norm", "y_bound"])
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_name)
+def test_bound_ratio_must_be_representable(estimator, bound):
+    """coef_ = theta * y_bound / data_norm: refused before any noise is drawn,
+    wherever the bounds are declared (a meta-estimator's inner estimator)."""
     X, y = _data()
-    for est in ESTIMATORS:
-        params = est.get_params(deep=False)
-        if "data_norm" in params and "y_bound" in params:
-            for bounds in ({"data_norm": 1e-320}, {"y_bound": 1e-320}):
-                with pytest.raises(ValueError, match="y_bound / data_norm"):
-                    _configured(est, **bounds).fit(X, y)
+    est = _configured(estimator)
+    keys = [k for k in est.get_params(deep=True) if k.split("__")[-1] == bound]
+    assert keys
+    with pytest.raises(ValueError, match="y_bound / data_norm"):
+        est.set_params(**{k: 1e-320 for k in keys}).fit(X, y)
 
 
 # ------------------------------------------------------- pdp_epsilon ------
@@ -303,6 +360,36 @@ def test_pdp_epsilon_bad_targets(estimator, case):
         est.pdp_epsilon(*make(X[:6], y[:6]))
 
 
+TRANSFORM_ERRORS = {
+    case: PDP_EPSILON_ERRORS[case]
+    for case in ("nan_in_X", "wrong_n_features", "sparse_X")
+}
+
+
+@pytest.mark.parametrize("case", list(TRANSFORM_ERRORS))
+@pytest.mark.parametrize(
+    "estimator", [e for e in ESTIMATORS if hasattr(e, "transform")], ids=_name
+)
+def test_transform_bad_rows(estimator, case):
+    X, y = _data()
+    est = _configured(estimator).fit(X, y)
+    make, message = TRANSFORM_ERRORS[case]
+    with pytest.raises((ValueError, TypeError), match=message):
+        est.transform(make(X[:6], y[:6])[0])
+
+
+@pytest.mark.parametrize(
+    "estimator", [e for e in ESTIMATORS if hasattr(e, "transform")], ids=_name
+)
+def test_transform_of_far_out_rows_is_that_of_the_clipped_ones(estimator):
+    X, y = _data()
+    est = _configured(estimator).fit(X, y)
+    (X_far, _), (X_clip, _) = _far_outside(X[:20], y[:20], 1e300)
+    far = est.transform(X_far)
+    assert not np.any(np.isnan(far))
+    assert_allclose(far, est.transform(X_clip), rtol=1e-7)
+
+
 @pytest.mark.parametrize(
     "estimator", [e for e in ESTIMATORS if hasattr(e, "pdp_epsilon")], ids=_name
 )
@@ -324,17 +411,17 @@ def test_secure_noise_ignores_the_global_seed(estimator):
     """secure_noise: random_state=None draws from a fresh secret seed, so that
     np.random.seed no longer fixes the noise; an explicit seed still does."""
     X, y = _data()
-    est = _configured(estimator, random_state=None)
+    est = _configured(estimator, seed=None)
     fits = []
     for secure in (False, True):
         with config_context(secure_noise=secure):
             for _ in range(2):
                 np.random.seed(0)
-                fits.append(clone(est).fit(X, y).predict(X))
+                fits.append(_predictions(clone(est).fit(X, y), X))
     assert_allclose(fits[0], fits[1])  # the global seed controls the default
     assert not np.allclose(fits[2], fits[3])
     with config_context(secure_noise=True):
-        a, b = (_configured(estimator, random_state=7).fit(X, y).predict(X) for _ in "ab")
+        a, b = (_predictions(_configured(estimator, seed=7).fit(X, y), X) for _ in "ab")
     assert_allclose(a, b)
 
 

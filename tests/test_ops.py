@@ -178,3 +178,22 @@ def test_chunked_passes_do_not_depend_on_chunk_size():
         small = OPSRegressor(data_norm=4.0, y_bound=5.0, random_state=0).fit(X, y)
     assert_allclose(small.coef_, coef, rtol=1e-10)
     assert_allclose(small.pdp_losses_, losses, rtol=1e-8)
+
+
+def test_domain_clip_gives_the_rows_the_mechanism_sees():
+    """DomainScaler.clip: rows inside the ball of radius data_norm unchanged,
+    longer rows scaled down to it (even near the float64 maximum), so that
+    scaling the clipped rows gives the scaled rows."""
+    X, _ = _data(n=30)
+    X[::4] *= np.array([1e6, 1e300, 1e6, 1e300, 1e6, 1e300, 1e6, 1e300])[:, None]
+    scaler = DomainScaler(2.0, 1.0, True)
+    clipped = scaler.clip(X)
+    norms = np.linalg.norm(X / np.abs(X).max(axis=1, keepdims=True), axis=1)
+    norms *= np.abs(X).max(axis=1)
+    inside = norms <= 2.0
+    assert 0 < inside.sum() < len(X)
+    np.testing.assert_array_equal(clipped[inside], X[inside])
+    assert_allclose(np.linalg.norm(clipped[~inside], axis=1), 2.0, rtol=1e-14)
+    direction = X[~inside] / norms[~inside, None]
+    assert_allclose(clipped[~inside] / 2.0, direction, rtol=1e-14)
+    assert_allclose(scaler.scale(clipped), scaler.scale(X), rtol=1e-14, atol=1e-15)

@@ -10,7 +10,7 @@ from scipy import stats
 from sklearn.linear_model import Ridge
 from sklearn.utils._param_validation import Interval, InvalidParameterError
 
-from sklearn_pdp import OPSRegressor, PrivacyLeakWarning
+from sklearn_pdp import OPSRegressor, PrivacyLeakWarning, config_context
 from sklearn_pdp._accounting import exponential_log_proba, exponential_pdp_epsilon
 from sklearn_pdp._base import PrivateRegressorMixin, Ridge as ScaledRidge
 from sklearn_pdp._ops import ops_dp_epsilon
@@ -319,7 +319,61 @@ def test_empty_training_part_is_an_error():
 def test_empty_validation_part_gives_uniform_choice():
     X, y = _data(n=4)
     grid = {"gamma": [1.0, 10.0]}
-    search = _search(param_grid=grid, refit=False).fit(X, y)
-    assert not np.any(search._parts == 2)  # this seed leaves the validation part empty
+    # a seed whose split fills both training parts and leaves the validation part empty
+    for seed in range(100):
+        try:
+            search = _search(param_grid=grid, refit=False, random_state=seed).fit(X, y)
+        except ValueError:  # an empty training part
+            continue
+        if not np.any(search._parts == 2):
+            break
+    else:  # pragma: no cover
+        pytest.fail("no seed left only the validation part empty")
     assert_allclose(np.exp(search._log_proba), [0.5, 0.5])
     assert np.all(np.isfinite(search.pdp_losses_))
+
+
+def test_validation_rows_are_clipped_like_training_rows():
+    """Validation rows far beyond data_norm (and labels beyond y_bound) are
+    scored as the clipped rows they stand for: the same selection
+    probabilities and per-instance losses as the clipped data."""
+    X, y = _data(n=300)
+    m = len(GRID["gamma"]) * len(GRID["alpha"])
+    val = _search(refit=False).fit(X, y)._parts == m
+    assert val.sum() >= 10
+    direction = X[val] / np.linalg.norm(X[val], axis=1, keepdims=True)
+    X_far, y_far, X_clip, y_clip = X.copy(), y.copy(), X.copy(), y.copy()
+    X_far[val] = direction * BOUNDS["data_norm"] * 1e200
+    y_far[val] = np.sign(y[val]) * BOUNDS["y_bound"] * 1e200
+    X_clip[val] = direction * BOUNDS["data_norm"]
+    y_clip[val] = np.sign(y[val]) * BOUNDS["y_bound"]
+    far = _search(refit=False).fit(X_far, y_far)
+    clip = _search(refit=False).fit(X_clip, y_clip)
+    assert_array_equal(far._parts, clip._parts)
+    assert_allclose(far._log_proba, clip._log_proba, rtol=1e-9, atol=1e-12)
+    assert_allclose(far.pdp_losses_, clip.pdp_losses_, rtol=1e-9, atol=1e-12)
+    # the test is not vacuous: on the raw rows the losses would differ
+    est, bound = far.best_estimator_, BOUNDS["y_bound"]
+    pred = np.clip(est.predict(X_far[val]), -bound, bound)
+    raw = ((pred - np.clip(y_far[val], -bound, bound)) / bound) ** 2
+    assert not np.allclose(raw, validation_losses(est, X_far[val], y_far[val], bound))
+
+
+def test_too_few_samples_is_an_error_for_every_seed():
+    """Fewer samples than candidates: always refused, whatever the seed or data."""
+    X, y = _data(n=5)
+    for seed in range(20):
+        with pytest.raises(ValueError, match=r"5 sample\(s\) into 7 parts"):
+            _search(random_state=seed).fit(X, y)
+
+
+def test_secure_noise_covers_the_split_and_the_selection():
+    X, y = _data(n=200)
+    runs = []
+    for secure in (False, True):
+        with config_context(secure_noise=secure):
+            for _ in range(2):
+                np.random.seed(0)
+                runs.append(_search(random_state=None, refit=False).fit(X, y))
+    assert_array_equal(runs[0]._parts, runs[1]._parts)
+    assert not np.array_equal(runs[2]._parts, runs[3]._parts)

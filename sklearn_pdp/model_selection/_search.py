@@ -2,8 +2,9 @@
 
 Every record goes to one of m + 1 parts, independently and uniformly at
 random; candidate k is trained on part k by the private estimator, scored on
-the last part with the squared error of clipped predictions, and one candidate
-is picked by the exponential mechanism (SPEC.md 8).
+the last part (rows clipped into the declared domain like training rows) with
+the squared error of clipped predictions, and one candidate is picked by the
+exponential mechanism (SPEC.md 8).
 """
 
 from copy import deepcopy
@@ -13,14 +14,13 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.model_selection import ParameterGrid
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils._tags import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._accounting import exponential_log_proba, exponential_pdp_epsilon
-from .._base import PrivateRegressorMixin
+from .._base import PrivateRegressorMixin, noise_generator
 
 # One validation record adds at most (2 B)^2 to a candidate's summed squared
 # error when predictions and labels are clipped to [-B, B]; in units of B^2: 4.
@@ -32,11 +32,14 @@ _RESERVED = ("y_bound", "random_state")
 def validation_losses(estimator, X, y, y_bound):
     """Each record's squared error of clipped predictions, in units of ``y_bound**2``.
 
-    Predictions and labels are both clipped to [-y_bound, y_bound], so every
-    value lies in [0, :data:`SENSITIVITY`] whatever the model (noisy
-    coefficients leave any bounded set, SPEC.md erratum E7).
+    Rows longer than the estimator's ``data_norm_`` are scaled down to it
+    first, as its training rows were (a record far outside the domain is
+    scored as the record the model would have been trained on). Predictions
+    and labels are both clipped to [-y_bound, y_bound], so every value lies in
+    [0, :data:`SENSITIVITY`] whatever the model (noisy coefficients leave any
+    bounded set, SPEC.md erratum E7).
     """
-    pred = np.clip(estimator.predict(X), -y_bound, y_bound)
+    pred = np.clip(estimator.predict(estimator._scaler.clip(X)), -y_bound, y_bound)
     return ((pred - np.clip(y, -y_bound, y_bound)) / y_bound) ** 2
 
 
@@ -72,7 +75,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     random (m = number of candidates). Candidate k is the wrapped private
     estimator with the k-th parameter setting, trained on part k; the last part
     scores every candidate by the summed squared error of its predictions, with
-    predictions and labels clipped to ``[-y_bound, y_bound]``; the exponential
+    validation rows clipped into the declared domain exactly as training rows
+    are (rows longer than ``data_norm`` scaled down to it), and predictions
+    and labels clipped to ``[-y_bound, y_bound]``; the exponential
     mechanism picks one candidate. Every record is in exactly one part, so by
     parallel composition the search costs each record either its candidate's
     guarantee or the selection's, never both.
@@ -109,7 +114,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         Number of candidates trained in parallel (joblib). All seeds are drawn
         before any fit, so the results do not depend on ``n_jobs``.
     random_state : int, RandomState instance or None, default=None
-        Seeds the split, the candidates, the selection and the refit.
+        Seeds the split, the candidates, the selection and the refit. All of
+        them draw from one generator made from it like the estimators' noise
+        (:func:`sklearn_pdp.set_config` ``secure_noise`` applies), through
+        child seeds of 256 bits each.
 
     Attributes
     ----------
@@ -162,8 +170,14 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     The part of each record is drawn independently, so adding or removing one
     record moves no other record between parts. Like the wrapped estimators,
     the search treats the sample size as public, and with it the sizes of the
-    parts; it raises an error when a training part is empty (which depends on
-    the sample size and the seed only).
+    parts; it raises an error when a training part is empty, which depends on
+    the sample size, the number of candidates and ``random_state`` only
+    (certain with fewer samples than candidates, likely with few more).
+
+    Data beyond the declared bounds is treated as in the wrapped estimators:
+    rows longer than ``data_norm`` are scaled down to it, for training and
+    for validation alike, so such data gives the same release as the clipped
+    data it stands for.
 
     The guarantees hold for a grid fixed before seeing the data. The other
     candidates are discarded. Publish ``best_params_`` and
@@ -268,22 +282,28 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
 
         # All randomness is fixed before any fit, so results do not depend on
         # n_jobs: seeds of the split, the selection, the refit, the candidates.
+        # 256 bits of the search's generator seed them all, so that under
+        # secure_noise no draw is easier to guess than that generator.
+        root = np.random.SeedSequence(
+            noise_generator(self.random_state).randint(2**32, size=8, dtype=np.uint64)
+        )
+        split_seed, select_seed, refit_seed, *seeds = root.spawn(m + 3)
         # The split has its own generator, drawn row by row: removing the last
         # row leaves every other row in its part.
-        split_seed, select_seed, refit_seed, *seeds = check_random_state(
-            self.random_state
-        ).randint(np.iinfo(np.int32).max, size=m + 3)
         parts = np.random.default_rng(split_seed).integers(m + 1, size=n)
         sizes = np.bincount(parts, minlength=m + 1)
         if sizes[:m].min() == 0:
             raise ValueError(
-                f"The random split of {n} sample(s) into {m + 1} parts left a "
-                "training part empty: use more samples or fewer candidates."
+                f"PrivateGridSearchCV needs at least one training sample for each "
+                f"of its {m} candidates, but the random split of {n} sample(s) "
+                f"into {m + 1} parts (drawn from random_state, independently of "
+                "the data) left a training part empty: use more samples or "
+                "fewer candidates."
             )
         seeded = "random_state" in self.estimator.get_params(deep=False)
         if seeded:
             for est, seed in zip(estimators, seeds):
-                est.set_params(random_state=seed)
+                est.set_params(random_state=_random_state(seed))
 
         fitted = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit)(est, X[parts == k], y[parts == k])
@@ -316,7 +336,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if self.refit:
             best = clone(estimators[self.best_index_])
             if seeded:
-                best.set_params(random_state=refit_seed)
+                best.set_params(random_state=_random_state(refit_seed))
             self.best_estimator_ = best.fit(X, y)
             self.pdp_losses_ += best.pdp_losses_
             self.dp_epsilon_ += best.dp_epsilon_
@@ -380,6 +400,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         tags.regressor_tags = deepcopy(sub.regressor_tags)
         tags.input_tags.sparse = sub.input_tags.sparse
         return tags
+
+
+def _random_state(seed_sequence):
+    """A ``random_state`` for an estimator from a 256-bit seed (ints hold 32)."""
+    return np.random.RandomState(np.random.MT19937(seed_sequence))
 
 
 def _params_table(grid):
