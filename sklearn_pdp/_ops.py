@@ -453,7 +453,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
 
         draw = self._mechanism(rng)
         self.lambda_min_, floor, self.alpha_, self.gamma_ = (
-            float(draw[key][0]) for key in ("lambda_min", "floor", "alpha", "gamma")
+            float(draw[key].flat[0]) for key in ("lambda_min", "floor", "alpha", "gamma")
         )
         self.kappa_ = n / (d * floor)
         self.noise_scale_ = 1.0 / np.sqrt(self.gamma_)
@@ -544,7 +544,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         z = rng.standard_normal(spectrum.shape)
         coords = (V.T @ self._Xty) / spectrum + z / np.sqrt(gamma[:, None] * spectrum)
         return {
-            "lambda_min": lambda_tilde, "floor": floor, "alpha": alpha,
+            "lambda_min": lambda_tilde[:, None], "floor": floor, "alpha": alpha,
             "gamma": gamma, "theta": coords @ V.T,
         }
 

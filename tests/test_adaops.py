@@ -185,7 +185,7 @@ def test_lambda_min_release_has_the_calibrated_scale():
     X, y = _unit_rows(50, 3, 1)
     reg = AdaOPSRegressor(epsilon=1.0, fit_intercept=False, random_state=0, **BOUNDS)
     reg.fit(X, y)
-    draws = reg._mechanism(np.random.default_rng(1), size=4000)["lambda_min"]
+    draws = reg._mechanism(np.random.default_rng(1), size=4000)["lambda_min"][:, 0]
     sigma = 1.0 / _largest_ratio(0.5, 1e-6 / 3)
     z = (draws - np.linalg.eigvalsh(X.T @ X)[0]) / sigma
     assert stats.kstest(z, "norm").pvalue > 1e-6
