@@ -18,6 +18,7 @@ from .exceptions import PrivacyLeakWarning
 # name -> (class, parameters the command line may set on it)
 ESTIMATORS = {
     "ops": ("OPSRegressor", ("gamma", "alpha")),
+    "adaops": ("AdaOPSRegressor", ("epsilon", "kappa")),
 }
 
 
@@ -44,6 +45,8 @@ def _parser():
                         help="delta of the reported epsilons (default: %(default)s)")
     parser.add_argument("--gamma", type=float, help="OPS posterior scaling")
     parser.add_argument("--alpha", type=float, help="ridge strength on the scaled data")
+    parser.add_argument("--epsilon", type=float, help="AdaOPS privacy budget")
+    parser.add_argument("--kappa", type=float, help="AdaOPS largest acceptable condition number")
     parser.add_argument(
         "--data-norm", type=float,
         help="bound on the row norms of X (default: read from the data, a leak)",

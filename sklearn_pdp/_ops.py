@@ -201,15 +201,17 @@ def lambda_min_change(eigvals, eigvecs, Xs, *, add=False):
     for _ in range(_BISECTION_STEPS):
         s = 0.5 * (lo + hi)
         denom = s[:, None] - gaps if add else gaps + s[:, None]
-        with np.errstate(divide="ignore"):
+        # 0/0 (a zero weight on a zero gap) is nan and counts as "not below"
+        with np.errstate(divide="ignore", invalid="ignore"):
             below = np.sum(C2 / denom, axis=1) > 1.0
         lo = np.where(below, s, lo)
         hi = np.where(below, hi, s)
     return hi
 
 
-# Bisection halvings of the secular-equation bracket (width <= 1 at the start).
-_BISECTION_STEPS = 64
+# Bisection halvings of the secular-equation bracket: its width starts at
+# ||x||^2 <= 1 and ends below 4e-15, far finer than the noise scale.
+_BISECTION_STEPS = 48
 # Relative step of the grid on which AdaOPS rounds its adaptive eigenvalue floor.
 _FLOOR_GRID = np.log(1.01)
 # Bound on the posterior noise variance of a prediction (scaled labels in
@@ -246,9 +248,14 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         ``kappa <= n epsilon / (4 d (1 + log(4 / delta)))``. If None, the floor
         is chosen from the released eigenvalue: the largest floor the data
         supports without extra ridge (``lambda_min_`` minus the margin,
-        rounded down to a 1% grid), never below the smallest floor the
-        constraint allows, ``4 (1 + log(4 / delta)) / epsilon``. This is
-        post-processing of the released eigenvalue: the guarantee is unchanged.
+        rounded down to a 1% grid), but never below a public minimum: the
+        smallest floor h, at least the paper's ``4 (1 + log(4 / delta)) /
+        epsilon``, at which the posterior noise variance of a prediction,
+        at most ``1 / (h gamma(h))``, is below 3e-3 (labels scaled to
+        [-1, 1]). With a small ``n epsilon`` this buys much less noise for
+        some ridge bias, so the fit degrades towards the label mean instead
+        of below it. Choosing the floor is post-processing of the released
+        eigenvalue: the guarantee is unchanged.
     budget_split : array-like of shape (3,), default=None
         Weights, normalised to sum 1, of the epsilon budget spent on the
         eigenvalue release, the posterior sample and the private label mean

@@ -233,7 +233,7 @@ def test_kappa_is_checked_against_the_paper_constraint():
 def test_invalid_parameters_name_the_parameter(param, value):
     X, y = _unit_rows(100, 2, 0)
     with pytest.raises(ValueError, match=param):
-        AdaOPSRegressor(**{param: value}).fit(X, y)
+        AdaOPSRegressor(**{**BOUNDS, param: value}).fit(X, y)
 
 
 def test_budget_split_is_respected():

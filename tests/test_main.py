@@ -57,3 +57,12 @@ def test_bad_csv_is_one_clear_line(tmp_path, content, message):
 def test_help():
     res = _run("--help")
     assert res.returncode == 0 and "--target" in res.stdout
+
+
+def test_adaops_report_stays_within_its_budget():
+    res = _run("--estimator", "adaops", "--epsilon", "2", "--data-norm", "0.3",
+               "--y-bound", "350")
+    assert res.returncode == 0, res.stderr
+    assert 0 < _number(res.stdout, "DP epsilon") <= 2
+    eps = res.stdout.split("per-instance eps:")[1]
+    assert float(eps.split("max")[1].split()[0]) <= 2
