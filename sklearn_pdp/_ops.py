@@ -260,8 +260,8 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         Weights, normalised to sum 1, of the epsilon budget spent on the
         eigenvalue release, the posterior sample and the private label mean
         (the last one only with ``fit_intercept=True``). None means (1, 1, 0)
-        without an intercept, as in the paper, and (2, 2, 1) with one: the
-        label mean matters most when n epsilon is small. The delta budget is split
+        without an intercept, as in the paper, and (1, 1, 1) with one: the
+        label mean decides the error when n epsilon is small. The delta budget is split
         equally between the eigenvalue release, its margin event, the
         posterior sample and, when used, the label mean.
     data_norm : float, default=None
@@ -345,9 +345,10 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     lambda_min as its sensitivity (rank-one secular equation, all rows from
     one eigendecomposition), the Gaussian loss of the label sum at delta_0
     with sensitivity ``|y_i|``, and the exact OPS loss at the remaining delta
-    at the released ``alpha_`` and ``gamma_``. It is capped at
-    ``dp_epsilon_``, which bounds every instance. The sample size is treated
-    as public.
+    at the released ``alpha_`` and ``gamma_`` (so the OPS part is the loss
+    of the sample given the released eigenvalue and mean, the pair of data
+    sets sharing them). It is capped at ``dp_epsilon_``, which bounds every
+    instance. The sample size is treated as public.
 
     The fitted estimator keeps non-private statistics for
     :meth:`pdp_epsilon`; publish ``coef_``, ``intercept_`` or predictions, not
@@ -412,7 +413,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     def _budget(self):
         """(epsilon, delta) of the eigenvalue, sample and mean; delta of the margin."""
         if self.budget_split is None:
-            weights = np.array([2.0, 2.0, 1.0] if self.fit_intercept else [1.0, 1.0, 0.0])
+            weights = np.array([1.0, 1.0, 1.0] if self.fit_intercept else [1.0, 1.0, 0.0])
         else:
             weights = np.array(self.budget_split, dtype=float)
             if weights.shape != (3,) or not np.all(weights >= 0) or weights[:2].min() <= 0:

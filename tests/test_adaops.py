@@ -103,7 +103,7 @@ def test_pdp_losses_equal_brute_force_composition(fit_intercept):
     n, d = Xs.shape
     shares = 4 if fit_intercept else 3
     delta_share = 1e-6 / shares
-    eps_eigen = 2.0 * (0.4 if fit_intercept else 0.5)
+    eps_eigen = 2.0 * (1 / 3 if fit_intercept else 1 / 2)
     A = Xs.T @ Xs
     lam = np.linalg.eigvalsh(A)[0]
     sigma_eigen = 1.0 / _largest_ratio(eps_eigen, delta_share)
@@ -117,7 +117,7 @@ def test_pdp_losses_equal_brute_force_composition(fit_intercept):
         change = lam - np.linalg.eigvalsh(A - np.outer(Xs[i], Xs[i]))[0]
         loss += gaussian_epsilon(delta_share, change / sigma_eigen)
         if fit_intercept:
-            sigma_mean = 1.0 / _largest_ratio(0.4, delta_share)
+            sigma_mean = 1.0 / _largest_ratio(2.0 / 3, delta_share)
             label = np.clip(y[i], -1, 1)  # y_bound = 1: the scaled, uncentred label
             loss += gaussian_epsilon(delta_share, abs(label) / sigma_mean)
         expected.append(min(loss, reg.dp_epsilon_))
@@ -201,15 +201,15 @@ def test_pdp_epsilon_of_new_targets_matches_brute_force():
     Xs, ys = _scaled(X, y, reg)
     Zs, zs = _scaled(Xn, yn, reg)
     d = Xs.shape[1]
-    share = 1e-6 / 4  # default split (2, 2, 1): eps shares 0.6, 0.6, 0.3
+    share = 1e-6 / 4  # default split (1, 1, 1): eps shares 0.5 each
     H = Xs.T @ Xs + reg.alpha_ * np.eye(d)
     theta = np.linalg.solve(H, Xs.T @ ys)
     mu = np.einsum("ij,ij->i", Zs, np.linalg.solve(H, Zs.T).T)
     expected = ops_epsilon(2 * share, mu, zs - Zs @ theta, reg.gamma_)
     A = Xs.T @ Xs
     change = [np.linalg.eigvalsh(A + np.outer(z, z))[0] - np.linalg.eigvalsh(A)[0] for z in Zs]
-    expected += gaussian_epsilon(share, np.array(change) * _largest_ratio(0.6, share))
-    expected += gaussian_epsilon(share, np.abs(np.clip(yn, -1, 1)) * _largest_ratio(0.3, share))
+    expected += gaussian_epsilon(share, np.array(change) * _largest_ratio(0.5, share))
+    expected += gaussian_epsilon(share, np.abs(np.clip(yn, -1, 1)) * _largest_ratio(0.5, share))
     assert_allclose(reg.pdp_epsilon(Xn, yn), np.minimum(expected, reg.dp_epsilon_), rtol=1e-7)
     worst = reg.pdp_epsilon(Xn)
     for label in (-1.0, 0.0, 0.5, 1.0):
