@@ -1,7 +1,7 @@
 """Differentially private linear regression with per-instance privacy reports."""
 
 from ._config import config_context, get_config, set_config
-from ._ops import OPSRegressor
+from ._ops import AdaOPSRegressor, OPSRegressor
 from ._output_perturbation import OutputPerturbationRegressor
 from ._random_projection import RandomProjectionRegressor
 from ._report import PDPReport
@@ -10,6 +10,7 @@ from .exceptions import PrivacyLeakWarning
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AdaOPSRegressor",
     "OPSRegressor",
     "OutputPerturbationRegressor",
     "PDPReport",

@@ -27,7 +27,7 @@ ESTIMATORS = {
     "projection": "RandomProjectionRegressor",
 }
 # options set on the estimator only if it has a parameter of that name
-TUNABLE = ("epsilon", "gamma", "alpha")
+TUNABLE = ("epsilon", "gamma", "alpha", "kappa")
 
 
 def _parser():
@@ -57,6 +57,9 @@ def _parser():
     )
     parser.add_argument("--gamma", type=float, help="OPS posterior scaling")
     parser.add_argument("--alpha", type=float, help="ridge strength on the scaled data")
+    parser.add_argument(
+        "--kappa", type=float, help="AdaOPS: largest acceptable condition number"
+    )
     parser.add_argument(
         "--data-norm", type=float,
         help="bound on the row norms of X (default: read from the data, a leak)",

@@ -39,6 +39,7 @@ __all__ = [
     "chi2_noise_scale",
     "exponential_log_proba",
     "exponential_pdp_epsilon",
+    "ops_gamma",
 ]
 
 # Search limits of eps(delta).  A loss that still exceeds the target at
@@ -551,3 +552,40 @@ def exponential_pdp_epsilon(scores, record_losses, epsilon, sensitivity):
         scores - np.asarray(record_losses, dtype=float), epsilon, sensitivity
     )
     return np.max(np.abs(log_p - log_p_without), axis=-1)
+
+
+# ---------------------------------------------------------------------------
+# Calibrating One Posterior Sample for a budget (AdaOPS, SPEC.md 4)
+# ---------------------------------------------------------------------------
+
+
+def ops_gamma(epsilon, delta, mu, r, xtol=1e-12):
+    """Largest gamma for which OPS at leverage ``mu`` and residual ``r`` is
+    (epsilon, delta) (both directions, exact loss of SPEC.md 2).
+
+    The loss grows with gamma, so a root search on log gamma (to ``xtol``)
+    finds the boundary; the result is then stepped down until the exact
+    epsilon at it is verified to be within ``epsilon``. Used at the worst
+    corner of a region of (mu, |r|), this calibrates OPS for every target in
+    the region.
+    """
+
+    def excess(log_gamma):
+        return ops_epsilon(delta, mu, r, np.exp(log_gamma)) - epsilon
+
+    lo, hi = -5.0, 5.0
+    while excess(hi) <= 0:
+        lo, hi = hi, hi + 10.0
+    while excess(lo) > 0:
+        # as gamma -> 0 the loss keeps a non-degenerate limit (gamma e^2 does
+        # not vanish): below the limit's epsilon no gamma is private enough
+        if lo < -60.0:
+            raise ValueError(
+                f"no gamma > 0 makes OPS ({epsilon}, {delta})-DP at leverage "
+                f"{mu}: epsilon is below the loss's limit as gamma -> 0."
+            )
+        lo, hi = lo - 10.0, lo
+    log_gamma = brentq(excess, lo, hi, xtol=xtol)
+    while excess(log_gamma) > 0:
+        log_gamma -= max(xtol, 1e-10)
+    return float(np.exp(log_gamma))

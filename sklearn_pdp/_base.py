@@ -47,13 +47,16 @@ class DomainScaler:
     Rows are divided by ``data_norm`` and, if still longer than 1, scaled down
     to norm 1; labels are divided by ``y_bound`` and clipped to [-1, 1]; with
     ``fit_intercept`` a constant feature is appended and the row is weighted by
-    1/sqrt(2).  Clipping happens on copies.
+    1/sqrt(2).  Clipping happens on copies.  A mechanism that releases a
+    private label mean may set ``y_offset`` (in scaled units): labels are then
+    centred by it before clipping, and it is added back to the intercept.
     """
 
-    def __init__(self, data_norm, y_bound, fit_intercept):
+    def __init__(self, data_norm, y_bound, fit_intercept, y_offset=0.0):
         self.data_norm = data_norm
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
+        self.y_offset = y_offset
 
     def scale(self, X, y=None):
         """Scaled (and clipped) copy of the rows ``X`` and labels ``y``."""
@@ -65,8 +68,13 @@ class DomainScaler:
             Xs *= _AUGMENT_WEIGHT
         if y is None:
             return Xs
+        return Xs, self.scale_labels(y)
+
+    def scale_labels(self, y, centre=True):
+        """Scaled labels in [-1, 1], centred by ``y_offset`` unless ``centre=False``."""
         with np.errstate(over="ignore"):  # an overflow to +-inf clips to +-1
-            return Xs, np.clip(y / self.y_bound, -1.0, 1.0)
+            offset = self.y_offset if centre else 0.0
+            return np.clip(y / self.y_bound - offset, -1.0, 1.0)
 
     def clip(self, X):
         """Copy of ``X`` with the rows longer than ``data_norm`` scaled down to it.
@@ -97,10 +105,11 @@ class DomainScaler:
 
     def unscale_coef(self, theta):
         """``coef_`` and ``intercept_`` in the user's units for the scaled model ``theta``."""
+        offset = self.y_offset * self.y_bound
         if not self.fit_intercept:
-            return theta * (self.y_bound / self.data_norm), 0.0
+            return theta * (self.y_bound / self.data_norm), offset
         coef = theta[:-1] * (self.y_bound * _AUGMENT_WEIGHT / self.data_norm)
-        return coef, float(theta[-1] * self.y_bound * _AUGMENT_WEIGHT)
+        return coef, float(theta[-1] * self.y_bound * _AUGMENT_WEIGHT + offset)
 
 
 class ScaledData:

@@ -4,6 +4,7 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_pdp import (
+    AdaOPSRegressor,
     OPSRegressor,
     OutputPerturbationRegressor,
     PDPReport,
@@ -13,6 +14,7 @@ from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 ESTIMATORS = [
     OPSRegressor(),
+    AdaOPSRegressor(),
     OutputPerturbationRegressor(),
     RandomProjectionRegressor(),
     # the default estimator made explicit, so that the bad-input matrix can

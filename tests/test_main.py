@@ -130,3 +130,12 @@ def test_report_without_matplotlib(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main([]) == 0
     assert "DP epsilon" in capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
+def test_adaops_report_stays_within_its_budget(capsys):
+    args = ["--estimator", "adaops", "--epsilon", "2", "--data-norm", "0.3", "--y-bound", "350"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert 0 < _number(out, "DP epsilon") <= 2
+    assert _number(out, "max") <= 2
