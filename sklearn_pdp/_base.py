@@ -73,8 +73,12 @@ class DomainScaler:
     def scale_labels(self, y, centre=True):
         """Scaled labels in [-1, 1], centred by ``y_offset`` unless ``centre=False``."""
         with np.errstate(over="ignore"):  # an overflow to +-inf clips to +-1
-            offset = self.y_offset if centre else 0.0
-            return np.clip(y / self.y_bound - offset, -1.0, 1.0)
+            ys = np.clip(y / self.y_bound, -1.0, 1.0)
+        if not centre or self.y_offset == 0.0:
+            return ys
+        # clip to the declared bound first, so that labels beyond it act
+        # exactly like labels at it; centred labels must stay in [-1, 1] too
+        return np.clip(ys - self.y_offset, -1.0, 1.0)
 
     def clip(self, X):
         """Copy of ``X`` with the rows longer than ``data_norm`` scaled down to it.
