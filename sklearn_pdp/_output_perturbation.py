@@ -121,6 +121,16 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
     ``min(||x_i|| (R ||x_i|| + |y_i|) / alpha, 2 R)``: the same
     strong-convexity argument as above with the gradient of row i alone.
 
+    Choosing ``alpha`` and ``radius`` (they must not be tuned on the private
+    data, or tuned privately): the noise shrinks like 1/alpha while the
+    shrinkage bias grows with alpha, so useful values grow with n. Wu et al.'s
+    data-independent rule, ``alpha`` about ``sqrt(n d / epsilon)`` in this
+    convention (d counting the constant feature), is a reasonable start; on
+    unit-norm synthetic data half of it worked better. A radius below the
+    norm of the scaled true coefficients biases the fit: with the intercept
+    feature the scaled coefficients are ``sqrt(2) [data_norm * coef,
+    intercept] / y_bound``.
+
     The fitted estimator keeps the non-private ridge solution for
     :meth:`pdp_epsilon`; publish ``coef_``, ``intercept_`` or predictions, not
     the estimator object.
