@@ -213,10 +213,11 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         )
         if not self._inside:
             self._center = ball_ridge(XtX, Xty, self.alpha, self.radius)
-        # x^T H^{-1} theta_hat gives the neighbours' norms in closed form
-        self._inverse_coef = linalg.cho_solve(
-            (self._ridge.chol, True), self._ridge.coef, check_finite=False
-        )
+        elif self.radius is not None:
+            # x^T H^{-1} theta_hat gives the neighbours' norms in closed form
+            self._inverse_coef = linalg.cho_solve(
+                (self._ridge.chol, True), self._ridge.coef, check_finite=False
+            )
 
         self.sensitivity_ = output_perturbation_sensitivity(
             self.alpha, data.n_samples, self.radius
