@@ -235,10 +235,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         sensitivities = np.empty(data.n_samples)
         for rows, Xs, ys in data.chunks():
             sensitivities[rows] = self._row_sensitivity(Xs, ys, in_sample=True)
-        # A row at the global sensitivity costs exactly epsilon (the calibration
-        # checked delta(epsilon) <= delta there); the root search's tolerance
-        # must not report more.
-        self.pdp_losses_ = np.minimum(self._epsilon(sensitivities), self.dp_epsilon_)
+        self.pdp_losses_ = self._epsilon(sensitivities)
         return self._release(rng)
 
     def _row_sensitivity(self, Xs, ys, in_sample):
@@ -275,8 +272,13 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
 
     def _epsilon(self, sensitivity):
         if self.noise == "gaussian":
-            return gaussian_epsilon(self.delta, sensitivity / self.noise_scale_)
-        return sensitivity / self.noise_scale_
+            eps = gaussian_epsilon(self.delta, sensitivity / self.noise_scale_)
+        else:
+            eps = sensitivity / self.noise_scale_
+        # A row at the global sensitivity costs exactly epsilon (the calibration
+        # checked delta(epsilon) <= delta there); the root search's tolerance
+        # must not report more.
+        return np.minimum(eps, self.dp_epsilon_)
 
     def _release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled coordinates)."""
