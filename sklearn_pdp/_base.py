@@ -13,7 +13,7 @@ from numbers import Real
 
 import numpy as np
 from scipy import linalg
-from scipy.linalg import lapack
+from scipy.linalg import blas, lapack
 from sklearn import get_config
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils import check_random_state, gen_batches
@@ -140,12 +140,15 @@ class ScaledData:
 
     def gram(self):
         """Sufficient statistics X^T X and X^T y of the scaled data."""
-        XtX = np.zeros((self.n_features, self.n_features))
+        XtX = np.zeros((self.n_features, self.n_features), order="F")
         Xty = np.zeros(self.n_features)
         for _, Xs, ys in self.chunks():
-            XtX += Xs.T @ Xs
+            # syrk on the Fortran-ordered view Xs.T: no copy, half the flops of
+            # a general product (and much faster than numpy's Xs.T @ Xs); it
+            # accumulates the upper triangle only
+            XtX = blas.dsyrk(1.0, Xs.T, beta=1.0, c=XtX, overwrite_c=True)
             Xty += Xs.T @ ys
-        return XtX, Xty
+        return np.triu(XtX) + np.triu(XtX, 1).T, Xty
 
 
 class Ridge:

@@ -121,6 +121,16 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
     ``min(||x_i|| (R ||x_i|| + |y_i|) / alpha, 2 R)``: the same
     strong-convexity argument as above with the gradient of row i alone.
 
+    Choosing ``alpha`` and ``radius`` (they must not be tuned on the private
+    data, or tuned privately): the noise shrinks like 1/alpha while the
+    shrinkage bias grows with alpha, so useful values grow with n. Wu et al.'s
+    data-independent rule, ``alpha`` about ``sqrt(n d / epsilon)`` in this
+    convention (d counting the constant feature), is a reasonable start; on
+    unit-norm synthetic data half of it worked better. A radius below the
+    norm of the scaled true coefficients biases the fit: with the intercept
+    feature the scaled coefficients are ``sqrt(2) [data_norm * coef,
+    intercept] / y_bound``.
+
     The fitted estimator keeps the non-private ridge solution for
     :meth:`pdp_epsilon`; publish ``coef_``, ``intercept_`` or predictions, not
     the estimator object.
@@ -203,10 +213,11 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         )
         if not self._inside:
             self._center = ball_ridge(XtX, Xty, self.alpha, self.radius)
-        # x^T H^{-1} theta_hat gives the neighbours' norms in closed form
-        self._inverse_coef = linalg.cho_solve(
-            (self._ridge.chol, True), self._ridge.coef, check_finite=False
-        )
+        elif self.radius is not None:
+            # x^T H^{-1} theta_hat gives the neighbours' norms in closed form
+            self._inverse_coef = linalg.cho_solve(
+                (self._ridge.chol, True), self._ridge.coef, check_finite=False
+            )
 
         self.sensitivity_ = output_perturbation_sensitivity(
             self.alpha, data.n_samples, self.radius
@@ -224,10 +235,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         sensitivities = np.empty(data.n_samples)
         for rows, Xs, ys in data.chunks():
             sensitivities[rows] = self._row_sensitivity(Xs, ys, in_sample=True)
-        # A row at the global sensitivity costs exactly epsilon (the calibration
-        # checked delta(epsilon) <= delta there); the root search's tolerance
-        # must not report more.
-        self.pdp_losses_ = np.minimum(self._epsilon(sensitivities), self.dp_epsilon_)
+        self.pdp_losses_ = self._epsilon(sensitivities)
         return self._release(rng)
 
     def _row_sensitivity(self, Xs, ys, in_sample):
@@ -264,8 +272,13 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
 
     def _epsilon(self, sensitivity):
         if self.noise == "gaussian":
-            return gaussian_epsilon(self.delta, sensitivity / self.noise_scale_)
-        return sensitivity / self.noise_scale_
+            eps = gaussian_epsilon(self.delta, sensitivity / self.noise_scale_)
+        else:
+            eps = sensitivity / self.noise_scale_
+        # A row at the global sensitivity costs exactly epsilon (the calibration
+        # checked delta(epsilon) <= delta there); the root search's tolerance
+        # must not report more.
+        return np.minimum(eps, self.dp_epsilon_)
 
     def _release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled coordinates)."""

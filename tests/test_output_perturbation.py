@@ -141,7 +141,7 @@ def test_dp_epsilon_bounds_adversarial_data_sets(noise, radius):
     assert reg.dp_epsilon_ == 1.0
 
 
-@pytest.mark.parametrize("radius", [None, 1.0])
+@pytest.mark.parametrize("radius", [None, 1.0, 0.4])
 def test_pdp_epsilon_of_new_targets(radius):
     X, y = _data()
     reg = OutputPerturbationRegressor(**_params(alpha=2.0, radius=radius)).fit(X, y)
@@ -154,10 +154,14 @@ def test_pdp_epsilon_of_new_targets(radius):
         for x, t in zip(Xn, yn)
     ])
     reported = reg.pdp_epsilon(X_new, y_new)
-    # exact, or (constraint active for the larger data set) an upper bound
-    assert np.all(reported >= gaussian_epsilon(1e-6, sens / reg.noise_scale_) - 1e-9)
-    if radius is None:
-        assert_allclose(reported, gaussian_epsilon(1e-6, sens / reg.noise_scale_), rtol=1e-7)
+    expected = gaussian_epsilon(1e-6, sens / reg.noise_scale_)
+    # radius 1 is inactive here (also with any target added): exact; radius
+    # 0.4 is active: an upper bound
+    if radius == 0.4:
+        assert np.linalg.norm(_ridge(Xs, ys, 2.0)) > radius
+        assert np.all(reported > expected)
+    else:
+        assert_allclose(reported, expected, rtol=1e-7)
     # without labels: the worst label in the domain, so at least as large
     worst = reg.pdp_epsilon(X_new)
     for label in (-4.0, -1.0, 0.0, 2.5, 4.0):
