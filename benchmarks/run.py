@@ -78,6 +78,8 @@ def environment():
         f"sklearn-pdp {sklearn_pdp.__version__}",
         "BLAS: " + ("; ".join(sorted(set(blas))) or "unknown"),
     ]
+    if hasattr(os, "getloadavg"):  # other jobs on the machine distort timings
+        lines.append("load average (1, 5, 15 min): %.1f, %.1f, %.1f" % os.getloadavg())
     return "\n".join(f"- {line}" for line in lines)
 
 
@@ -230,7 +232,7 @@ def _reference():
     return Ridge(solver="cholesky")
 
 
-def _build(name, n, d):
+def _build(name, n):
     if name == "ridge":
         return _reference()
     return FACTORIES[name](1.0, DELTA, n, data_norm=1.0, y_bound=1.0, random_state=0)
@@ -242,7 +244,7 @@ def _time_worker(names, n, d, repeat):
     times = {name: [] for name in ["ridge", *names]}
     for _ in range(repeat):
         for name in times:
-            est = _build(name, n, d)
+            est = _build(name, n)
             start = time.perf_counter()
             est.fit(X, y)
             times[name].append(time.perf_counter() - start)
@@ -259,7 +261,7 @@ def _memory_worker(name, n, d):
     data was created (includes everything: BLAS buffers, interpreter).
     """
     X, y = synthetic(n, d, 0)
-    est = _build(name, n, d)
+    est = _build(name, n)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()
     est.fit(X, y)
