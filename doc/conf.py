@@ -43,9 +43,7 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py",
-                    "auto_examples/*.zip", "auto_examples/*.md5",
-                    "auto_examples/*.json"]
+exclude_patterns = ["_build"]
 html_theme = "alabaster"
 html_static_path = []
 html_title = f"sklearn-pdp {release}"
