@@ -369,7 +369,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
             Feature vectors of the targets.
         y : array-like of shape (n_samples,), default=None
-            Their labels. If None, the worst label in [-y_bound_, y_bound_]
+            Their labels. If None, the worst label in ``[-y_bound_, y_bound_]``
             is used for each row, which needs only ``X``.
 
         Returns

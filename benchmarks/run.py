@@ -1,0 +1,355 @@
+"""Benchmarks of sklearn-pdp: utility grid, and fit speed and memory.
+
+Run from the repository root::
+
+    python benchmarks/run.py utility      # test MSE grid -> doc/benchmarks/utility.md
+    python benchmarks/run.py speed        # fit time and memory -> doc/benchmarks/speed.md
+    python benchmarks/run.py all
+
+``--help`` on each command lists its options (estimators, sizes, repeats).
+Every estimator comes from :mod:`registry`, built for the privacy budget.
+The Markdown tables written into ``doc/benchmarks/`` are included in the
+documentation; the machine and library versions are printed and written with
+them. Timings on a shared or busy machine are noisy.
+"""
+
+import argparse
+import datetime
+import multiprocessing
+import os
+import platform
+import resource
+import sys
+import time
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import scipy  # noqa: E402
+import sklearn  # noqa: E402
+from sklearn.datasets import load_diabetes  # noqa: E402
+from sklearn.linear_model import LinearRegression, Ridge  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from threadpoolctl import threadpool_info  # noqa: E402
+
+import sklearn_pdp  # noqa: E402
+from registry import FACTORIES  # noqa: E402
+
+DOC_DIR = Path(__file__).resolve().parents[1] / "doc" / "benchmarks"
+EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
+DELTA = 1e-6
+
+
+# ---------------------------------------------------------------------------
+# Machine and library versions
+# ---------------------------------------------------------------------------
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def environment():
+    """Markdown bullet list of the machine and the library versions."""
+    blas = [
+        f"{info.get('internal_api')} {info.get('version')} "
+        f"({info.get('num_threads')} threads)"
+        for info in threadpool_info()
+        if info.get("user_api") == "blas"
+    ]
+    lines = [
+        f"date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"machine: {_cpu_model()}, {os.cpu_count()} logical cores, "
+        f"{platform.system()} {platform.release()}",
+        f"Python {platform.python_version()}, numpy {np.__version__}, "
+        f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}, "
+        f"sklearn-pdp {sklearn_pdp.__version__}",
+        "BLAS: " + ("; ".join(sorted(set(blas))) or "unknown"),
+    ]
+    if hasattr(os, "getloadavg"):  # other jobs on the machine distort timings
+        lines.append("load average (1, 5, 15 min): %.1f, %.1f, %.1f" % os.getloadavg())
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def budget_notes(names):
+    return "\n".join(
+        f"- `{name}`: {FACTORIES[name].__doc__.strip().splitlines()[0]}"
+        for name in names
+    )
+
+
+def markdown_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_page(name, title, intro, names, table, command):
+    text = "\n\n".join(
+        [
+            f"# {title}",
+            intro,
+            table,
+            "How the estimators meet the privacy budget:\n\n" + budget_notes(names),
+            "Environment:\n\n" + environment(),
+            f"Produced by `{command}`.",
+        ]
+    )
+    DOC_DIR.mkdir(parents=True, exist_ok=True)
+    path = DOC_DIR / f"{name}.md"
+    path.write_text(text + "\n")
+    print(text)
+    print(f"\nwritten to {path}")
+
+
+# ---------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------
+
+
+def synthetic(n_samples, n_features, random_state, out=None):
+    """Linear-Gaussian data in the unit domain, generated in chunks.
+
+    Rows are N(0, I/(4 d)) (typical norm 1/2) scaled into the unit ball,
+    y = x^T theta* + N(0, 0.1^2) with ||theta*|| = 1, clipped to [-1, 1].
+    Chunked generation keeps the temporaries small, so that the memory
+    benchmark's baseline after creating X is the memory of X itself.
+    """
+    rng = np.random.default_rng(random_state)
+    theta = rng.standard_normal(n_features)
+    theta /= np.linalg.norm(theta)
+    X = np.empty((n_samples, n_features)) if out is None else out
+    y = np.empty(n_samples)
+    for start in range(0, n_samples, 10_000):
+        rows = slice(start, min(start + 10_000, n_samples))
+        block = rng.standard_normal((rows.stop - start, n_features))
+        block /= 2.0 * np.sqrt(n_features)
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        block /= np.maximum(norms, 1.0)[:, None]
+        X[rows] = block
+        noise = 0.1 * rng.standard_normal(rows.stop - start)
+        y[rows] = np.clip(block @ theta + noise, -1.0, 1.0)
+    return X, y
+
+
+def datasets(sizes, n_features):
+    """(name, loader(split) -> X, y, data_norm, y_bound) for the utility grid."""
+    out = []
+    for n in sizes:
+        out.append(
+            (
+                f"synthetic n={n:.0e} d={n_features}".replace("e+0", "e"),
+                lambda split, n=n: (*synthetic(n, n_features, split), 1.0, 1.0),
+            )
+        )
+    X, y = load_diabetes(return_X_y=True)
+    # The bounds of the diabetes data are taken from the whole data set and
+    # treated as public knowledge of the domain.
+    norm = float(np.sqrt(np.einsum("ij,ij->i", X, X)).max())
+    out.append(("diabetes", lambda split: (X, y, norm, float(np.abs(y).max()))))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# (a) Utility grid
+# ---------------------------------------------------------------------------
+
+
+def _quartiles(values):
+    q1, med, q3 = np.percentile(values, [25, 50, 75])
+    return f"{med:.3g} [{q1:.3g}, {q3:.3g}]"
+
+
+def utility(args):
+    names = args.estimators
+    rows = []
+    for data_name, load in datasets(args.n, args.d):
+        ratios = {}
+        for split in range(args.splits):
+            X, y, data_norm, y_bound = load(split)
+            X_tr, X_te, y_tr, y_te = train_test_split(
+                X, y, test_size=0.2, random_state=split
+            )
+            mse_ls = np.mean((LinearRegression().fit(X_tr, y_tr).predict(X_te) - y_te) ** 2)
+            mse_mean = np.mean((y_tr.mean() - y_te) ** 2)
+            for name in names:
+                for eps in args.epsilon:
+                    est = FACTORIES[name](
+                        eps, DELTA, X_tr.shape[0], data_norm=data_norm,
+                        y_bound=y_bound, random_state=split,
+                    ).fit(X_tr, y_tr)
+                    if not est.dp_epsilon_ <= eps * (1 + 1e-9):
+                        raise RuntimeError(
+                            f"{name}: dp_epsilon_={est.dp_epsilon_} exceeds the budget {eps}"
+                        )
+                    mse = np.mean((est.predict(X_te) - y_te) ** 2)
+                    ratios.setdefault((name, eps), []).append(
+                        (mse / mse_ls, mse / mse_mean)
+                    )
+        for (name, eps), values in ratios.items():
+            values = np.array(values)
+            rows.append(
+                [data_name, name, f"{eps:g}", _quartiles(values[:, 0]),
+                 _quartiles(values[:, 1])]
+            )
+        print(f"done: {data_name}", file=sys.stderr, flush=True)
+    table = markdown_table(
+        ["data", "estimator", "epsilon", "MSE / least squares", "MSE / mean predictor"],
+        rows,
+    )
+    intro = (
+        f"Test mean squared error of each private estimator divided by that of "
+        f"(non-private) least squares and by that of the mean predictor (the "
+        f"training mean of y), on {args.splits} random 80/20 splits: median "
+        f"[first quartile, third quartile]. Below 1 in the last column means the "
+        f"private model beats predicting the mean. delta = {DELTA:g}; epsilon is "
+        f"the data-independent guarantee `dp_epsilon_` of each fit. Synthetic data: "
+        f"rows in the unit ball, y = x^T theta* + N(0, 0.1^2) clipped to [-1, 1], "
+        f"bounds data_norm = y_bound = 1; a new data set per split."
+    )
+    write_page("utility", "Utility against privacy", intro, names, table,
+               "python benchmarks/run.py " + " ".join(sys.argv[1:]))
+
+
+# ---------------------------------------------------------------------------
+# (b) Speed and memory
+# ---------------------------------------------------------------------------
+
+
+def _reference():
+    return Ridge(solver="cholesky")
+
+
+def _build(name, n):
+    if name == "ridge":
+        return _reference()
+    return FACTORIES[name](1.0, DELTA, n, data_norm=1.0, y_bound=1.0, random_state=0)
+
+
+def _time_worker(names, n, d, repeat):
+    """Median fit times of the estimators and Ridge, interleaved, one process."""
+    X, y = synthetic(n, d, 0)
+    times = {name: [] for name in ["ridge", *names]}
+    for _ in range(repeat):
+        for name in times:
+            est = _build(name, n)
+            start = time.perf_counter()
+            est.fit(X, y)
+            times[name].append(time.perf_counter() - start)
+            if name != "ridge" and est.pdp_losses_.shape != (n,):
+                raise RuntimeError(f"{name} did not report pdp_losses_ for every row")
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
+def _memory_worker(name, n, d):
+    """Peak memory of one fit beyond X and y, in a fresh process.
+
+    Two measures: the tracemalloc peak (numpy reports its buffers to it) and
+    the growth of the resident-set high-water mark over its value after the
+    data was created (includes everything: BLAS buffers, interpreter).
+    """
+    X, y = synthetic(n, d, 0)
+    est = _build(name, n)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    est.fit(X, y)
+    traced = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # ru_maxrss is in KiB on Linux, bytes on macOS.
+    unit = 1 if sys.platform == "darwin" else 1024
+    return traced, (rss_after - rss_before) * unit
+
+
+def _in_fresh_process(func, *args):
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(func, args)
+
+
+def speed(args):
+    names = args.estimators
+    rows = []
+    for d in args.d:
+        for n in args.n:
+            x_bytes = 8 * n * d
+            times = _in_fresh_process(_time_worker, names, n, d, args.repeat)
+            memory = {name: _in_fresh_process(_memory_worker, name, n, d)
+                      for name in ["ridge", *names]}
+            for name in names:
+                traced, rss = memory[name]
+                ratio = times[name] / times["ridge"]
+                rows.append([
+                    name, f"{n:.0e}".replace("e+0", "e"), d,
+                    f"{times[name]:.3g}", f"{times['ridge']:.3g}", f"{ratio:.2f}",
+                    f"{traced / 2**20:.0f} ({100 * traced / x_bytes:.0f}%)",
+                    f"{rss / 2**20:.0f} ({100 * rss / x_bytes:.0f}%)",
+                    f"{100 * memory['ridge'][0] / x_bytes:.0f}%",
+                ])
+                print(" | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
+    table = markdown_table(
+        ["estimator", "n", "d", "fit (s)", "Ridge (s)", "ratio",
+         "extra memory, traced (MiB, % of X)", "extra memory, RSS (MiB, % of X)",
+         "Ridge extra memory, traced"],
+        rows,
+    )
+    intro = (
+        "Wall-clock time of `fit` (which computes `pdp_losses_` for every row) "
+        "against scikit-learn's `Ridge(solver=\"cholesky\")` on the same data in "
+        f"the same process, interleaved, median of {args.repeat} runs; both fit "
+        "an intercept (their default). Extra memory is the peak beyond X and y "
+        "during one fit, measured in a fresh process: the tracemalloc peak of "
+        "the allocations (numpy buffers) and the growth of the resident-set "
+        "high-water mark. Ridge's traced peak includes the centred copy of X "
+        "that it makes to fit the intercept. Data: synthetic, float64, rows "
+        "in the unit ball; budget epsilon = 1, delta = 1e-6."
+    )
+    write_page("speed", "Fit speed and memory", intro, names, table,
+               "python benchmarks/run.py " + " ".join(sys.argv[1:]))
+
+
+# ---------------------------------------------------------------------------
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    util = commands.add_parser("utility", help="utility grid")
+    util.add_argument("--n", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    util.add_argument("--d", type=int, default=10)
+    util.add_argument("--epsilon", type=float, nargs="+", default=list(EPSILONS))
+    util.add_argument("--splits", type=int, default=20)
+    spd = commands.add_parser("speed", help="fit speed and memory against Ridge")
+    spd.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    spd.add_argument("--d", type=int, nargs="+", default=[10, 100])
+    spd.add_argument("--repeat", type=int, default=3)
+    everything = commands.add_parser("all", help="utility grid, then speed (defaults)")
+    for sub in (util, spd, everything):
+        sub.add_argument(
+            "--estimators", nargs="+", choices=sorted(FACTORIES),
+            default=sorted(FACTORIES),
+        )
+    args = parser.parse_args(argv)
+    print(environment(), "\n", flush=True)
+    warnings.simplefilter("error", sklearn_pdp.PrivacyLeakWarning)
+    if args.command == "all":
+        estimators = ["--estimators", *args.estimators]
+        main(["utility", *estimators])
+        main(["speed", *estimators])
+    else:
+        {"utility": utility, "speed": speed}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
