@@ -138,6 +138,17 @@ class ScaledData:
         for rows in gen_batches(self.n_samples, size):
             yield (rows, *self.scaler.scale(self.X[rows], self.y[rows]))
 
+    def map_rows(self, func):
+        """``func(Xs, ys)`` of every chunk, one value per row, in one pass.
+
+        Per-row results are finished chunk by chunk (for example the exact
+        epsilons), so no length-n intermediate is kept.
+        """
+        out = np.empty(self.n_samples)
+        for rows, Xs, ys in self.chunks():
+            out[rows] = func(Xs, ys)
+        return out
+
     def gram(self):
         """Sufficient statistics X^T X and X^T y of the scaled data."""
         XtX = np.zeros((self.n_features, self.n_features), order="F")

@@ -163,9 +163,13 @@ def ops_dp_epsilon(delta, alpha, gamma, n_samples):
 
 def ops_training_epsilon(ridge, data, delta, gamma):
     """Exact OPS epsilon of removing each training row (one chunked pass)."""
-    stats = ridge.training_statistics(data)
-    mu, r = leave_one_out(stats["leverage"], stats["residual"])
-    return ops_epsilon(delta, mu, r, gamma)
+
+    def chunk(Xs, ys):
+        stats = ridge.row_statistics(Xs, ys)
+        mu, r = leave_one_out(stats["leverage"], stats["residual"])
+        return ops_epsilon(delta, mu, r, gamma)
+
+    return data.map_rows(chunk)
 
 
 def ops_target_epsilon(ridge, Xs, ys, delta, gamma):
