@@ -3,9 +3,9 @@
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_pdp import OPSRegressor
+from sklearn_pdp import ObjPertRegressor, OPSRegressor
 
-ESTIMATORS = [OPSRegressor()]
+ESTIMATORS = [OPSRegressor(), ObjPertRegressor()]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
