@@ -31,7 +31,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         instead; exactly one of the two must be given.
     sigma : float or None, default=None
         Standard deviation of the linear noise term ``b``, used as given.
-    alpha : float, default=5.0
+    alpha : float, default=50.0
         Ridge strength on the scaled data, as ``Ridge(alpha=alpha,
         fit_intercept=False)`` would use it there. Objective perturbation
         loses about ``log(1 + 1/alpha)`` plus a tail term however large
@@ -126,7 +126,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         epsilon=1.0,
         *,
         sigma=None,
-        alpha=5.0,
+        alpha=50.0,
         delta=1e-6,
         data_norm=None,
         y_bound=None,
@@ -204,7 +204,7 @@ def _remove_row(stats):
 
 # Angles of the worst-case search on the arc mu^2 + s^2 = 1/alpha^2 (the end
 # pi/2 is mu = 0, i.e. x = 0, which loses nothing).
-_ARC = np.linspace(0.0, 0.5 * np.pi * (1.0 - 1e-9), 65)
+_ARC = np.linspace(0.0, 0.5 * np.pi * (1.0 - 1e-9), 17)
 
 
 def _arc_epsilon(theta, delta, alpha, r, sigma):
@@ -212,7 +212,7 @@ def _arc_epsilon(theta, delta, alpha, r, sigma):
     return objpert_epsilon(delta, 1.0, np.cos(theta) / alpha, alpha**-2.0, r, sigma)
 
 
-def objpert_dp_epsilon(delta, alpha, sigma, n_samples, *, residual=None):
+def objpert_dp_epsilon(delta, alpha, sigma, n_samples, *, residual=None, refine=True):
     """Data-independent epsilon of objective perturbation (SPEC.md 6).
 
     The worst exact loss over the statistics the domain allows: ||x|| <= 1,
@@ -220,10 +220,11 @@ def objpert_dp_epsilon(delta, alpha, sigma, n_samples, *, residual=None):
     |r| <= 1 + sqrt(n)/(2 sqrt(alpha)). The loss grows with ||x||, |r| and the
     radius of (mu, s), s^2 = ||x||^2 x^T H^{-2} x - mu^2, so the search runs
     over the arc ||x|| = 1, mu^2 + s^2 = 1/alpha^2 at the largest residual: a
-    grid of 65 angles, then a bounded maximisation around the best of them,
+    grid of 17 angles, then a bounded maximisation around the best of them,
     reporting the largest value seen. No guarantee without ridge.
     ``residual`` overrides the residual bound (0 gives the floor of the loss
-    as sigma grows).
+    as sigma grows); ``refine=False`` skips the maximisation (a lower value,
+    used only inside the calibration, which then checks the refined one).
     """
     if alpha <= 0:
         return np.inf
@@ -231,17 +232,19 @@ def objpert_dp_epsilon(delta, alpha, sigma, n_samples, *, residual=None):
         residual = 1.0 + np.sqrt(n_samples) / (2.0 * np.sqrt(alpha))
     grid = _arc_epsilon(_ARC, delta, alpha, residual, sigma)
     best = int(np.argmax(grid))
+    if not refine:
+        return float(grid[best])
     lo, hi = _ARC[max(best - 1, 0)], _ARC[min(best + 1, _ARC.size - 1)]
     refined = minimize_scalar(
         lambda t: -_arc_epsilon(t, delta, alpha, residual, sigma),
-        bounds=(lo, hi), method="bounded", options={"xatol": 1e-6},
+        bounds=(lo, hi), method="bounded", options={"xatol": 1e-5},
     )
     return float(max(grid[best], -refined.fun))
 
 
 @lru_cache(maxsize=64)
 def objpert_noise_scale(epsilon, delta, alpha, n_samples):
-    """Smallest sigma (to 1e-9 relative) with ``objpert_dp_epsilon <= epsilon``.
+    """Smallest sigma (to 1e-7 relative) with ``objpert_dp_epsilon <= epsilon``.
 
     Depends on public quantities only, hence the cache.
     """
@@ -256,16 +259,19 @@ def objpert_noise_scale(epsilon, delta, alpha, n_samples):
             "however much noise it adds. Increase alpha or epsilon."
         )
 
-    def excess(log_sigma):
-        return objpert_dp_epsilon(delta, alpha, np.exp(log_sigma), n_samples) - epsilon
+    def excess(log_sigma, refine=False):
+        sigma = np.exp(log_sigma)
+        return objpert_dp_epsilon(delta, alpha, sigma, n_samples, refine=refine) - epsilon
 
     lo, hi = -5.0, 5.0
     while excess(hi) > 0:
         lo, hi = hi, hi + 10.0
     while excess(lo) <= 0:
         lo, hi = lo - 10.0, lo
-    log_sigma = brentq(excess, lo, hi, xtol=1e-10)
-    # brentq may land a hair below the root: step up until the budget holds.
-    while excess(log_sigma) > 0:
-        log_sigma += 1e-9
+    log_sigma = brentq(excess, lo, hi, xtol=1e-7)
+    # brentq may land a hair below the root, and the refined worst case can
+    # exceed the grid's: step up until the reported guarantee holds.
+    step = 1e-7
+    while excess(log_sigma, refine=True) > 0:
+        log_sigma, step = log_sigma + step, 2.0 * step
     return float(np.exp(log_sigma))

@@ -3,7 +3,7 @@ import warnings
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from scipy import integrate, optimize, stats
+from scipy import integrate, stats
 from sklearn.linear_model import Ridge
 
 from sklearn_pdp import ObjPertRegressor, PrivacyLeakWarning
@@ -106,17 +106,11 @@ def _reference_probability(t, m0, mu, s_perp, side, above):
     )
 
 
-def _reference_epsilon(delta, m0, mu, s_perp):
-    def log_excess(eps):
-        pq = _reference_probability(eps, m0, mu, s_perp, "P", True) - np.exp(eps) * (
-            _reference_probability(eps, m0, mu, s_perp, "Q", True)
-        )
-        qp = _reference_probability(-eps, m0, mu, s_perp, "Q", False) - np.exp(eps) * (
-            _reference_probability(-eps, m0, mu, s_perp, "P", False)
-        )
-        return np.log(max(pq, qp, 1e-300)) - np.log(delta)
-
-    return optimize.brentq(log_excess, 0.0, 500.0, xtol=1e-10)
+def _reference_delta(eps, m0, mu, s_perp):
+    prob = _reference_probability
+    pq = prob(eps, m0, mu, s_perp, "P", True) - np.exp(eps) * prob(eps, m0, mu, s_perp, "Q", True)
+    qp = prob(-eps, m0, mu, s_perp, "Q", False) - np.exp(eps) * prob(-eps, m0, mu, s_perp, "P", False)
+    return max(pq, qp)
 
 
 @pytest.mark.parametrize(
@@ -129,12 +123,13 @@ def _reference_epsilon(delta, m0, mu, s_perp):
     ],
 )
 def test_epsilon_matches_adaptive_quadrature_down_to_1e_10(m0, mu, s_perp, delta):
-    # statistics with these (m0, mu, s_perp) for ||x|| = 1, sigma = 1
-    row = (1.0, mu, s_perp**2 + mu**2, m0, 1.0)
+    """Against the adaptive-quadrature reference, the reported epsilon is
+    valid (its delta is at most the target, up to the reference's own
+    accuracy) and within a relative 1e-6 of the tight value."""
+    row = (1.0, mu, s_perp**2 + mu**2, m0, 1.0)  # ||x|| = 1, sigma = 1
     eps = objpert_epsilon(delta, *row)
-    reference = _reference_epsilon(delta, m0, mu, s_perp)
-    assert eps == pytest.approx(reference, rel=1e-7)
-    assert eps >= reference * (1 - 1e-8)  # within the search tolerance, never below
+    assert _reference_delta(eps, m0, mu, s_perp) <= delta * (1 + 1e-7)
+    assert _reference_delta(eps * (1 - 1e-6), m0, mu, s_perp) > delta
 
 
 def test_epsilon_inverts_delta_and_is_tight():
