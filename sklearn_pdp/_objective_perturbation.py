@@ -25,12 +25,13 @@ class ObjPertRegressor(PrivateRegressorMixin):
 
     Parameters
     ----------
-    epsilon : float or None, default=1.0
+    epsilon : float or None, default=None
         Privacy budget at ``delta``: ``sigma`` is calibrated so that
-        ``dp_epsilon_ <= epsilon``. Set ``epsilon=None`` to give ``sigma``
-        instead; exactly one of the two must be given.
-    sigma : float or None, default=None
-        Standard deviation of the linear noise term ``b``, used as given.
+        ``dp_epsilon_ <= epsilon`` (pass ``sigma=None`` with it). Exactly one
+        of ``epsilon`` and ``sigma`` must be given.
+    sigma : float or None, default=1.0
+        Standard deviation of the linear noise term ``b``, used as given
+        (scaled data: rows in the unit ball, labels in [-1, 1]).
     alpha : float, default=50.0
         Ridge strength on the scaled data, as ``Ridge(alpha=alpha,
         fit_intercept=False)`` would use it there. Objective perturbation
@@ -105,7 +106,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-1, 1, size=(500, 3)) / np.sqrt(3)
     >>> y = np.clip(X @ [1.0, -0.5, 0.2] + 0.1 * rng.randn(500), -1, 1)
-    >>> reg = ObjPertRegressor(epsilon=2.0, alpha=5.0, data_norm=1.0,
+    >>> reg = ObjPertRegressor(epsilon=2.0, sigma=None, alpha=50.0, data_norm=1.0,
     ...                        y_bound=1.0, random_state=0).fit(X, y)
     >>> bool(reg.dp_epsilon_ <= 2.0)
     True
@@ -123,9 +124,9 @@ class ObjPertRegressor(PrivateRegressorMixin):
 
     def __init__(
         self,
-        epsilon=1.0,
+        epsilon=None,
         *,
-        sigma=None,
+        sigma=1.0,
         alpha=50.0,
         delta=1e-6,
         data_norm=None,
@@ -148,7 +149,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
             raise ValueError(
                 "Give exactly one of epsilon and sigma (got "
                 f"epsilon={self.epsilon!r}, sigma={self.sigma!r}); set "
-                "epsilon=None to use a fixed sigma."
+                "sigma=None to calibrate sigma for an epsilon budget."
             )
         if self.sigma is not None:
             return float(self.sigma)

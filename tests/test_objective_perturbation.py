@@ -199,7 +199,7 @@ def test_loss_grows_towards_the_corner_of_the_domain():
 def test_sherman_morrison_statistics_and_pdp_losses_match_brute_force():
     X, y = _data(n=40)
     reg = ObjPertRegressor(
-        epsilon=None, sigma=0.8, alpha=0.5, data_norm=3.0, y_bound=4.0, random_state=0
+        sigma=0.8, alpha=0.5, data_norm=3.0, y_bound=4.0, random_state=0
     ).fit(X, y)
     Xs, ys = _scaled(X, y, reg)
     brute = np.array([_brute_force_statistics(Xs, ys, 0.5, i) for i in range(len(y))])
@@ -212,7 +212,7 @@ def test_sherman_morrison_statistics_and_pdp_losses_match_brute_force():
 
 def test_pdp_epsilon_of_new_targets():
     X, y = _data()
-    reg = ObjPertRegressor(epsilon=None, sigma=1.0, data_norm=3.0, y_bound=4.0).fit(X, y)
+    reg = ObjPertRegressor(sigma=1.0, data_norm=3.0, y_bound=4.0).fit(X, y)
     X_new, y_new = _data(n=7, seed=1)
     Xs, ys = _scaled(X, y, reg)
     Xn, yn = _scaled(X_new, y_new, reg)
@@ -240,7 +240,7 @@ def test_dp_epsilon_bounds_adversarial_data_sets():
         X[1:] *= [1.0, 0.02, 0.5][trial % 3]
         y[0] = -np.sign(X[0, 0])
         reg = ObjPertRegressor(
-            epsilon=None, sigma=2.0, alpha=alpha, data_norm=1.0, y_bound=1.0,
+            sigma=2.0, alpha=alpha, data_norm=1.0, y_bound=1.0,
             fit_intercept=False,
         ).fit(X, y)
         assert np.all(reg.pdp_losses_ <= reg.dp_epsilon_)
@@ -251,19 +251,19 @@ def test_dp_epsilon_bounds_adversarial_data_sets():
     # not vacuous: the worst target comes within a factor 4 (the residual
     # bound 1 + sqrt(n)/(2 sqrt(alpha)) is not attained by real data)
     assert worst > 0.25
-    reg0 = ObjPertRegressor(epsilon=None, sigma=1.0, alpha=0.0, data_norm=1.0, y_bound=1.0)
+    reg0 = ObjPertRegressor(sigma=1.0, alpha=0.0, data_norm=1.0, y_bound=1.0)
     assert reg0.fit(X, y).dp_epsilon_ == np.inf
 
 
 def test_epsilon_budget_calibrates_sigma():
     X, y = _data(n=200)
-    reg = ObjPertRegressor(epsilon=3.0, alpha=20.0, data_norm=3.0, y_bound=4.0).fit(X, y)
+    reg = ObjPertRegressor(epsilon=3.0, sigma=None, alpha=20.0, data_norm=3.0, y_bound=4.0).fit(X, y)
     assert reg.dp_epsilon_ <= 3.0
     assert reg.dp_epsilon_ == pytest.approx(3.0, rel=1e-6)
     # a little less noise would break the budget
     assert objpert_dp_epsilon(1e-6, 20.0, reg.noise_scale_ * (1 - 1e-6), 200) > 3.0
     fixed = ObjPertRegressor(
-        epsilon=None, sigma=reg.noise_scale_, alpha=20.0, data_norm=3.0, y_bound=4.0
+        sigma=reg.noise_scale_, alpha=20.0, data_norm=3.0, y_bound=4.0
     ).fit(X, y)
     assert_allclose(fixed.pdp_losses_, reg.pdp_losses_)
 
@@ -271,7 +271,7 @@ def test_epsilon_budget_calibrates_sigma():
 def test_budget_below_the_floor_is_a_clear_error():
     X, y = _data()
     with pytest.raises(ValueError, match="epsilon=0.5 cannot be reached with alpha=1.0"):
-        ObjPertRegressor(epsilon=0.5, alpha=1.0, data_norm=3.0, y_bound=4.0).fit(X, y)
+        ObjPertRegressor(epsilon=0.5, sigma=None, alpha=1.0, data_norm=3.0, y_bound=4.0).fit(X, y)
     with pytest.raises(ValueError, match="alpha > 0"):
         objpert_noise_scale(1.0, 1e-6, 0.0, 10)
 
@@ -285,8 +285,8 @@ def test_exactly_one_of_epsilon_and_sigma(epsilon, sigma):
 
 @pytest.mark.parametrize(
     "param, value",
-    [("epsilon", 0.0), ("sigma", -1.0), ("alpha", -0.1), ("delta", 1.0), ("delta", 0.0),
-     ("data_norm", 0.0), ("y_bound", -1.0), ("epsilon", "big")],
+    [("epsilon", 0.0), ("sigma", 0.0), ("sigma", -1.0), ("alpha", -0.1), ("delta", 1.0), ("delta", 0.0),
+     ("data_norm", 0.0), ("y_bound", -1.0), ("sigma", "big")],
 )
 def test_invalid_parameters_name_the_parameter(param, value):
     X, y = _data()
@@ -297,7 +297,7 @@ def test_invalid_parameters_name_the_parameter(param, value):
 def test_converges_to_ridge_as_sigma_vanishes():
     X, y = _data(n=200)
     reg = ObjPertRegressor(
-        epsilon=None, sigma=1e-10, alpha=2.0, data_norm=4.0, y_bound=5.0, random_state=0
+        sigma=1e-10, alpha=2.0, data_norm=4.0, y_bound=5.0, random_state=0
     ).fit(X, y)
     Xs, ys = _scaled(X, y, reg)
     ridge = Ridge(alpha=2.0, fit_intercept=False).fit(Xs, ys)
@@ -309,7 +309,7 @@ def test_release_has_the_stated_distribution():
     X, y = _data(n=30, d=2)
     sigma = 0.7
     reg = ObjPertRegressor(
-        epsilon=None, sigma=sigma, alpha=1.0, data_norm=3.0, y_bound=4.0, fit_intercept=False
+        sigma=sigma, alpha=1.0, data_norm=3.0, y_bound=4.0, fit_intercept=False
     ).fit(X, y)
     draws = reg._release(np.random.default_rng(0), size=4000)
     Xs, ys = _scaled(X, y, reg)
@@ -319,18 +319,18 @@ def test_release_has_the_stated_distribution():
     assert 1e-6 < p < 1 - 1e-6
     assert np.all(np.abs(z.mean(axis=0)) * np.sqrt(len(z)) < 4.9)
     assert abs(np.corrcoef(z.T)[0, 1]) * np.sqrt(len(z)) < 4.9
-    a = ObjPertRegressor(epsilon=None, sigma=1.0, data_norm=3.0, y_bound=4.0, random_state=3)
-    b = ObjPertRegressor(epsilon=None, sigma=1.0, data_norm=3.0, y_bound=4.0, random_state=3)
+    a = ObjPertRegressor(sigma=1.0, data_norm=3.0, y_bound=4.0, random_state=3)
+    b = ObjPertRegressor(sigma=1.0, data_norm=3.0, y_bound=4.0, random_state=3)
     assert_allclose(a.fit(X, y).coef_, b.fit(X, y).coef_)
 
 
 def test_missing_bounds_warn():
     X, y = _data()
     with pytest.warns(PrivacyLeakWarning):
-        ObjPertRegressor(epsilon=None, sigma=1.0).fit(X, y)
+        ObjPertRegressor(sigma=1.0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        ObjPertRegressor(epsilon=None, sigma=1.0, data_norm=1.0, y_bound=1.0).fit(X, y)
+        ObjPertRegressor(sigma=1.0, data_norm=1.0, y_bound=1.0).fit(X, y)
 
 
 def test_chunked_passes_do_not_depend_on_chunk_size():
