@@ -408,7 +408,7 @@ def _gh_rule(n):
     return x, w / w.sum()
 
 
-_GH_LADDER = [_gh_rule(n) for n in (2, 3, 6, 12)]
+_GH_LADDER = [_gh_rule(n) for n in (2, 3, 6, 12, 24)]
 _GH_LAST = _gh_rule(96)
 _GH_RTOL = 1e-10
 
