@@ -176,8 +176,22 @@ def epsilon_from_delta(tails, delta, size):
     with np.errstate(divide="ignore"):
         log_target = np.log(delta)
     out = np.zeros(size)
-    for tail in tails:
-        out = np.maximum(out, _solve_direction(tail, log_target, size))
+    for k, tail in enumerate(tails):
+        rows = np.arange(size)
+        if k > 0:
+            # A direction already within the target at the running maximum
+            # cannot raise it (it is non-increasing in eps): search the others.
+            rows = rows[np.isfinite(out)]
+            log_a, log_b = tail(out[rows], rows)
+            rows = rows[_log_delta(out[rows], log_a, log_b) > log_target[rows]]
+        if rows.size == 0:
+            continue
+
+        def subset(eps, idx, tail=tail, rows=rows):
+            return tail(eps, rows[idx])
+
+        found = _solve_direction(subset, log_target[rows], rows.size)
+        out[rows] = np.maximum(out[rows], found)
     return out
 
 
