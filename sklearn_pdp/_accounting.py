@@ -129,10 +129,12 @@ def _solve_direction(tail, log_target, size, start=None, floor=None):
     if floor is not None:
         x = floor.copy()
     active = np.flatnonzero(np.isfinite(x))  # an infinite floor is the answer
+    zero_tried = np.zeros(size, dtype=bool)
     for _ in range(_MAX_ITER):
         if active.size == 0:
             break
         xa = x[active]
+        zero_tried[active] |= xa == 0
         log_a, log_b = tail(xa, active)
         ld = _log_delta(xa, log_a, log_b)
         above = ld > log_target[active]
@@ -150,13 +152,15 @@ def _solve_direction(tail, log_target, size, start=None, floor=None):
         # Done when the bracket is closed, or when a verified upper end is
         # within one tolerance of Newton's estimate of the root.
         done = ((ha - la) <= tol) | (~above & (-step <= tol))
+        # a root at (or within a tolerance of) eps = 0 is found by trying 0
+        # itself, not by halving towards it
+        try_zero = (guess <= 2 * tol) & (la == 0) & (ha > 0) & ~zero_tried[active]
+        done &= ~try_zero
         bad = ~np.isfinite(guess) | (guess <= la) | (guess >= ha)
         fallback = np.where(
             np.isfinite(ha), 0.5 * (la + ha), np.maximum(2.0 * la, 1.0)
         )
-        # a root at eps = 0 is found by trying 0 itself, not by halving towards it
-        fallback = np.where((guess <= 0) & (la == 0) & (ha > 0), 0.0, fallback)
-        guess = np.where(bad, fallback, guess)
+        guess = np.where(try_zero, 0.0, np.where(bad, fallback, guess))
         give_up = ~np.isfinite(ha) & (la >= _EPS_MAX)
         keep = ~done & ~give_up
         x[active[keep]] = guess[keep]
