@@ -16,9 +16,8 @@ from scipy import linalg
 from scipy.linalg import blas, lapack
 from sklearn import get_config
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils import check_array, check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval
-from sklearn.utils import check_array
 from sklearn.utils.validation import (
     check_consistent_length,
     check_is_fitted,
