@@ -628,21 +628,31 @@ def ops_gamma(epsilon, delta, mu, r, xtol=1e-12):
 # constant and the rule exact.
 
 # Outer expectation over zeta_perp ~ N(0, 1) by probabilists' Gauss-Hermite
-# rules of increasing order: a row keeps the value of a rule once it is
-# positive and agrees with the previous rule to _GH_RTOL (the error of the
-# finer rule is of higher order than their difference); rows that never agree
-# get the 96-point rule.  Typical training rows stop at 3 or 6 nodes.  (An
-# absolute tolerance would be unsafe: when the event's mass lies beyond the
-# nodes of two small rules, both return ~0 and agree.)  The accuracy of the
+# rules of increasing order 2, 3, 6, 12, 24, then 96 for the rows that never
+# stop; the error of a rule is estimated by its difference from the previous
+# one (the finer rule's error is of higher order).  When delta(eps) itself is
+# wanted, a row stops once both probabilities agree to _GH_RTOL relative.  In
+# the search for eps(delta) only the comparison with the target matters, and
+# the error is controlled on D = A - e^eps B, whose cancellation makes relative
+# agreement of A and B far too strict: a row stops when D is certainly above
+# the target (an error there can only make the reported eps larger), or when
+# D is known to _GH_DTOL times the target; the search then aims below the
+# target by that much, so that the reported eps stays an upper bound.  A
+# "below" verdict also needs A to be resolved (positive, agreeing to
+# _GH_ARTOL): when the event's mass lies beyond the nodes of two small rules,
+# both return A ~ 0 and would agree.  (B's mass can be missed without harm:
+# it only makes D larger.)  Typical rows stop at 3 nodes (sigma ~ 1) or 12
+# (sigma calibrated for a budget, residuals ~ 1e-4 sigma).  The accuracy of the
 # scheme against adaptive quadrature is checked in the tests.
 def _gh_rule(n):
     x, w = np.polynomial.hermite_e.hermegauss(n)
     return x, w / w.sum()
 
 
-_GH_LADDER = [_gh_rule(n) for n in (2, 3, 6, 12, 24)]
-_GH_LAST = _gh_rule(96)
+_GH_LADDER = [_gh_rule(n) for n in (2, 3, 6, 12, 24, 96)]
 _GH_RTOL = 1e-10
+_GH_DTOL = 1e-10
+_GH_ARTOL = 1e-3
 
 
 def _quadratic_roots(kappa, b, c, root_d):
@@ -685,44 +695,90 @@ def _objpert_inner(t, m0, mu, s_perp, nodes, side, above):
     return np.where(real, mass, 0.0)
 
 
-def _objpert_log_prob(t, m0, mu, s_perp, side, above):
-    """log P(L > t) (``above``) or log P(L < t) under ``side`` in {"P", "Q"}."""
-    args = (side, above)
-    prob = _objpert_inner(t, m0, mu, s_perp, _GH_LADDER[0][0], *args) @ _GH_LADDER[0][1]
+def _objpert_log_below_bound(t, m0, mu, s_perp):
+    """log of an upper bound on P(L < t), the same under P and Q.
+
+    Both quadratics in zeta are at least -alpha^2 / (4 kappa) (their minimum
+    over zeta; under Q use 1 + 2 kappa = (1 + mu)^2), so L < t needs
+    alpha^2 > 4 kappa c with c = -(t + log(1 + mu)), a Gaussian tail event of
+    alpha = m0 + s_perp zeta_perp: a closed form where quadrature would need
+    many nodes to find the narrow band of zeta_perp that contributes.
+    """
+    c = -(t + np.log1p(mu))
+    edge = 2.0 * np.sqrt(np.maximum(mu * (2.0 + mu) / 2.0 * c, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tail = np.logaddexp(log_phi((m0 - edge) / s_perp), log_phi((-m0 - edge) / s_perp))
+    exact = np.where(np.abs(m0) > edge, 0.0, -np.inf)  # s_perp = 0: alpha = m0
+    return np.where(c <= 0, 0.0, np.where(s_perp > 0, tail, exact))
+
+
+def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None):
+    """(log A, log B): the probabilities of L > eps (``above``) or L < -eps
+    under ``sides`` = (side of A, side of B), with the stopping rules above;
+    ``target`` is the delta the search compares D = A - e^eps B with."""
+    t = eps if above else -eps
+
+    def rule(k, nodes, weights):
+        args = (t[k], m0[k], mu[k], s_perp[k], nodes)
+        return [_objpert_inner(*args, side, above) @ weights for side in sides]
+
+    a, b = rule(slice(None), *_GH_LADDER[0])
     pending = np.arange(m0.size)
-    for nodes, weights in _GH_LADDER[1:] + [_GH_LAST]:
+    for nodes, weights in _GH_LADDER[1:]:
         if pending.size == 0:
             break
-        sub = (t[pending], m0[pending], mu[pending], s_perp[pending])
-        value = _objpert_inner(*sub, nodes, *args) @ weights
-        agree = (np.abs(value - prob[pending]) <= _GH_RTOL * value) & (value > 0)
-        prob[pending] = value
+        a_new, b_new = rule(pending, nodes, weights)
+        a_change, b_change = np.abs(a_new - a[pending]), np.abs(b_new - b[pending])
+        if target is None:
+            agree = (
+                (a_change <= _GH_RTOL * a_new) & (a_new > 0)
+                & (b_change <= _GH_RTOL * b_new) & (b_new > 0)
+            )
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):  # eps in the hundreds
+                growth = np.exp(eps[pending])
+                d_new = a_new - growth * b_new
+                d_change = np.abs(d_new - (a[pending] - growth * b[pending]))
+            resolved = (a_new > 0) & (a_change <= _GH_ARTOL * a_new)
+            gap = np.abs(d_new - target[pending])
+            agree = (d_new > target[pending]) & (gap > 2.0 * d_change) | resolved & (
+                (gap > 2.0 * d_change) | (d_change <= _GH_DTOL * target[pending])
+            )
+        a[pending], b[pending] = a_new, b_new
         pending = pending[~agree]
     with np.errstate(divide="ignore"):
-        return np.log(prob)
+        return np.log(a), np.log(b)
 
 
-def _objpert_tails(m0, mu, s_perp):
-    """Tails of the objective-perturbation loss for rows (m0, mu, s_perp)."""
+def _objpert_tails(m0, mu, s_perp, target=None):
+    """Tails of the objective-perturbation loss for rows (m0, mu, s_perp),
+    accurate enough to compare delta with ``target`` (per row) if given."""
 
     def remove(eps, idx):  # delta_PQ: P(L > eps) - e^eps Q(L > eps)
-        args = (m0[idx], mu[idx], s_perp[idx])
-        return (
-            _objpert_log_prob(eps, *args, "P", above=True),
-            _objpert_log_prob(eps, *args, "Q", above=True),
+        args = (eps, m0[idx], mu[idx], s_perp[idx])
+        return _objpert_log_probs(
+            *args, ("P", "Q"), True, None if target is None else target[idx]
         )
 
     def add(eps, idx):  # delta_QP: Q(L < -eps) - e^eps P(L < -eps)
-        args = (m0[idx], mu[idx], s_perp[idx])
-        return (
-            _objpert_log_prob(-eps, *args, "Q", above=False),
-            _objpert_log_prob(-eps, *args, "P", above=False),
+        args = (eps, m0[idx], mu[idx], s_perp[idx])
+        if target is None:
+            return _objpert_log_probs(*args, ("Q", "P"), False)
+        # D <= A <= the closed-form bound: rows where that bound is below
+        # the target need no quadrature (B = 0 reports D as the bound).
+        log_a = _objpert_log_below_bound(-eps, *args[1:])
+        log_b = np.full(idx.size, -np.inf)
+        open_ = np.flatnonzero(log_a > np.log(target[idx]))
+        sub = tuple(arg[open_] for arg in args)
+        log_a[open_], log_b[open_] = _objpert_log_probs(
+            *sub, ("Q", "P"), False, target[idx][open_]
         )
+        return log_a, log_b
 
     return {"remove": remove, "add": add}
 
 
-def _objpert_setup(norm2, mu, inverse_norm2, r, sigma, direction):
+def _objpert_setup(norm2, mu, inverse_norm2, r, sigma, direction, target=None):
     # x = 0 leaves the objective unchanged (delta = 0); infinite leverage or
     # residual has no finite epsilon (delta = 1).
     zero = (norm2 <= 0) | (mu <= 0)
@@ -732,7 +788,8 @@ def _objpert_setup(norm2, mu, inverse_norm2, r, sigma, direction):
     m0 = np.where(safe, 0.0, np.sqrt(norm2) * r / sigma)
     # a w >= mu^2 by Cauchy-Schwarz; clip the rounding error of nearly parallel x, H^{-1} x
     s_perp = np.where(safe, 0.0, np.sqrt(np.maximum(norm2 * inverse_norm2 - mu**2, 0.0)))
-    return _pick(_objpert_tails(m0, mu, s_perp), direction), zero, infinite
+    tails = _objpert_tails(m0, mu, s_perp, target)
+    return _pick(tails, direction), zero, infinite
 
 
 def objpert_delta(eps, norm2, mu, inverse_norm2, r, sigma, direction="both"):
@@ -777,8 +834,10 @@ def objpert_epsilon(delta, norm2, mu, inverse_norm2, r, sigma, direction="both")
     Same parameters as :func:`objpert_delta`, with ``delta`` in (0, 1).
     """
     shape, (delta, *stats) = _flat(delta, norm2, mu, inverse_norm2, r, sigma)
-    tails, zero, infinite = _objpert_setup(*stats, direction)
-    out = epsilon_from_delta(tails, delta, delta.size)
+    tails, zero, infinite = _objpert_setup(*stats, direction, target=delta)
+    # The tails know delta to _GH_DTOL * delta near the target: aim that much
+    # below it, so that the true delta at the reported eps is at most delta.
+    out = epsilon_from_delta(tails, delta * (1.0 - _GH_DTOL), delta.size)
     out[zero] = 0.0
     out[infinite] = np.inf
     return _shaped(out, shape)
