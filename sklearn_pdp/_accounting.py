@@ -789,7 +789,10 @@ def _objpert_setup(norm2, mu, inverse_norm2, r, sigma, direction, target=None):
     # a w >= mu^2 by Cauchy-Schwarz; clip the rounding error of nearly parallel x, H^{-1} x
     s_perp = np.where(safe, 0.0, np.sqrt(np.maximum(norm2 * inverse_norm2 - mu**2, 0.0)))
     tails = _objpert_tails(m0, mu, s_perp, target)
-    return _pick(tails, direction), zero, infinite
+    # L is close to a Gaussian mechanism's loss with ratio s, s^2 the
+    # variance of E zeta: a first guess for the search
+    guess_ratio = np.sqrt(m0**2 + s_perp**2 + mu**2)
+    return _pick(tails, direction), zero, infinite, guess_ratio
 
 
 def objpert_delta(eps, norm2, mu, inverse_norm2, r, sigma, direction="both"):
@@ -821,7 +824,7 @@ def objpert_delta(eps, norm2, mu, inverse_norm2, r, sigma, direction="both"):
         Broadcast shape of the inputs.
     """
     shape, (eps, *stats) = _flat(eps, norm2, mu, inverse_norm2, r, sigma)
-    tails, zero, infinite = _objpert_setup(*stats, direction)
+    tails, zero, infinite, _ = _objpert_setup(*stats, direction)
     out = hockey_stick(tails, eps, eps.size)
     out[zero] = 0.0
     out[infinite] = 1.0
@@ -834,10 +837,11 @@ def objpert_epsilon(delta, norm2, mu, inverse_norm2, r, sigma, direction="both")
     Same parameters as :func:`objpert_delta`, with ``delta`` in (0, 1).
     """
     shape, (delta, *stats) = _flat(delta, norm2, mu, inverse_norm2, r, sigma)
-    tails, zero, infinite = _objpert_setup(*stats, direction, target=delta)
+    tails, zero, infinite, guess_ratio = _objpert_setup(*stats, direction, target=delta)
+    start = gaussian_epsilon(delta, guess_ratio)
     # The tails know delta to _GH_DTOL * delta near the target: aim that much
     # below it, so that the true delta at the reported eps is at most delta.
-    out = epsilon_from_delta(tails, delta * (1.0 - _GH_DTOL), delta.size)
+    out = epsilon_from_delta(tails, delta * (1.0 - _GH_DTOL), delta.size, start)
     out[zero] = 0.0
     out[infinite] = np.inf
     return _shaped(out, shape)
