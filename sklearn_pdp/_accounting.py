@@ -695,28 +695,14 @@ def _objpert_inner(t, m0, mu, s_perp, nodes, side, above):
     return np.where(real, mass, 0.0)
 
 
-def _objpert_log_below_bound(t, m0, mu, s_perp):
-    """log of an upper bound on P(L < t), the same under P and Q.
-
-    Both quadratics in zeta are at least -alpha^2 / (4 kappa) (their minimum
-    over zeta; under Q use 1 + 2 kappa = (1 + mu)^2), so L < t needs
-    alpha^2 > 4 kappa c with c = -(t + log(1 + mu)), a Gaussian tail event of
-    alpha = m0 + s_perp zeta_perp: a closed form where quadrature would need
-    many nodes to find the narrow band of zeta_perp that contributes.
-    """
-    c = -(t + np.log1p(mu))
-    edge = 2.0 * np.sqrt(np.maximum(mu * (2.0 + mu) / 2.0 * c, 0.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tail = np.logaddexp(log_phi((m0 - edge) / s_perp), log_phi((-m0 - edge) / s_perp))
-    exact = np.where(np.abs(m0) > edge, 0.0, -np.inf)  # s_perp = 0: alpha = m0
-    return np.where(c <= 0, 0.0, np.where(s_perp > 0, tail, exact))
-
-
-def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None):
+def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, seen=False):
     """(log A, log B): the probabilities of L > eps (``above``) or L < -eps
     under ``sides`` = (side of A, side of B), with the stopping rules above;
-    ``target`` is the delta the search compares D = A - e^eps B with."""
+    ``target`` is the delta the search compares D = A - e^eps B with, and
+    ``seen`` marks rows whose A every rule is known to resolve."""
     t = eps if above else -eps
+
+    seen = np.broadcast_to(seen, m0.shape)
 
     def rule(k, nodes, weights):
         args = (t[k], m0[k], mu[k], s_perp[k], nodes)
@@ -739,7 +725,7 @@ def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None):
                 growth = np.exp(eps[pending])
                 d_new = a_new - growth * b_new
                 d_change = np.abs(d_new - (a[pending] - growth * b[pending]))
-            resolved = (a_new > 0) & (a_change <= _GH_ARTOL * a_new)
+            resolved = seen[pending] | (a_new > 0) & (a_change <= _GH_ARTOL * a_new)
             gap = np.abs(d_new - target[pending])
             agree = (d_new > target[pending]) & (gap > 2.0 * d_change) | resolved & (
                 (gap > 2.0 * d_change) | (d_change <= _GH_DTOL * target[pending])
@@ -764,16 +750,15 @@ def _objpert_tails(m0, mu, s_perp, target=None):
         args = (eps, m0[idx], mu[idx], s_perp[idx])
         if target is None:
             return _objpert_log_probs(*args, ("Q", "P"), False)
-        # D <= A <= the closed-form bound: rows where that bound is below
-        # the target need no quadrature (B = 0 reports D as the bound).
-        log_a = _objpert_log_below_bound(-eps, *args[1:])
-        log_b = np.full(idx.size, -np.inf)
-        open_ = np.flatnonzero(log_a > np.log(target[idx]))
-        sub = tuple(arg[open_] for arg in args)
-        log_a[open_], log_b[open_] = _objpert_log_probs(
-            *sub, ("Q", "P"), False, target[idx][open_]
-        )
-        return log_a, log_b
+        # Given zeta_perp, L < -eps needs |alpha| > edge (real roots), and
+        # the inner probability grows with |alpha| beyond it.  When that
+        # support starts within one standard deviation of alpha's mean,
+        # every rule has nodes in it and A cannot be missed, while its kink
+        # at the edge makes A itself converge slowly (D converges fast).
+        m, k = mu[idx], mu[idx] * (2.0 + mu[idx]) / 2.0
+        edge = 2.0 * np.sqrt(np.maximum(k * (eps - np.log1p(m)), 0.0))
+        seen = edge - np.abs(m0[idx]) <= s_perp[idx]
+        return _objpert_log_probs(*args, ("Q", "P"), False, target[idx], seen)
 
     return {"remove": remove, "add": add}
 
