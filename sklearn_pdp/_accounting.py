@@ -695,14 +695,14 @@ def _objpert_inner(t, m0, mu, s_perp, nodes, side, above):
     return np.where(real, mass, 0.0)
 
 
-def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, seen=False):
+def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, start=np.inf):
     """(log A, log B): the probabilities of L > eps (``above``) or L < -eps
     under ``sides`` = (side of A, side of B), with the stopping rules above;
     ``target`` is the delta the search compares D = A - e^eps B with, and
-    ``seen`` marks rows whose A every rule is known to resolve."""
+    a rule with a node beyond ``start`` is known to resolve A."""
     t = eps if above else -eps
 
-    seen = np.broadcast_to(seen, m0.shape)
+    start = np.broadcast_to(start, m0.shape)
 
     def rule(k, nodes, weights):
         args = (t[k], m0[k], mu[k], s_perp[k], nodes)
@@ -710,7 +710,7 @@ def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, seen=Fals
 
     a, b = rule(slice(None), *_GH_LADDER[0])
     pending = np.arange(m0.size)
-    for nodes, weights in _GH_LADDER[1:]:
+    for (coarse, _), (nodes, weights) in zip(_GH_LADDER, _GH_LADDER[1:]):
         if pending.size == 0:
             break
         a_new, b_new = rule(pending, nodes, weights)
@@ -725,7 +725,8 @@ def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, seen=Fals
                 growth = np.exp(eps[pending])
                 d_new = a_new - growth * b_new
                 d_change = np.abs(d_new - (a[pending] - growth * b[pending]))
-            resolved = seen[pending] | (a_new > 0) & (a_change <= _GH_ARTOL * a_new)
+            seen = start[pending] <= coarse[-1]
+            resolved = seen | (a_new > 0) & (a_change <= _GH_ARTOL * a_new)
             gap = np.abs(d_new - target[pending])
             agree = (d_new > target[pending]) & (gap > 2.0 * d_change) | resolved & (
                 (gap > 2.0 * d_change) | (d_change <= _GH_DTOL * target[pending])
@@ -751,14 +752,16 @@ def _objpert_tails(m0, mu, s_perp, target=None):
         if target is None:
             return _objpert_log_probs(*args, ("Q", "P"), False)
         # Given zeta_perp, L < -eps needs |alpha| > edge (real roots), and
-        # the inner probability grows with |alpha| beyond it.  When that
-        # support starts within one standard deviation of alpha's mean,
-        # every rule has nodes in it and A cannot be missed, while its kink
-        # at the edge makes A itself converge slowly (D converges fast).
+        # the inner probability grows with |alpha| beyond it: A's support
+        # starts |zeta_perp| = (edge - |m0|) / s_perp standard deviations out.
+        # Once the coarser of two rules has a node there, A cannot be missed,
+        # while its kink at the edge makes A itself converge slowly (D
+        # converges fast).
         m, k = mu[idx], mu[idx] * (2.0 + mu[idx]) / 2.0
         edge = 2.0 * np.sqrt(np.maximum(k * (eps - np.log1p(m)), 0.0))
-        seen = edge - np.abs(m0[idx]) <= s_perp[idx]
-        return _objpert_log_probs(*args, ("Q", "P"), False, target[idx], seen)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            start = np.where(edge <= np.abs(m0[idx]), -np.inf, (edge - np.abs(m0[idx])) / s_perp[idx])
+        return _objpert_log_probs(*args, ("Q", "P"), False, target[idx], start)
 
     return {"remove": remove, "add": add}
 
