@@ -667,8 +667,9 @@ def _quadratic_roots(kappa, b, c, root_d):
     return np.minimum(one, two), np.maximum(one, two)
 
 
-def _objpert_inner(t, m0, mu, s_perp, nodes, side, above):
-    """P(L > t | zeta_perp) (``above``) or P(L < t | zeta_perp) at the nodes.
+def _objpert_inner(t, m0, mu, s_perp, nodes, sides, above):
+    """P(L > t | zeta_perp) (``above``) or P(L < t | zeta_perp) at the nodes,
+    one array for each side in ``sides`` (the two share the discriminant).
 
     Linear scale: ``ndtr`` is relatively accurate in its lower tail, and only
     probabilities below ~1e-300 (epsilons in the hundreds) underflow to 0,
@@ -681,18 +682,21 @@ def _objpert_inner(t, m0, mu, s_perp, nodes, side, above):
     disc = alpha**2 + 4.0 * kappa * level
     real = disc > 0
     root_d = np.sqrt(np.where(real, disc, 1.0))
-    if side == "P":
-        lo, hi = _quadratic_roots(kappa, alpha * scale, 0.5 * alpha**2 - level, root_d)
-    else:  # the Q form times (1 + mu)^2; its discriminant is (1 + mu)^2 disc
-        lo, hi = _quadratic_roots(
-            kappa, alpha, -0.5 * alpha**2 - level * scale**2, root_d * scale
-        )
-    if above:  # outside the roots; everything when there are none
-        return np.where(real, ndtr(lo) + ndtr(-hi), 1.0)
-    # between the roots, computed on the side of zero with the thinner tails
-    flip = lo > 0
-    mass = np.where(flip, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))
-    return np.where(real, mass, 0.0)
+    out = []
+    for side in sides:
+        if side == "P":
+            lo, hi = _quadratic_roots(kappa, alpha * scale, 0.5 * alpha**2 - level, root_d)
+        else:  # the Q form times (1 + mu)^2; its discriminant is (1 + mu)^2 disc
+            lo, hi = _quadratic_roots(
+                kappa, alpha, -0.5 * alpha**2 - level * scale**2, root_d * scale
+            )
+        if above:  # outside the roots; everything when there are none
+            out.append(np.where(real, ndtr(lo) + ndtr(-hi), 1.0))
+        else:  # between the roots, on the side of zero with the thinner tails
+            flip = lo > 0
+            mass = np.where(flip, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))
+            out.append(np.where(real, mass, 0.0))
+    return out
 
 
 def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, start=np.inf):
@@ -706,7 +710,7 @@ def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, start=np.
 
     def rule(k, nodes, weights):
         args = (t[k], m0[k], mu[k], s_perp[k], nodes)
-        return [_objpert_inner(*args, side, above) @ weights for side in sides]
+        return [inner @ weights for inner in _objpert_inner(*args, sides, above)]
 
     a, b = rule(slice(None), *_GH_LADDER[0])
     pending = np.arange(m0.size)

@@ -141,7 +141,7 @@ def _fixed_rule_epsilon(delta, m0, mu, s_perp, n_nodes):
     nodes, weights = _gh_rule(n_nodes)
 
     def log_prob(t, idx, side, above):
-        inner = _objpert_inner(t, m0[idx], mu[idx], s_perp[idx], nodes, side, above)
+        (inner,) = _objpert_inner(t, m0[idx], mu[idx], s_perp[idx], nodes, (side,), above)
         with np.errstate(divide="ignore"):
             return np.log(inner @ weights)
 
