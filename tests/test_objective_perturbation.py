@@ -163,7 +163,7 @@ def test_stopping_rules_match_a_high_order_rule_on_training_rows(calibrated):
     X = rng.normal(size=(3000, 10))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     y = np.clip(X @ rng.normal(size=10) * 0.3 + 0.1 * rng.normal(size=3000), -1, 1)
-    params = dict(epsilon=1.0, sigma=None) if calibrated else dict(sigma=1.0)
+    params = {"epsilon": 1.0, "sigma": None} if calibrated else {"sigma": 1.0}
     reg = ObjPertRegressor(alpha=50.0, data_norm=1.0, y_bound=1.0, **params).fit(X, y)
     from sklearn_pdp._objective_perturbation import _remove_row
 
