@@ -636,10 +636,12 @@ def ops_gamma(epsilon, delta, mu, r, xtol=1e-12):
 # wanted, a row stops once both probabilities agree to _GH_RTOL relative.  In
 # the search for eps(delta) only the comparison with the target matters, and
 # the error is controlled on D = A - e^eps B, whose cancellation makes relative
-# agreement of A and B far too strict: a row stops when D is certainly above
-# the target (an error there can only make the reported eps larger), or when
-# D is known to _GH_DTOL times the target; the search then aims below the
-# target by that much, so that the reported eps stays an upper bound.  A
+# agreement of A and B far too strict: a row stops when D is above the target
+# by twice the estimated error (an error there can only make the reported eps
+# larger), below it by _GH_BELOW_MARGIN times that error (the estimate can be
+# several times too small when the nodes have not yet resolved the tails),
+# or when D is known to _GH_DTOL times the target; the search then aims below
+# the target by that much, so that the reported eps stays an upper bound.  A
 # "below" verdict also needs A to be resolved (positive, agreeing to
 # _GH_ARTOL): when the event's mass lies beyond the nodes of two small rules,
 # both return A ~ 0 and would agree.  (B's mass can be missed without harm:
@@ -656,6 +658,7 @@ _GH_LADDER = [_gh_rule(n) for n in (2, 3, 6, 12, 24, 96)]
 _GH_RTOL = 1e-10
 _GH_DTOL = 1e-10
 _GH_ARTOL = 1e-3
+_GH_BELOW_MARGIN = 100.0
 
 
 def _quadratic_roots(kappa, b, c, root_d):
@@ -735,11 +738,11 @@ def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, start=np.
             seen = start[pending] <= coarse[-1]
             resolved = seen | ((a_new > 0) & (a_change <= _GH_ARTOL * a_new))
             # the verdict against the target cannot flip, or D is accurate
-            certain = np.abs(d_new - target[pending]) > 2.0 * d_change
+            gap = d_new - target[pending]
+            high = gap > 2.0 * d_change
+            low = -gap > _GH_BELOW_MARGIN * d_change
             accurate = d_change <= _GH_DTOL * target[pending]
-            agree = (certain & (d_new > target[pending])) | (
-                resolved & (certain | accurate)
-            )
+            agree = high | (resolved & (low | accurate))
         a[pending], b[pending] = a_new, b_new
         pending = pending[~agree]
     with np.errstate(divide="ignore"):
