@@ -179,6 +179,18 @@ def test_stopping_rules_match_a_high_order_rule_on_training_rows(calibrated):
     assert_allclose(fast, reference, rtol=1e-6)
 
 
+def test_slowly_converging_rule_does_not_pass_for_below_the_target():
+    """s_perp >> m0, mu: the 12- and 24-point rules agree much better than the
+    24-point rule is accurate; the reported epsilon must still be valid
+    against the 200-point rule (which agrees with the 150-point one)."""
+    m0, mu, s_perp, delta = -8.28e-6, 9.43e-6, 3.85e-5, 1e-6
+    eps = objpert_epsilon(delta, 1.0, mu, s_perp**2 + mu**2, m0, 1.0)
+    nodes, weights = _gh_rule(200)
+    rows = (np.array([eps]), np.array([m0]), np.array([mu]), np.array([s_perp]), nodes)
+    a, b = (p @ weights for p in _objpert_inner(*rows, ("P", "Q"), True))
+    assert a - np.exp(eps) * b <= delta * (1 + 1e-7)
+
+
 def test_epsilon_inverts_delta_and_is_tight():
     rng = np.random.default_rng(5)
     mu = 10 ** rng.uniform(-4, 0, 30)
