@@ -636,7 +636,8 @@ def ops_gamma(epsilon, delta, mu, r, xtol=1e-12):
 # wanted, a row stops once both probabilities agree to _GH_RTOL relative.  In
 # the search for eps(delta) only the comparison with the target matters, and
 # the error is controlled on D = A - e^eps B, whose cancellation makes relative
-# agreement of A and B far too strict: a row stops when D is above the target
+# agreement of A and B far too strict (D's error is estimated by the larger of
+# its last two differences between rules): a row stops when D is above the target
 # by twice the estimated error (an error there can only make the reported eps
 # larger), below it by _GH_BELOW_MARGIN times that error (the estimate can be
 # several times too small when the nodes have not yet resolved the tails),
@@ -720,6 +721,7 @@ def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, start=np.
 
     a, b = rule(slice(None), *_GH_LADDER[0])
     pending = np.arange(m0.size)
+    last_change = np.zeros(m0.size)
     for (coarse, _), (nodes, weights) in pairwise(_GH_LADDER):
         if pending.size == 0:
             break
@@ -735,6 +737,11 @@ def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, start=np.
                 growth = np.exp(eps[pending])
                 d_new = a_new - growth * b_new
                 d_change = np.abs(d_new - (a[pending] - growth * b[pending]))
+            # Two rules can agree on D by a coincidence of A's and B's
+            # errors: D's error is estimated by the last two differences.
+            d_change, last_change[pending] = (
+                np.maximum(d_change, last_change[pending]), d_change
+            )
             seen = start[pending] <= coarse[-1]
             resolved = seen | ((a_new > 0) & (a_change <= _GH_ARTOL * a_new))
             # the verdict against the target cannot flip, or D is accurate

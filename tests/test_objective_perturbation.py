@@ -179,11 +179,21 @@ def test_stopping_rules_match_a_high_order_rule_on_training_rows(calibrated):
     assert_allclose(fast, reference, rtol=1e-6)
 
 
-def test_slowly_converging_rule_does_not_pass_for_below_the_target():
-    """s_perp >> m0, mu: the 12- and 24-point rules agree much better than the
-    24-point rule is accurate; the reported epsilon must still be valid
-    against the 200-point rule (which agrees with the 150-point one)."""
-    m0, mu, s_perp, delta = -8.28e-6, 9.43e-6, 3.85e-5, 1e-6
+@pytest.mark.parametrize(
+    "m0, mu, s_perp",
+    [
+        # 12 and 24 points agree 9x better than 24 is accurate
+        (-8.28e-6, 9.43e-6, 3.85e-5),
+        # 3 and 6 points agree on D by a coincidence of A's and B's errors
+        (-8.782612752841802e-6, 1.0997402911956931e-5, 8.994511019666186e-6),
+    ],
+)
+def test_slowly_converging_rules_do_not_pass_for_below_the_target(m0, mu, s_perp):
+    """Rows (from random rows and from a 1e6-row fit with sigma calibrated
+    for epsilon = 1) where two rules agree on D much better than the finer
+    one is accurate: the reported epsilon must still be valid against the
+    200-point rule (which agrees with the 150-point one)."""
+    delta = 1e-6
     eps = objpert_epsilon(delta, 1.0, mu, s_perp**2 + mu**2, m0, 1.0)
     nodes, weights = _gh_rule(200)
     rows = (np.array([eps]), np.array([m0]), np.array([mu]), np.array([s_perp]), nodes)
