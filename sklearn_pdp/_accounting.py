@@ -19,6 +19,8 @@ Nothing here knows about scikit-learn: the estimators feed it arrays of
 per-row statistics.
 """
 
+from itertools import pairwise
+
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, logsumexp, ndtr, ndtri_exp
@@ -628,21 +630,36 @@ def ops_gamma(epsilon, delta, mu, r, xtol=1e-12):
 # constant and the rule exact.
 
 # Outer expectation over zeta_perp ~ N(0, 1) by probabilists' Gauss-Hermite
-# rules of increasing order: a row keeps the value of a rule once it is
-# positive and agrees with the previous rule to _GH_RTOL (the error of the
-# finer rule is of higher order than their difference); rows that never agree
-# get the 96-point rule.  Typical training rows stop at 3 or 6 nodes.  (An
-# absolute tolerance would be unsafe: when the event's mass lies beyond the
-# nodes of two small rules, both return ~0 and agree.)  The accuracy of the
-# scheme against adaptive quadrature is checked in the tests.
+# rules of increasing order 2, 3, 6, 12, 24, then 96 for the rows that never
+# stop; the error of a rule is estimated by its difference from the previous
+# one (the finer rule's error is of higher order).  When delta(eps) itself is
+# wanted, a row stops once both probabilities agree to _GH_RTOL relative.  In
+# the search for eps(delta) only the comparison with the target matters, and
+# the error is controlled on D = A - e^eps B, whose cancellation makes relative
+# agreement of A and B far too strict (D's error is estimated by the larger of
+# its last two differences between rules): a row stops when D is above the target
+# by twice the estimated error (an error there can only make the reported eps
+# larger), below it by _GH_BELOW_MARGIN times that error (the estimate can be
+# several times too small when the nodes have not yet resolved the tails),
+# or when D is known to _GH_DTOL times the target; the search then aims below
+# the target by that much, so that the reported eps stays an upper bound.  A
+# "below" verdict also needs A to be resolved (positive, agreeing to
+# _GH_ARTOL): when the event's mass lies beyond the nodes of two small rules,
+# both return A ~ 0 and would agree.  (B's mass can be missed without harm:
+# it only makes D larger.)  Typical rows stop at 3 nodes (sigma ~ 1) or 6 to
+# 12 (sigma calibrated for a budget, residuals ~ 1e-4 sigma).  The accuracy
+# of the scheme against adaptive quadrature and against the 200-point rule
+# is checked in the tests.
 def _gh_rule(n):
     x, w = np.polynomial.hermite_e.hermegauss(n)
     return x, w / w.sum()
 
 
-_GH_LADDER = [_gh_rule(n) for n in (2, 3, 6, 12, 24)]
-_GH_LAST = _gh_rule(96)
+_GH_LADDER = [_gh_rule(n) for n in (2, 3, 6, 12, 24, 96)]
 _GH_RTOL = 1e-10
+_GH_DTOL = 1e-10
+_GH_ARTOL = 1e-3
+_GH_BELOW_MARGIN = 100.0
 
 
 def _quadratic_roots(kappa, b, c, root_d):
@@ -657,8 +674,9 @@ def _quadratic_roots(kappa, b, c, root_d):
     return np.minimum(one, two), np.maximum(one, two)
 
 
-def _objpert_inner(t, m0, mu, s_perp, nodes, side, above):
-    """P(L > t | zeta_perp) (``above``) or P(L < t | zeta_perp) at the nodes.
+def _objpert_inner(t, m0, mu, s_perp, nodes, sides, above):
+    """P(L > t | zeta_perp) (``above``) or P(L < t | zeta_perp) at the nodes,
+    one array for each side in ``sides`` (the two share the discriminant).
 
     Linear scale: ``ndtr`` is relatively accurate in its lower tail, and only
     probabilities below ~1e-300 (epsilons in the hundreds) underflow to 0,
@@ -671,58 +689,104 @@ def _objpert_inner(t, m0, mu, s_perp, nodes, side, above):
     disc = alpha**2 + 4.0 * kappa * level
     real = disc > 0
     root_d = np.sqrt(np.where(real, disc, 1.0))
-    if side == "P":
-        lo, hi = _quadratic_roots(kappa, alpha * scale, 0.5 * alpha**2 - level, root_d)
-    else:  # the Q form times (1 + mu)^2; its discriminant is (1 + mu)^2 disc
-        lo, hi = _quadratic_roots(
-            kappa, alpha, -0.5 * alpha**2 - level * scale**2, root_d * scale
-        )
-    if above:  # outside the roots; everything when there are none
-        return np.where(real, ndtr(lo) + ndtr(-hi), 1.0)
-    # between the roots, computed on the side of zero with the thinner tails
-    flip = lo > 0
-    mass = np.where(flip, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))
-    return np.where(real, mass, 0.0)
+    out = []
+    for side in sides:
+        if side == "P":
+            lo, hi = _quadratic_roots(kappa, alpha * scale, 0.5 * alpha**2 - level, root_d)
+        else:  # the Q form times (1 + mu)^2; its discriminant is (1 + mu)^2 disc
+            lo, hi = _quadratic_roots(
+                kappa, alpha, -0.5 * alpha**2 - level * scale**2, root_d * scale
+            )
+        if above:  # outside the roots; everything when there are none
+            out.append(np.where(real, ndtr(lo) + ndtr(-hi), 1.0))
+        else:  # between the roots, on the side of zero with the thinner tails
+            flip = lo > 0
+            mass = np.where(flip, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))
+            out.append(np.where(real, mass, 0.0))
+    return out
 
 
-def _objpert_log_prob(t, m0, mu, s_perp, side, above):
-    """log P(L > t) (``above``) or log P(L < t) under ``side`` in {"P", "Q"}."""
-    args = (side, above)
-    prob = _objpert_inner(t, m0, mu, s_perp, _GH_LADDER[0][0], *args) @ _GH_LADDER[0][1]
+def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, start=np.inf):
+    """(log A, log B): the probabilities of L > eps (``above``) or L < -eps
+    under ``sides`` = (side of A, side of B), with the stopping rules above;
+    ``target`` is the delta the search compares D = A - e^eps B with, and
+    a rule with a node beyond ``start`` is known to resolve A."""
+    t = eps if above else -eps
+
+    start = np.broadcast_to(start, m0.shape)
+
+    def rule(k, nodes, weights):
+        args = (t[k], m0[k], mu[k], s_perp[k], nodes)
+        return [inner @ weights for inner in _objpert_inner(*args, sides, above)]
+
+    a, b = rule(slice(None), *_GH_LADDER[0])
     pending = np.arange(m0.size)
-    for nodes, weights in _GH_LADDER[1:] + [_GH_LAST]:
+    last_change = np.zeros(m0.size)
+    for (coarse, _), (nodes, weights) in pairwise(_GH_LADDER):
         if pending.size == 0:
             break
-        sub = (t[pending], m0[pending], mu[pending], s_perp[pending])
-        value = _objpert_inner(*sub, nodes, *args) @ weights
-        agree = (np.abs(value - prob[pending]) <= _GH_RTOL * value) & (value > 0)
-        prob[pending] = value
+        a_new, b_new = rule(pending, nodes, weights)
+        a_change, b_change = np.abs(a_new - a[pending]), np.abs(b_new - b[pending])
+        if target is None:
+            agree = (
+                (a_change <= _GH_RTOL * a_new) & (a_new > 0)
+                & (b_change <= _GH_RTOL * b_new) & (b_new > 0)
+            )
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):  # eps in the hundreds
+                growth = np.exp(eps[pending])
+                d_new = a_new - growth * b_new
+                d_change = np.abs(d_new - (a[pending] - growth * b[pending]))
+            # Two rules can agree on D by a coincidence of A's and B's
+            # errors: D's error is estimated by the last two differences.
+            d_change, last_change[pending] = (
+                np.maximum(d_change, last_change[pending]), d_change
+            )
+            seen = start[pending] <= coarse[-1]
+            resolved = seen | ((a_new > 0) & (a_change <= _GH_ARTOL * a_new))
+            # the verdict against the target cannot flip, or D is accurate
+            gap = d_new - target[pending]
+            high = gap > 2.0 * d_change
+            low = -gap > _GH_BELOW_MARGIN * d_change
+            accurate = d_change <= _GH_DTOL * target[pending]
+            agree = high | (resolved & (low | accurate))
+        a[pending], b[pending] = a_new, b_new
         pending = pending[~agree]
     with np.errstate(divide="ignore"):
-        return np.log(prob)
+        return np.log(a), np.log(b)
 
 
-def _objpert_tails(m0, mu, s_perp):
-    """Tails of the objective-perturbation loss for rows (m0, mu, s_perp)."""
+def _objpert_tails(m0, mu, s_perp, target=None):
+    """Tails of the objective-perturbation loss for rows (m0, mu, s_perp),
+    accurate enough to compare delta with ``target`` (per row) if given."""
 
     def remove(eps, idx):  # delta_PQ: P(L > eps) - e^eps Q(L > eps)
-        args = (m0[idx], mu[idx], s_perp[idx])
-        return (
-            _objpert_log_prob(eps, *args, "P", above=True),
-            _objpert_log_prob(eps, *args, "Q", above=True),
+        args = (eps, m0[idx], mu[idx], s_perp[idx])
+        return _objpert_log_probs(
+            *args, ("P", "Q"), True, None if target is None else target[idx]
         )
 
     def add(eps, idx):  # delta_QP: Q(L < -eps) - e^eps P(L < -eps)
-        args = (m0[idx], mu[idx], s_perp[idx])
-        return (
-            _objpert_log_prob(-eps, *args, "Q", above=False),
-            _objpert_log_prob(-eps, *args, "P", above=False),
-        )
+        args = (eps, m0[idx], mu[idx], s_perp[idx])
+        if target is None:
+            return _objpert_log_probs(*args, ("Q", "P"), False)
+        # Given zeta_perp, L < -eps needs |alpha| > edge (real roots), and
+        # the inner probability grows with |alpha| beyond it: A's support
+        # starts |zeta_perp| = (edge - |m0|) / s_perp standard deviations out.
+        # Once the coarser of two rules has a node there, A cannot be missed,
+        # while its kink at the edge makes A itself converge slowly (D
+        # converges fast).
+        kappa = mu[idx] * (2.0 + mu[idx]) / 2.0
+        edge = 2.0 * np.sqrt(np.maximum(kappa * (eps - np.log1p(mu[idx])), 0.0))
+        gap = edge - np.abs(m0[idx])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            start = np.where(gap <= 0, -np.inf, gap / s_perp[idx])
+        return _objpert_log_probs(*args, ("Q", "P"), False, target[idx], start)
 
     return {"remove": remove, "add": add}
 
 
-def _objpert_setup(norm2, mu, inverse_norm2, r, sigma, direction):
+def _objpert_setup(norm2, mu, inverse_norm2, r, sigma, direction, target=None):
     # x = 0 leaves the objective unchanged (delta = 0); infinite leverage or
     # residual has no finite epsilon (delta = 1).
     zero = (norm2 <= 0) | (mu <= 0)
@@ -732,7 +796,11 @@ def _objpert_setup(norm2, mu, inverse_norm2, r, sigma, direction):
     m0 = np.where(safe, 0.0, np.sqrt(norm2) * r / sigma)
     # a w >= mu^2 by Cauchy-Schwarz; clip the rounding error of nearly parallel x, H^{-1} x
     s_perp = np.where(safe, 0.0, np.sqrt(np.maximum(norm2 * inverse_norm2 - mu**2, 0.0)))
-    return _pick(_objpert_tails(m0, mu, s_perp), direction), zero, infinite
+    tails = _objpert_tails(m0, mu, s_perp, target)
+    # L is close to a Gaussian mechanism's loss with ratio s, s^2 = E[E^2] =
+    # m0^2 + a w: its epsilon is the first guess of the search
+    guess_ratio = np.sqrt(m0**2 + s_perp**2 + mu**2)
+    return _pick(tails, direction), zero, infinite, guess_ratio
 
 
 def objpert_delta(eps, norm2, mu, inverse_norm2, r, sigma, direction="both"):
@@ -764,7 +832,7 @@ def objpert_delta(eps, norm2, mu, inverse_norm2, r, sigma, direction="both"):
         Broadcast shape of the inputs.
     """
     shape, (eps, *stats) = _flat(eps, norm2, mu, inverse_norm2, r, sigma)
-    tails, zero, infinite = _objpert_setup(*stats, direction)
+    tails, zero, infinite, _ = _objpert_setup(*stats, direction)
     out = hockey_stick(tails, eps, eps.size)
     out[zero] = 0.0
     out[infinite] = 1.0
@@ -777,8 +845,11 @@ def objpert_epsilon(delta, norm2, mu, inverse_norm2, r, sigma, direction="both")
     Same parameters as :func:`objpert_delta`, with ``delta`` in (0, 1).
     """
     shape, (delta, *stats) = _flat(delta, norm2, mu, inverse_norm2, r, sigma)
-    tails, zero, infinite = _objpert_setup(*stats, direction)
-    out = epsilon_from_delta(tails, delta, delta.size)
+    tails, zero, infinite, guess_ratio = _objpert_setup(*stats, direction, target=delta)
+    start = gaussian_epsilon(delta, guess_ratio)
+    # The tails know delta to _GH_DTOL * delta near the target: aim that much
+    # below it, so that the true delta at the reported eps is at most delta.
+    out = epsilon_from_delta(tails, delta * (1.0 - _GH_DTOL), delta.size, start)
     out[zero] = 0.0
     out[infinite] = np.inf
     return _shaped(out, shape)

@@ -8,6 +8,9 @@ from sklearn.linear_model import Ridge
 
 from sklearn_pdp import ObjPertRegressor, PrivacyLeakWarning
 from sklearn_pdp._accounting import (
+    _gh_rule,
+    _objpert_inner,
+    epsilon_from_delta,
     gaussian_epsilon,
     objpert_delta,
     objpert_epsilon,
@@ -130,6 +133,72 @@ def test_epsilon_matches_adaptive_quadrature_down_to_1e_10(m0, mu, s_perp, delta
     eps = objpert_epsilon(delta, *row)
     assert _reference_delta(eps, m0, mu, s_perp) <= delta * (1 + 1e-7)
     assert _reference_delta(eps * (1 - 1e-6), m0, mu, s_perp) > delta
+
+
+def _fixed_rule_epsilon(delta, m0, mu, s_perp, n_nodes):
+    """eps(delta) with one Gauss-Hermite rule for every probability (no
+    stopping rules), by the generic search."""
+    nodes, weights = _gh_rule(n_nodes)
+
+    def log_prob(t, idx, side, above):
+        (inner,) = _objpert_inner(t, m0[idx], mu[idx], s_perp[idx], nodes, (side,), above)
+        with np.errstate(divide="ignore"):
+            return np.log(inner @ weights)
+
+    tails = [
+        lambda eps, idx: (log_prob(eps, idx, "P", True), log_prob(eps, idx, "Q", True)),
+        lambda eps, idx: (log_prob(-eps, idx, "Q", False), log_prob(-eps, idx, "P", False)),
+    ]
+    return epsilon_from_delta(tails, delta, m0.size)
+
+
+@pytest.mark.parametrize("calibrated", [False, True])
+def test_stopping_rules_match_a_high_order_rule_on_training_rows(calibrated):
+    """The per-row stopping rules (3 nodes for most rows at sigma = 1, more
+    when sigma is calibrated for a budget and the loss is a near-cancellation
+    of two probabilities) against the 200-point rule on every probability,
+    for rows of a fitted model in both regimes: the fast epsilon is never
+    below the reference beyond the search tolerance, and within 1e-6 of it."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3000, 10))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.clip(X @ rng.normal(size=10) * 0.3 + 0.1 * rng.normal(size=3000), -1, 1)
+    params = {"epsilon": 1.0, "sigma": None} if calibrated else {"sigma": 1.0}
+    reg = ObjPertRegressor(alpha=50.0, data_norm=1.0, y_bound=1.0, **params).fit(X, y)
+    from sklearn_pdp._objective_perturbation import _remove_row
+
+    Xs, ys = _scaled(X, y, reg)
+    rows = rng.choice(len(y), 300, replace=False)
+    norm2, mu, w, r = _remove_row(reg._ridge.row_statistics(Xs[rows], ys[rows], inverse_norm=True, norm=True))
+    m0 = np.sqrt(norm2) * r / reg.noise_scale_
+    s_perp = np.sqrt(np.maximum(norm2 * w - mu**2, 0.0))
+    reference = _fixed_rule_epsilon(reg.delta, m0, mu, s_perp, 200)
+    assert np.all(reference > 0)
+    fast = reg.pdp_losses_[rows]
+    assert np.all(fast >= reference * (1 - 1e-8))
+    assert_allclose(fast, reference, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "m0, mu, s_perp",
+    [
+        # 12 and 24 points agree 9x better than 24 is accurate
+        (-8.28e-6, 9.43e-6, 3.85e-5),
+        # 3 and 6 points agree on D by a coincidence of A's and B's errors
+        (-8.782612752841802e-6, 1.0997402911956931e-5, 8.994511019666186e-6),
+    ],
+)
+def test_slowly_converging_rules_do_not_pass_for_below_the_target(m0, mu, s_perp):
+    """Rows (from random rows and from a 1e6-row fit with sigma calibrated
+    for epsilon = 1) where two rules agree on D much better than the finer
+    one is accurate: the reported epsilon must still be valid against the
+    200-point rule (which agrees with the 150-point one)."""
+    delta = 1e-6
+    eps = objpert_epsilon(delta, 1.0, mu, s_perp**2 + mu**2, m0, 1.0)
+    nodes, weights = _gh_rule(200)
+    rows = (np.array([eps]), np.array([m0]), np.array([mu]), np.array([s_perp]), nodes)
+    a, b = (p @ weights for p in _objpert_inner(*rows, ("P", "Q"), True))
+    assert a - np.exp(eps) * b <= delta * (1 + 1e-7)
 
 
 def test_epsilon_inverts_delta_and_is_tight():
