@@ -1,6 +1,7 @@
 """Differentially private linear regression with per-instance privacy reports."""
 
 from ._config import config_context, get_config, set_config
+from ._objective_perturbation import ObjPertRegressor
 from ._ops import AdaOPSRegressor, OPSRegressor
 from ._output_perturbation import OutputPerturbationRegressor
 from ._random_projection import RandomProjectionRegressor
@@ -12,6 +13,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "AdaOPSRegressor",
     "OPSRegressor",
+    "ObjPertRegressor",
     "OutputPerturbationRegressor",
     "PDPReport",
     "PrivacyLeakWarning",

@@ -210,10 +210,11 @@ class Ridge:
         )
         return scale * (draw if size is None else draw.T)
 
-    def row_statistics(self, Xs, ys=None, *, inverse_norm=False):
+    def row_statistics(self, Xs, ys=None, *, inverse_norm=False, norm=False):
         """Leverage x^T H^{-1} x and residual y - x^T theta_hat of the rows.
 
-        With ``inverse_norm`` also ||H^{-1} x||^2 (one more triangular solve).
+        With ``inverse_norm`` also ||H^{-1} x||^2 (one more triangular solve),
+        with ``norm`` also ||x||^2 (key ``"norm2"``).
         """
         W = self.whiten(Xs)
         stats = {"leverage": np.einsum("ij,ij->j", W, W)}
@@ -224,6 +225,8 @@ class Ridge:
                 self.chol, W, lower=True, trans="T", check_finite=False
             )
             stats["inverse_norm2"] = np.einsum("ij,ij->j", V, V)
+        if norm:
+            stats["norm2"] = np.einsum("ij,ij->i", Xs, Xs)
         return stats
 
     def training_statistics(self, data, **kwargs):

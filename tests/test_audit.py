@@ -13,6 +13,7 @@ from scipy import stats
 
 from sklearn_pdp import (
     AdaOPSRegressor,
+    ObjPertRegressor,
     OPSRegressor,
     OutputPerturbationRegressor,
     RandomProjectionRegressor,
@@ -268,3 +269,37 @@ def test_audit_adaops():
     # the audit is not vacuous: each part shows a sizeable loss
     assert lower["lambda_min"] > 0.3 * reported, (lower, reported)
     assert lower["theta"] > 0.1 * reported, (lower, reported)
+
+
+@pytest.mark.audit
+def test_audit_objective_perturbation():
+    rng = np.random.default_rng(1)
+    n, runs, delta = 8, 2_000_000, 1e-3
+    X = rng.normal(size=(n, 2)) * 0.2
+    y = np.clip(X @ [1.0, -0.5] + 0.05 * rng.normal(size=n), -1, 1)
+    X[0], y[0] = [0.5, 0.3], -1.0  # an outlier with large leverage and residual
+    params = dict(
+        sigma=1.0, alpha=4.0, delta=delta, data_norm=1.0, y_bound=1.0, fit_intercept=False
+    )
+    reg = ObjPertRegressor(**params).fit(X, y)
+    target = int(np.argmax(reg.pdp_losses_))
+    reported = reg.pdp_losses_[target]
+    neighbour = np.arange(n) != target
+    full = ObjPertRegressor(**params).fit(X, y)
+    without = ObjPertRegressor(**params).fit(X[neighbour], y[neighbour])
+
+    def release_law(est):
+        H_inv = np.linalg.inv(est._ridge.chol @ est._ridge.chol.T)
+        return stats.multivariate_normal(est._ridge.coef, params["sigma"] ** 2 * H_inv @ H_inv)
+
+    # the most powerful statistic: the log-likelihood ratio of the two releases
+    law_p, law_q = release_law(without), release_law(full)
+
+    def statistic(draws):
+        return law_p.logpdf(draws) - law_q.logpdf(draws)
+
+    stat_without = statistic(without._release(rng, size=runs))
+    stat_full = statistic(full._release(rng, size=runs))
+    lower = epsilon_lower_bound(stat_without, stat_full, delta)
+    assert lower <= reported
+    assert lower > 0.6 * reported, (lower, reported)

@@ -5,6 +5,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_pdp import (
     AdaOPSRegressor,
+    ObjPertRegressor,
     OPSRegressor,
     OutputPerturbationRegressor,
     PDPReport,
@@ -16,6 +17,7 @@ ESTIMATORS = [
     OPSRegressor(),
     AdaOPSRegressor(),
     OutputPerturbationRegressor(),
+    ObjPertRegressor(),
     RandomProjectionRegressor(),
     # the default estimator made explicit, so that the bad-input matrix can
     # declare its bounds and seed (PDPReport() itself: tests/test_report.py)

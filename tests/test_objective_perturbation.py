@@ -1,0 +1,345 @@
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy import integrate, stats
+from sklearn.linear_model import Ridge
+
+from sklearn_pdp import ObjPertRegressor, PrivacyLeakWarning
+from sklearn_pdp._accounting import (
+    gaussian_epsilon,
+    objpert_delta,
+    objpert_epsilon,
+)
+from sklearn_pdp._base import DomainScaler
+from sklearn_pdp._objective_perturbation import objpert_dp_epsilon, objpert_noise_scale
+
+from ._mc import assert_matches_mc
+
+
+def _data(n=60, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+def _scaled(X, y, reg):
+    return DomainScaler(reg.data_norm_, reg.y_bound_, reg.fit_intercept).scale(X, y)
+
+
+def _brute_force_statistics(Xs, ys, alpha, i):
+    """(||x||^2, mu, x^T H^{-2} x, r) of row i w.r.t. the data without it."""
+    keep = np.arange(len(ys)) != i
+    H = Xs[keep].T @ Xs[keep] + alpha * np.eye(Xs.shape[1])
+    Hx = np.linalg.solve(H, Xs[i])
+    r = ys[i] - Xs[i] @ np.linalg.solve(H, Xs[keep].T @ ys[keep])
+    return Xs[i] @ Xs[i], Xs[i] @ Hx, Hx @ Hx, r
+
+
+# ------------------------------------------------------- privacy loss ------
+
+
+@pytest.mark.parametrize(
+    "d, alpha, sigma, target_norm, yz",
+    [(3, 0.5, 0.7, 0.9, -0.8), (2, 0.2, 2.0, 1.0, 1.0), (4, 0.05, 5.0, 1.0, -1.0)],
+)
+def test_loss_matches_monte_carlo_of_the_releases(d, alpha, sigma, target_norm, yz):
+    """Sample theta from both releases in d dimensions, evaluate the log-density
+    ratio with scipy (independently of the 2-D reduction), compare both
+    directions of the hockey-stick divergence."""
+    rng = np.random.default_rng(d)
+    n = 8
+    X = rng.normal(size=(n, d))
+    X *= rng.uniform(0.3, 1.0, (n, 1)) / np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.clip(X @ rng.normal(size=d) + 0.2 * rng.normal(size=n), -1, 1)
+    x = rng.normal(size=d)
+    x *= target_norm / np.linalg.norm(x)
+
+    def release(Xa, ya):
+        H_inv = np.linalg.inv(Xa.T @ Xa + alpha * np.eye(d))
+        return stats.multivariate_normal(H_inv @ Xa.T @ ya, sigma**2 * H_inv @ H_inv)
+
+    P = release(X, y)
+    Q = release(np.vstack([X, x]), np.append(y, yz))
+    tp, tq = P.rvs(300_000, random_state=rng), Q.rvs(300_000, random_state=rng)
+    loss_p = P.logpdf(tp) - Q.logpdf(tp)
+    loss_q = P.logpdf(tq) - Q.logpdf(tq)
+
+    H = X.T @ X + alpha * np.eye(d)
+    Hx = np.linalg.solve(H, x)
+    row = (x @ x, x @ Hx, Hx @ Hx, yz - x @ np.linalg.solve(H, X.T @ y), sigma)
+    # (larger eps make the add direction too rare for 3e5 draws)
+    for eps in (0.0, 0.2, 0.5):
+        assert_matches_mc(
+            objpert_delta(eps, *row, direction="remove"),
+            objpert_delta(eps, *row, direction="add"),
+            loss_p,
+            loss_q,
+            eps,
+        )
+
+
+def _reference_probability(t, m0, mu, s_perp, side, above):
+    """Adaptive-quadrature reference of P(L > t) / P(L < t) (see the
+    derivation in _accounting): outer zeta_perp by scipy.integrate.quad,
+    inner quadratic in zeta with scipy.stats."""
+    kappa, scale = mu * (2 + mu) / 2, 1 + mu
+    level = t + np.log1p(mu)
+
+    def inner(z):
+        a = m0 + s_perp * z
+        b, c = (a * scale, a**2 / 2 - level) if side == "P" else (a, -a**2 / 2 - level * scale**2)
+        disc = b * b - 4 * kappa * c
+        if disc <= 0:
+            return float(above)
+        lo, hi = sorted([(-b - np.sqrt(disc)) / (2 * kappa), (-b + np.sqrt(disc)) / (2 * kappa)])
+        if above:
+            return stats.norm.cdf(lo) + stats.norm.sf(hi)
+        return stats.norm.cdf(hi) - stats.norm.cdf(lo) if lo < 0 else stats.norm.sf(lo) - stats.norm.sf(hi)
+
+    edges = [-40, -8, -3, 0, 3, 8, 40]
+    return sum(
+        integrate.quad(lambda z: inner(z) * stats.norm.pdf(z), a, b, epsabs=0, epsrel=1e-11, limit=400)[0]
+        for a, b in zip(edges[:-1], edges[1:])
+    )
+
+
+def _reference_delta(eps, m0, mu, s_perp):
+    prob = _reference_probability
+    pq = prob(eps, m0, mu, s_perp, "P", True) - np.exp(eps) * prob(eps, m0, mu, s_perp, "Q", True)
+    qp = prob(-eps, m0, mu, s_perp, "Q", False) - np.exp(eps) * prob(-eps, m0, mu, s_perp, "P", False)
+    return max(pq, qp)
+
+
+@pytest.mark.parametrize(
+    "m0, mu, s_perp, delta",
+    [
+        (1.0, 0.01, 0.005, 1e-10),  # typical row: the small rules suffice
+        (0.3, 0.2, 0.2, 1e-6),
+        (0.0, 0.5, 3.0, 1e-10),  # zero residual, far from isotropic
+        (2.0, 0.05, 1.0, 1e-10),
+    ],
+)
+def test_epsilon_matches_adaptive_quadrature_down_to_1e_10(m0, mu, s_perp, delta):
+    """Against the adaptive-quadrature reference, the reported epsilon is
+    valid (its delta is at most the target, up to the reference's own
+    accuracy) and within a relative 1e-6 of the tight value."""
+    row = (1.0, mu, s_perp**2 + mu**2, m0, 1.0)  # ||x|| = 1, sigma = 1
+    eps = objpert_epsilon(delta, *row)
+    assert _reference_delta(eps, m0, mu, s_perp) <= delta * (1 + 1e-7)
+    assert _reference_delta(eps * (1 - 1e-6), m0, mu, s_perp) > delta
+
+
+def test_epsilon_inverts_delta_and_is_tight():
+    rng = np.random.default_rng(5)
+    mu = 10 ** rng.uniform(-4, 0, 30)
+    norm2 = rng.uniform(0.2, 1, 30)
+    w = mu**2 / norm2 * rng.uniform(1, 3, 30)
+    r = rng.normal(0, 1, 30)
+    for delta in (1e-3, 1e-8):
+        eps = objpert_epsilon(delta, norm2, mu, w, r, 0.5)
+        assert np.all(np.isfinite(eps)) and np.all(eps > 0)
+        achieved = objpert_delta(eps, norm2, mu, w, r, 0.5)
+        assert np.all(achieved <= delta)
+        assert_allclose(achieved, delta, rtol=1e-5)
+        assert np.all(objpert_delta(eps * (1 - 1e-6), norm2, mu, w, r, 0.5) > delta)
+
+
+def test_both_directions_are_needed_and_differ():
+    row = (1.0, 0.3, 0.3**2 + 0.01, 0.2, 1.0)
+    remove = objpert_epsilon(1e-6, *row, direction="remove")
+    add = objpert_epsilon(1e-6, *row, direction="add")
+    assert objpert_epsilon(1e-6, *row) == max(remove, add)
+    assert abs(remove - add) > 0.1 * max(remove, add)
+
+
+def test_limits():
+    # x = 0 loses nothing; infinite leverage has no finite epsilon
+    assert objpert_epsilon(1e-6, 0.0, 0.0, 0.0, 1.0, 1.0) == 0.0
+    assert objpert_epsilon(1e-6, 1.0, np.inf, np.inf, 1.0, 1.0) == np.inf
+    assert objpert_delta(1.0, 1.0, np.inf, np.inf, 1.0, 1.0) == 1.0
+    # vanishing leverage: the Gaussian mechanism with sensitivity ||x|| |r|
+    eps = objpert_epsilon(1e-6, 0.64, 1e-9, 1e-18 / 0.64, 1.5, 2.0)
+    assert eps == pytest.approx(gaussian_epsilon(1e-6, 0.8 * 1.5 / 2.0), rel=1e-6)
+    # x parallel to H^{-1} x (d = 1): a one-dimensional loss, still finite
+    assert np.isfinite(objpert_epsilon(1e-6, 1.0, 0.5, 0.25, 1.0, 1.0))
+    # the loss stays positive however large sigma is (the log-determinant term)
+    floor = objpert_epsilon(1e-6, 1.0, 0.1, 0.02, 1.0, 1e9)
+    assert floor == pytest.approx(objpert_epsilon(1e-6, 1.0, 0.1, 0.02, 0.0, 1.0), rel=1e-6)
+    assert floor > 0
+
+
+def test_loss_grows_towards_the_corner_of_the_domain():
+    """What the worst-case search relies on: the loss grows with |r|, with
+    ||x|| (all bounds scale with it) and with the radius of (mu, s_perp)."""
+    alpha, sigma, delta, n = 4.0, 3.0, 1e-6, 100
+    r_max = 1 + np.sqrt(n) / (2 * np.sqrt(alpha))
+    r = np.linspace(0, 12, 25)
+    eps_r = objpert_epsilon(delta, 1.0, 0.1, 0.02, r, sigma)
+    assert np.all(np.diff(eps_r) > 0)
+    rad, ang = np.meshgrid(np.linspace(0.05, 1, 12) / alpha, np.linspace(0.01, 1.5, 12))
+    mu, s = rad * np.cos(ang), rad * np.sin(ang)
+    eps = objpert_epsilon(delta, 1.0, mu, mu**2 + s**2, r_max, sigma)
+    assert np.all(np.diff(eps, axis=1) > 0)  # along every ray
+    # shrinking ||x|| scales mu, w and the residual term down
+    for a in (0.2, 0.5, 0.9):
+        small = objpert_epsilon(delta, a, a * mu, a * (mu**2 + s**2), r_max, sigma)
+        assert np.all(small <= eps)
+    # no point of the disc beats the reported worst case, which is attained
+    worst = objpert_dp_epsilon(delta, alpha, sigma, n)
+    assert np.all(eps <= worst)
+    assert eps[:, -1].max() > worst * (1 - 1e-3)
+
+
+# ----------------------------------------------------------- estimator ------
+
+
+def test_sherman_morrison_statistics_and_pdp_losses_match_brute_force():
+    X, y = _data(n=40)
+    reg = ObjPertRegressor(
+        sigma=0.8, alpha=0.5, data_norm=3.0, y_bound=4.0, random_state=0
+    ).fit(X, y)
+    Xs, ys = _scaled(X, y, reg)
+    brute = np.array([_brute_force_statistics(Xs, ys, 0.5, i) for i in range(len(y))])
+    from sklearn_pdp._objective_perturbation import _remove_row
+
+    stats_full = reg._ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True)
+    assert_allclose(np.column_stack(_remove_row(stats_full)), brute, rtol=1e-10)
+    assert_allclose(reg.pdp_losses_, objpert_epsilon(1e-6, *brute.T, 0.8), rtol=1e-7)
+
+
+def test_pdp_epsilon_of_new_targets():
+    X, y = _data()
+    reg = ObjPertRegressor(sigma=1.0, data_norm=3.0, y_bound=4.0).fit(X, y)
+    X_new, y_new = _data(n=7, seed=1)
+    Xs, ys = _scaled(X, y, reg)
+    Xn, yn = _scaled(X_new, y_new, reg)
+    H = Xs.T @ Xs + reg.alpha * np.eye(Xs.shape[1])
+    Hx = np.linalg.solve(H, Xn.T).T
+    expected = objpert_epsilon(
+        1e-6, np.einsum("ij,ij->i", Xn, Xn), np.einsum("ij,ij->i", Xn, Hx),
+        np.einsum("ij,ij->i", Hx, Hx), yn - Xn @ np.linalg.solve(H, Xs.T @ ys), 1.0,
+    )
+    assert_allclose(reg.pdp_epsilon(X_new, y_new), expected, rtol=1e-7)
+    worst = reg.pdp_epsilon(X_new)
+    for label in (-4.0, -1.0, 0.0, 2.5, 4.0):
+        assert np.all(worst >= reg.pdp_epsilon(X_new, np.full(7, label)) - 1e-12)
+
+
+def test_dp_epsilon_bounds_adversarial_data_sets():
+    """The guarantee holds on data built to be bad: one row alone in its
+    direction at norm 1 with the worst label, and arbitrary new targets."""
+    rng = np.random.default_rng(4)
+    n, alpha, worst = 30, 2.0, 0.0
+    for trial in range(4):
+        X = rng.normal(size=(n, 3))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        y = np.sign(rng.normal(size=n))
+        X[1:] *= [1.0, 0.02, 0.5][trial % 3]
+        y[0] = -np.sign(X[0, 0])
+        reg = ObjPertRegressor(
+            sigma=2.0, alpha=alpha, data_norm=1.0, y_bound=1.0,
+            fit_intercept=False,
+        ).fit(X, y)
+        assert np.all(reg.pdp_losses_ <= reg.dp_epsilon_)
+        targets = rng.normal(size=(200, 3))
+        targets /= np.linalg.norm(targets, axis=1, keepdims=True)
+        assert np.all(reg.pdp_epsilon(targets) <= reg.dp_epsilon_)
+        worst = max(worst, reg.pdp_epsilon(targets).max() / reg.dp_epsilon_)
+    # not vacuous: the worst target comes within a factor 4 (the residual
+    # bound 1 + sqrt(n)/(2 sqrt(alpha)) is not attained by real data)
+    assert worst > 0.25
+    reg0 = ObjPertRegressor(sigma=1.0, alpha=0.0, data_norm=1.0, y_bound=1.0)
+    assert reg0.fit(X, y).dp_epsilon_ == np.inf
+
+
+def test_epsilon_budget_calibrates_sigma():
+    X, y = _data(n=200)
+    reg = ObjPertRegressor(epsilon=3.0, sigma=None, alpha=20.0, data_norm=3.0, y_bound=4.0).fit(X, y)
+    assert reg.dp_epsilon_ <= 3.0
+    assert reg.dp_epsilon_ == pytest.approx(3.0, rel=1e-6)
+    # a little less noise would break the budget
+    assert objpert_dp_epsilon(1e-6, 20.0, reg.noise_scale_ * (1 - 1e-6), 200) > 3.0
+    fixed = ObjPertRegressor(
+        sigma=reg.noise_scale_, alpha=20.0, data_norm=3.0, y_bound=4.0
+    ).fit(X, y)
+    assert_allclose(fixed.pdp_losses_, reg.pdp_losses_)
+
+
+def test_budget_below_the_floor_is_a_clear_error():
+    X, y = _data()
+    with pytest.raises(ValueError, match="epsilon=0.5 cannot be reached with alpha=1.0"):
+        ObjPertRegressor(epsilon=0.5, sigma=None, alpha=1.0, data_norm=3.0, y_bound=4.0).fit(X, y)
+    with pytest.raises(ValueError, match="alpha > 0"):
+        objpert_noise_scale(1.0, 1e-6, 0.0, 10)
+
+
+@pytest.mark.parametrize("epsilon, sigma", [(None, None), (1.0, 2.0)])
+def test_exactly_one_of_epsilon_and_sigma(epsilon, sigma):
+    X, y = _data()
+    with pytest.raises(ValueError, match="exactly one of epsilon and sigma"):
+        ObjPertRegressor(epsilon=epsilon, sigma=sigma, data_norm=3.0, y_bound=4.0).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "param, value",
+    [("epsilon", 0.0), ("sigma", 0.0), ("sigma", -1.0), ("alpha", -0.1), ("delta", 1.0), ("delta", 0.0),
+     ("data_norm", 0.0), ("y_bound", -1.0), ("sigma", "big")],
+)
+def test_invalid_parameters_name_the_parameter(param, value):
+    X, y = _data()
+    with pytest.raises(ValueError, match=param):
+        ObjPertRegressor(**{param: value}).fit(X, y)
+
+
+def test_converges_to_ridge_as_sigma_vanishes():
+    X, y = _data(n=200)
+    reg = ObjPertRegressor(
+        sigma=1e-10, alpha=2.0, data_norm=4.0, y_bound=5.0, random_state=0
+    ).fit(X, y)
+    Xs, ys = _scaled(X, y, reg)
+    ridge = Ridge(alpha=2.0, fit_intercept=False).fit(Xs, ys)
+    assert_allclose(reg.predict(X) / 5.0, ridge.predict(Xs), atol=1e-8)
+
+
+def test_release_has_the_stated_distribution():
+    """H (theta - theta_hat) / sigma must be N(0, I) (it is -b / sigma)."""
+    X, y = _data(n=30, d=2)
+    sigma = 0.7
+    reg = ObjPertRegressor(
+        sigma=sigma, alpha=1.0, data_norm=3.0, y_bound=4.0, fit_intercept=False
+    ).fit(X, y)
+    draws = reg._release(np.random.default_rng(0), size=4000)
+    Xs, ys = _scaled(X, y, reg)
+    H = Xs.T @ Xs + np.eye(2)
+    z = (draws - np.linalg.solve(H, Xs.T @ ys)) @ H / sigma
+    p = stats.chi2.sf((z**2).sum(), df=z.size)
+    assert 1e-6 < p < 1 - 1e-6
+    assert np.all(np.abs(z.mean(axis=0)) * np.sqrt(len(z)) < 4.9)
+    assert abs(np.corrcoef(z.T)[0, 1]) * np.sqrt(len(z)) < 4.9
+    a = ObjPertRegressor(sigma=1.0, data_norm=3.0, y_bound=4.0, random_state=3)
+    b = ObjPertRegressor(sigma=1.0, data_norm=3.0, y_bound=4.0, random_state=3)
+    assert_allclose(a.fit(X, y).coef_, b.fit(X, y).coef_)
+
+
+def test_missing_bounds_warn():
+    X, y = _data()
+    with pytest.warns(PrivacyLeakWarning):
+        ObjPertRegressor(sigma=1.0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        ObjPertRegressor(sigma=1.0, data_norm=1.0, y_bound=1.0).fit(X, y)
+
+
+def test_chunked_passes_do_not_depend_on_chunk_size():
+    import sklearn
+
+    X, y = _data(n=2000, d=4)
+    params = dict(epsilon=None, sigma=1.0, data_norm=4.0, y_bound=5.0, random_state=0)
+    whole = ObjPertRegressor(**params).fit(X, y)
+    with sklearn.config_context(working_memory=0.01):
+        small = ObjPertRegressor(**params).fit(X, y)
+    assert_allclose(small.coef_, whole.coef_, rtol=1e-10)
+    assert_allclose(small.pdp_losses_, whole.pdp_losses_, rtol=1e-8)
