@@ -1,11 +1,12 @@
 """The estimators the benchmarks run, built for a privacy budget.
 
 ``FACTORIES`` maps a short name to a function ``factory(epsilon, delta,
-n_samples, *, data_norm, y_bound, random_state)`` returning an unfitted
-estimator whose data-independent guarantee ``dp_epsilon_`` at ``delta`` is at
-most ``epsilon`` for training sets of ``n_samples`` rows. The first line of a
-factory's docstring says how it meets the budget; it is printed with the
-results. Adding an estimator is one entry, for example
+n_samples, n_features, *, data_norm, y_bound, random_state)`` returning an
+unfitted estimator whose data-independent guarantee ``dp_epsilon_`` at
+``delta`` is at most ``epsilon`` for training sets of ``n_samples`` rows and
+``n_features`` features (both public). The first line of a factory's
+docstring says how it meets the budget; it is printed with the results.
+Adding an estimator is one entry, for example
 ``"adaops": with_epsilon("AdaOPSRegressor")``.
 """
 
@@ -13,6 +14,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 import sklearn_pdp
+from sklearn_pdp._objective_perturbation import objpert_dp_epsilon
 from sklearn_pdp._ops import ops_dp_epsilon
 
 
@@ -66,7 +68,9 @@ def ops_alpha(epsilon, delta, n_samples):
     return 1.0 / inverse
 
 
-def make_ops(epsilon, delta, n_samples, *, data_norm, y_bound, random_state=None):
+def make_ops(
+    epsilon, delta, n_samples, n_features, *, data_norm, y_bound, random_state=None
+):
     """OPSRegressor: alpha = sqrt(n) (more for budgets that need it, see ops_alpha), gamma = the largest value whose dp_epsilon_ is within the budget (root search on sklearn_pdp._ops.ops_dp_epsilon).
 
     alpha = sqrt(n) (n is public) keeps the worst-case residual bound
@@ -84,24 +88,67 @@ def make_ops(epsilon, delta, n_samples, *, data_norm, y_bound, random_state=None
     )
 
 
-def with_epsilon(class_name):
-    """Factory of an estimator that takes the budget as ``epsilon`` directly."""
+def half_wu_alpha(epsilon, delta, n_samples, n_features):
+    """alpha = sqrt(n d / epsilon) / 2, d counting the constant feature: half of Wu et al.'s data-independent rule"""
+    return 0.5 * np.sqrt(n_samples * (n_features + 1) / epsilon)
 
-    def make(epsilon, delta, n_samples, *, data_norm, y_bound, random_state=None):
+
+def objpert_alpha(epsilon, delta, n_samples, n_features):
+    """alpha = sqrt(n d / epsilon) / 2 as for output perturbation, raised if needed so that epsilon can be reached (the loss floor as sigma -> inf is at most epsilon / 2)
+
+    Objective perturbation loses about log(1 + 1/alpha) however much noise it
+    adds (the noise covariance H^{-2} itself depends on the data), so small
+    budgets need more regularisation, as for OPS (:func:`ops_alpha`).
+    """
+    alpha = half_wu_alpha(epsilon, delta, n_samples, n_features)
+
+    def floor(inv_alpha):
+        return objpert_dp_epsilon(delta, 1 / inv_alpha, 1.0, n_samples, residual=0.0)
+
+    if floor(1 / alpha) <= epsilon / 2:
+        return alpha
+    return 1.0 / _largest(floor, epsilon / 2, hi=-np.log(alpha))
+
+
+def with_epsilon(class_name, **params):
+    """Factory of an estimator that takes the budget as ``epsilon`` directly.
+
+    ``params`` are further parameters: constants, or functions
+    ``rule(epsilon, delta, n_samples, n_features)`` of public quantities only
+    (the first line of a rule's docstring is printed with the results).
+    """
+
+    def make(
+        epsilon, delta, n_samples, n_features, *, data_norm, y_bound, random_state=None
+    ):
         cls = getattr(sklearn_pdp, class_name)
+        chosen = {
+            name: rule(epsilon, delta, n_samples, n_features) if callable(rule) else rule
+            for name, rule in params.items()
+        }
         return cls(
             epsilon=epsilon,
             delta=delta,
             data_norm=data_norm,
             y_bound=y_bound,
             random_state=random_state,
+            **chosen,
         )
 
-    make.__doc__ = f"{class_name} with ``epsilon`` and ``delta`` set to the budget."
+    notes = [
+        f"{name} = {rule!r}" if not callable(rule) else rule.__doc__.splitlines()[0]
+        for name, rule in params.items()
+    ]
+    make.__doc__ = f"{class_name} with ``epsilon`` and ``delta`` set to the budget" + (
+        "; " + "; ".join(notes) if notes else ""
+    ) + "."
     return make
 
 
 FACTORIES = {
     "ops": make_ops,
+    "adaops": with_epsilon("AdaOPSRegressor"),
+    "outpert": with_epsilon("OutputPerturbationRegressor", alpha=half_wu_alpha),
+    "objpert": with_epsilon("ObjPertRegressor", sigma=None, alpha=objpert_alpha),
+    "randproj": with_epsilon("RandomProjectionRegressor"),
 }
-

@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/run.py utility      # test MSE grid -> doc/benchmarks/utility.md
     python benchmarks/run.py speed        # fit time and memory -> doc/benchmarks/speed.md
     python benchmarks/run.py all
+    python benchmarks/run.py all --quick  # smoke test of every estimator, seconds
 
 ``--help`` on each command lists its options (estimators, sizes, repeats).
 Every estimator comes from :mod:`registry`, built for the privacy budget.
@@ -96,7 +97,7 @@ def markdown_table(header, rows):
     return "\n".join(lines)
 
 
-def write_page(name, title, intro, names, table, command):
+def write_page(name, title, intro, names, table, command, write=True):
     text = "\n\n".join(
         [
             f"# {title}",
@@ -107,10 +108,13 @@ def write_page(name, title, intro, names, table, command):
             f"Produced by `{command}`.",
         ]
     )
+    print(text)
+    if not write:
+        print("\n--quick: smoke run, nothing written")
+        return
     DOC_DIR.mkdir(parents=True, exist_ok=True)
     path = DOC_DIR / f"{name}.md"
     path.write_text(text + "\n")
-    print(text)
     print(f"\nwritten to {path}")
 
 
@@ -187,10 +191,13 @@ def utility(args):
             for name in names:
                 for eps in args.epsilon:
                     est = FACTORIES[name](
-                        eps, DELTA, X_tr.shape[0], data_norm=data_norm,
+                        eps, DELTA, *X_tr.shape, data_norm=data_norm,
                         y_bound=y_bound, random_state=split,
                     ).fit(X_tr, y_tr)
-                    if not est.dp_epsilon_ <= eps * (1 + 1e-9):
+                    # Estimators calibrated by a root search may report an
+                    # epsilon above the budget by the search tolerance
+                    # (RandomProjectionRegressor: about 1e-8 relative).
+                    if not est.dp_epsilon_ <= eps * (1 + 1e-6):
                         raise RuntimeError(
                             f"{name}: dp_epsilon_={est.dp_epsilon_} exceeds the budget {eps}"
                         )
@@ -220,7 +227,8 @@ def utility(args):
         f"bounds data_norm = y_bound = 1; a new data set per split."
     )
     write_page("utility", "Utility against privacy", intro, names, table,
-               "python benchmarks/run.py " + " ".join(sys.argv[1:]))
+               "python benchmarks/run.py " + " ".join(sys.argv[1:]),
+               write=not args.quick)
 
 
 # ---------------------------------------------------------------------------
@@ -232,10 +240,10 @@ def _reference():
     return Ridge(solver="cholesky")
 
 
-def _build(name, n):
+def _build(name, n, d):
     if name == "ridge":
         return _reference()
-    return FACTORIES[name](1.0, DELTA, n, data_norm=1.0, y_bound=1.0, random_state=0)
+    return FACTORIES[name](1.0, DELTA, n, d, data_norm=1.0, y_bound=1.0, random_state=0)
 
 
 def _time_worker(names, n, d, repeat):
@@ -244,7 +252,7 @@ def _time_worker(names, n, d, repeat):
     times = {name: [] for name in ["ridge", *names]}
     for _ in range(repeat):
         for name in times:
-            est = _build(name, n)
+            est = _build(name, n, d)
             start = time.perf_counter()
             est.fit(X, y)
             times[name].append(time.perf_counter() - start)
@@ -261,7 +269,7 @@ def _memory_worker(name, n, d):
     data was created (includes everything: BLAS buffers, interpreter).
     """
     X, y = synthetic(n, d, 0)
-    est = _build(name, n)
+    est = _build(name, n, d)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()
     est.fit(X, y)
@@ -316,7 +324,8 @@ def speed(args):
         "in the unit ball; budget epsilon = 1, delta = 1e-6."
     )
     write_page("speed", "Fit speed and memory", intro, names, table,
-               "python benchmarks/run.py " + " ".join(sys.argv[1:]))
+               "python benchmarks/run.py " + " ".join(sys.argv[1:]),
+               write=not args.quick)
 
 
 # ---------------------------------------------------------------------------
@@ -340,13 +349,21 @@ def main(argv=None):
             "--estimators", nargs="+", choices=sorted(FACTORIES),
             default=sorted(FACTORIES),
         )
+        sub.add_argument(
+            "--quick", action="store_true",
+            help="smoke test: tiny sizes, one or two repeats, writes nothing into doc/",
+        )
     args = parser.parse_args(argv)
+    if args.quick and args.command == "utility":
+        args.n, args.epsilon, args.splits = [1_000], [0.3, 3.0], 2
+    elif args.quick and args.command == "speed":
+        args.n, args.d, args.repeat = [2_000], [10], 1
     print(environment(), "\n", flush=True)
     warnings.simplefilter("error", sklearn_pdp.PrivacyLeakWarning)
     if args.command == "all":
-        estimators = ["--estimators", *args.estimators]
-        main(["utility", *estimators])
-        main(["speed", *estimators])
+        options = ["--estimators", *args.estimators] + ["--quick"] * args.quick
+        main(["utility", *options])
+        main(["speed", *options])
     else:
         {"utility": utility, "speed": speed}[args.command](args)
 

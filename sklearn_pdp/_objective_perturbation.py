@@ -73,7 +73,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         The bounds used (the parameters, or the data's own when not given).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when X has string column names.
 
     See Also

@@ -234,7 +234,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     The corrected AdaOPS algorithm (Wang 2017, Algorithm 1; see Notes). The
     smallest eigenvalue of X^T X is released with Gaussian noise; from it the
     ridge strength ``alpha_`` is chosen so that, except with probability
-    delta_3, every eigenvalue of X^T X + alpha_ I is at least the floor
+    delta_3, every eigenvalue of ``X^T X + alpha_ I`` is at least the floor
     ``h = n / (d kappa)``. That bounds the leverage and residual of every
     possible target, and ``gamma_`` is the largest posterior scaling for which
     One Posterior Sample at the worst such target stays within its share of
@@ -312,7 +312,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         The bounds used (the parameters, or the data's own when not given).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when X has string column names.
 
     See Also

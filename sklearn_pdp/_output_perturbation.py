@@ -40,8 +40,8 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
     noise : {"gaussian", "laplace"}, default="gaussian"
         ``"gaussian"``: N(0, noise_scale_^2 I). ``"laplace"``: the
         norm-exponential distribution of Wu et al., density proportional to
-        ``exp(-||k||_2 / noise_scale_)``, sampled as a Gamma(d, noise_scale_)
-        radius times a uniform direction.
+        ``exp(-||k||_2 / noise_scale_)``, sampled as a
+        ``Gamma(d, noise_scale_)`` radius times a uniform direction.
     alpha : float, default=1.0
         Ridge strength on the scaled data, as ``Ridge(alpha=alpha,
         fit_intercept=False)`` would use it there (sum of squared errors
@@ -93,7 +93,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         The bounds used (the parameters, or the data's own when not given).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when X has string column names.
 
     See Also

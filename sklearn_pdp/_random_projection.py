@@ -75,7 +75,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         Released intercept (0.0 when ``fit_intercept=False``).
     n_components_ : int
         Number of sketch rows used.
-    sketch_ : ndarray of shape (n_components_, n_features + fit_intercept + 1)
+    sketch_ : ndarray of shape (`n_components_`, n_features + fit_intercept + 1)
         The released noisy sketch of the scaled ``[X, y]`` (last column: y).
         ``coef_`` is computed from it alone.
     pdp_losses_ : ndarray of shape (n_samples,)
@@ -95,7 +95,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         The bounds used (the parameters, or the data's own when not given).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when X has string column names.
 
     See Also

@@ -67,7 +67,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         the worst-case guarantee overstates the loss of a typical row).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when X has string column names.
 
     See Also

@@ -152,7 +152,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when X has string column names.
 
     See Also
