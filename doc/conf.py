@@ -99,6 +99,10 @@ if _skipped:
 # (SKLEARN_PDP_GALLERY=quick) executes only these.
 QUICK_EXAMPLES = [
     "plot_ops_pdp_vs_dp.py",
+    "plot_output_perturbation_figure1.py",
+    "plot_compare_mechanisms.py",
+    "plot_private_tuning.py",
+    "plot_pdp_report_pipeline.py",
 ]
 if os.environ.get("SKLEARN_PDP_GALLERY") == "quick":
     _pattern = "(" + "|".join(re.escape(name) for name in QUICK_EXAMPLES) + ")$"

@@ -1,7 +1,7 @@
 """
-=====================================================================
+============================================================
 Per-instance versus worst-case privacy of posterior sampling
-=====================================================================
+============================================================
 
 One Posterior Sample (OPS) releases a single draw from a scaled ridge
 posterior; its parameter ``gamma`` trades privacy for utility. This example
