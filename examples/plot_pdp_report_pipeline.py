@@ -14,7 +14,6 @@ with known constants).
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 from sklearn.datasets import load_diabetes
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
