@@ -160,10 +160,6 @@ class ObjPertRegressor(PrivateRegressorMixin):
     def _fit_scaled(self, data, rng):
         self.noise_scale_ = self._noise_scale(data.n_samples)
         self._ridge = Ridge(*data.gram(), self.alpha)
-        stats = self._ridge.training_statistics(data, inverse_norm=True, norm=True)
-        self.pdp_losses_ = objpert_epsilon(
-            self.delta, *_remove_row(stats), self.noise_scale_
-        )
         self.dp_epsilon_ = objpert_dp_epsilon(
             self.delta, self.alpha, self.noise_scale_, data.n_samples
         )
@@ -179,6 +175,10 @@ class ObjPertRegressor(PrivateRegressorMixin):
         b = self.noise_scale_ * rng.standard_normal(d if size is None else (d, size))
         shift = linalg.cho_solve((self._ridge.chol, True), b, check_finite=False)
         return self._ridge.coef - (shift if size is None else shift.T)
+
+    def _training_epsilon(self, Xs, ys):
+        stats = self._ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True)
+        return objpert_epsilon(self.delta, *_remove_row(stats), self.noise_scale_)
 
     def _target_epsilon(self, Xs, ys):
         stats = self._ridge.row_statistics(Xs, inverse_norm=True, norm=True)

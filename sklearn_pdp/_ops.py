@@ -131,9 +131,6 @@ class OPSRegressor(PrivateRegressorMixin):
 
     def _fit_scaled(self, data, rng):
         self._ridge = Ridge(*data.gram(), self.alpha)
-        self.pdp_losses_ = ops_training_epsilon(
-            self._ridge, data, self.delta, self.gamma
-        )
         self.dp_epsilon_ = ops_dp_epsilon(
             self.delta, self.alpha, self.gamma, data.n_samples
         )
@@ -144,6 +141,9 @@ class OPSRegressor(PrivateRegressorMixin):
     def _release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled coordinates)."""
         return self._ridge.coef + self._ridge.sample(rng, self.noise_scale_, size)
+
+    def _training_epsilon(self, Xs, ys):
+        return ops_training_epsilon(self._ridge, Xs, ys, self.delta, self.gamma)
 
     def _target_epsilon(self, Xs, ys):
         return ops_target_epsilon(self._ridge, Xs, ys, self.delta, self.gamma)
@@ -161,15 +161,11 @@ def ops_dp_epsilon(delta, alpha, gamma, n_samples):
     return ops_epsilon(delta, 1.0 / alpha, r, gamma)
 
 
-def ops_training_epsilon(ridge, data, delta, gamma):
-    """Exact OPS epsilon of removing each training row (one chunked pass)."""
-
-    def chunk(Xs, ys):
-        stats = ridge.row_statistics(Xs, ys)
-        mu, r = leave_one_out(stats["leverage"], stats["residual"])
-        return ops_epsilon(delta, mu, r, gamma)
-
-    return data.map_rows(chunk)
+def ops_training_epsilon(ridge, Xs, ys, delta, gamma):
+    """Exact OPS epsilon of removing each of the training rows ``Xs``."""
+    stats = ridge.row_statistics(Xs, ys)
+    mu, r = leave_one_out(stats["leverage"], stats["residual"])
+    return ops_epsilon(delta, mu, r, gamma)
 
 
 def ops_target_epsilon(ridge, Xs, ys, delta, gamma):
@@ -453,10 +449,10 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         self._sigma = {"eigen": gaussian_noise_scale(*budget["eigen"])}
         if budget["mean"][0] > 0:
             self._sigma["mean"] = gaussian_noise_scale(*budget["mean"])
-            total = sum(ys.sum() for _, _, ys in data.chunks())
+            total = data.reduce(lambda start, Xs, ys: ys.sum())
             noisy = total + self._sigma["mean"] * rng.standard_normal()
             data.scaler.y_offset = float(np.clip(noisy / n, -1.0, 1.0))
-            _, Xty = data.gram()
+            Xty = data.reduce(lambda start, Xs, ys: Xs.T @ ys)
         self._Xty, self._n = Xty, n
         self._margin = -self._sigma["eigen"] * ndtri(budget["margin"])
         self._gammas = {}
@@ -482,18 +478,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         self.dp_epsilon_ = float(sum(budget[k][0] for k in self._sigma) + sample_dp)
         self.dp_delta_ = self.delta
 
-        # Per instance the margin event is not needed: its delta goes to OPS.
         self._ridge = Ridge(XtX, Xty, self.alpha_)
-        losses = ops_training_epsilon(
-            self._ridge, data, delta_sample + budget["margin"], self.gamma_
-        )
-        sens = {"eigen": np.empty(n), "mean": np.empty(n)}
-        for rows, Xs, ys in data.chunks():
-            sens["eigen"][rows] = lambda_min_change(*self._eig, Xs)
-            sens["mean"][rows] = np.abs(data.scaler.scale_labels(data.y[rows], centre=False))
-        for key, sigma in self._sigma.items():
-            losses += gaussian_epsilon(budget[key][1], sens[key] / sigma)
-        self.pdp_losses_ = np.minimum(losses, self.dp_epsilon_)
         return draw["theta"][0]
 
     def _regularisation(self, lambda_tilde):
@@ -568,6 +553,18 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         private label mean stays at its fitted value."""
         theta = self._mechanism(rng, 1 if size is None else size)["theta"]
         return theta[0] if size is None else theta
+
+    def _training_epsilon(self, Xs, ys):
+        budget = self._budget()
+        # Per instance the margin event is not needed: its delta goes to OPS.
+        eps = ops_training_epsilon(
+            self._ridge, Xs, self._scaler.centre(ys),
+            budget["sample"][1] + budget["margin"], self.gamma_,
+        )
+        sens = {"eigen": lambda_min_change(*self._eig, Xs), "mean": np.abs(ys)}
+        for key, sigma in self._sigma.items():
+            eps += gaussian_epsilon(budget[key][1], sens[key] / sigma)
+        return np.minimum(eps, self.dp_epsilon_)
 
     def _label_magnitude(self, ys):
         """|y| before centring, from labels centred by the released mean and

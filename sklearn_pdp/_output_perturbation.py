@@ -231,12 +231,10 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             self.noise_scale_ = self.sensitivity_ / self.epsilon
             self.dp_delta_ = 0.0
         self.dp_epsilon_ = float(self.epsilon)
-
-        sensitivities = np.empty(data.n_samples)
-        for rows, Xs, ys in data.chunks():
-            sensitivities[rows] = self._row_sensitivity(Xs, ys, in_sample=True)
-        self.pdp_losses_ = self._epsilon(sensitivities)
         return self._release(rng)
+
+    def _training_epsilon(self, Xs, ys):
+        return self._epsilon(self._row_sensitivity(Xs, ys, in_sample=True))
 
     def _row_sensitivity(self, Xs, ys, in_sample):
         """||theta(larger) - theta(smaller)|| for each row (or its upper bound).

@@ -15,6 +15,8 @@ from .exceptions import PrivacyLeakWarning
 # Rows of the data per independently seeded column block of S. Fixed, so the
 # sketch depends only on random_state, never on how the data are chunked.
 _SKETCH_BLOCK = 512
+# tau_in above this is 1 up to rounding: the row alone spans a direction
+_ONE = 1.0 - 1e-12
 # A row of [X y] has squared norm at most 2 in the scaled domain.
 _MAX_SQ_NORM = 2.0
 # Unit of the paper's projection-size rules (its data sets have n = 1000 k).
@@ -232,25 +234,20 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         self.sketch_ = SZ + noise * np.sqrt(penalty)
         theta = linalg.lstsq(self.sketch_[:, :p], self.sketch_[:, p], check_finite=False)[0]
 
-        tau_in = np.empty(data.n_samples)
-        for rows, Xs, ys in data.chunks():
-            tau_in[rows] = self._tau(np.column_stack((Xs, ys)))
-        # A row alone spanning a direction of Sigma has tau_in = 1 exactly;
-        # within rounding of 1 report it as such (infinite loss), never as a
-        # large finite number that rounding produced.
-        tau_in[tau_in > 1.0 - 1e-12] = 1.0
-        # Sherman-Morrison: tau of the data set without the row (residual unused)
-        tau, _ = leave_one_out(tau_in, np.zeros_like(tau_in))
-        self.pdp_losses_ = chi2_epsilon(self.delta, tau, k)
-        exposed = int(np.isinf(tau).sum())
-        if exposed:
-            warnings.warn(
-                f"{exposed} training row(s) alone span a direction of the released "
-                "sketch's covariance (possible only without noise on some column): "
-                "their privacy loss is infinite.",
-                PrivacyLeakWarning,
-                stacklevel=4,
+        if self.variant == "paper":
+            # only without noise on a column can a row alone span a direction
+            # of Sigma (tau_in = 1); counting them costs one more pass
+            exposed = data.reduce(
+                lambda start, Xs, ys: int(np.sum(self._tau(np.column_stack((Xs, ys))) > _ONE))
             )
+            if exposed:
+                warnings.warn(
+                    f"{exposed} training row(s) alone span a direction of the "
+                    "released sketch's covariance (possible only without noise on "
+                    "some column): their privacy loss is infinite.",
+                    PrivacyLeakWarning,
+                    stacklevel=4,
+                )
         return theta
 
     def _factor_sigma(self, sigma):
@@ -299,6 +296,16 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         draw = G @ chol.T
         return draw if self._basis is None else draw @ self._basis.T
 
+    def _training_epsilon(self, Xs, ys):
+        tau_in = self._tau(np.column_stack((Xs, ys)))
+        # A row alone spanning a direction of Sigma has tau_in = 1 exactly;
+        # within rounding of 1 report it as such (infinite loss), never as a
+        # large finite number that rounding produced.
+        tau_in[tau_in > _ONE] = 1.0
+        # Sherman-Morrison: tau of the data set without the row (residual unused)
+        tau, _ = leave_one_out(tau_in, np.zeros_like(tau_in))
+        return chi2_epsilon(self.delta, tau, self.n_components_)
+
     def _target_epsilon(self, Xs, ys):
         if ys is None:
             # tau is convex in the label: the worst one is an end of [-1, 1]
@@ -313,41 +320,31 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
 def _sketch_pass(data, n_components, seed):
     """One pass: Z^T Z, per-column sums and maxima of squares, and S Z.
 
-    Z = [Xs ys]. Column block b of S (rows b B .. (b+1) B - 1 of Z) is drawn
-    from its own generator, seeded by ``seed`` with spawn key (0, b); the rows
-    of Z are regrouped into those fixed blocks across chunks, so the result
-    does not depend on the chunk size. Memory: O(n_components (d + 1) + B).
+    Z = [Xs ys]. Column block b of S (rows b B .. (b+1) B - 1 of Z, B = 512)
+    is drawn from its own generator, seeded by ``seed`` with spawn key
+    (0, b), and a chunk of rows uses the columns of the blocks it overlaps:
+    S never exists whole, and the result depends on how the rows are chunked
+    (in memory or in Dask blocks) only through the order of summation.
+    Memory: O(n_components (d + 1 + B)) per chunk.
     """
-    p1 = data.n_features + 1
-    ZtZ = np.zeros((p1, p1))
-    col_sq = np.zeros(p1)
-    col_max_sq = np.zeros(p1)
-    SZ = np.zeros((n_components, p1))
-    block = np.empty((_SKETCH_BLOCK, p1))
-    fill = index = 0
 
-    def flush(rows):
-        s_block = np.random.default_rng(
-            np.random.SeedSequence(seed.entropy, spawn_key=(0, index))
-        ).standard_normal((n_components, _SKETCH_BLOCK))
-        SZ[...] += s_block[:, :rows] @ block[:rows]
-
-    for _, Xs, ys in data.chunks():
+    def part(start, Xs, ys):
         Z = np.column_stack((Xs, ys))
-        ZtZ += Z.T @ Z
-        np.maximum(col_max_sq, (Z**2).max(axis=0), out=col_max_sq)
-        col_sq += np.einsum("ij,ij->j", Z, Z)
-        start = 0
-        while start < len(Z):
-            take = min(_SKETCH_BLOCK - fill, len(Z) - start)
-            block[fill : fill + take] = Z[start : start + take]
-            fill, start = fill + take, start + take
-            if fill == _SKETCH_BLOCK:
-                flush(fill)
-                fill, index = 0, index + 1
-    if fill:
-        flush(fill)
-    return ZtZ, col_sq, col_max_sq, SZ
+        SZ = np.zeros((n_components, Z.shape[1]))
+        stop = start + len(Z)
+        for b in range(start // _SKETCH_BLOCK, -(-stop // _SKETCH_BLOCK)):
+            first = b * _SKETCH_BLOCK
+            lo, hi = max(start, first), min(stop, first + _SKETCH_BLOCK)
+            s_block = np.random.default_rng(
+                np.random.SeedSequence(seed.entropy, spawn_key=(0, b))
+            ).standard_normal((n_components, _SKETCH_BLOCK))
+            SZ += s_block[:, lo - first : hi - first] @ Z[lo - start : hi - start]
+        return Z.T @ Z, np.einsum("ij,ij->j", Z, Z), (Z**2).max(axis=0), SZ
+
+    def combine(a, b):
+        return a[0] + b[0], a[1] + b[1], np.maximum(a[2], b[2]), a[3] + b[3]
+
+    return data.reduce(part, combine)
 
 
 def paper_noise_scale(epsilon, n_components, col_sq, col_max_sq):

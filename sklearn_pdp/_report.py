@@ -11,13 +11,10 @@ from sklearn.base import (
     clone,
 )
 from sklearn.utils._param_validation import HasMethods, Interval
-from sklearn.utils.validation import (
-    _check_feature_names_in,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
-from ._base import Ridge, ScaledData
+from ._base import Ridge
+from ._data import compute, persist, quantiles, scaled_data, validate_rows
 from ._ops import OPSRegressor
 
 _COLUMNS = ("pdp_epsilon", "leverage")
@@ -157,36 +154,39 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
                 "thresholds must be finite and non-negative, got "
                 f"{self.thresholds!r}."
             )
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        X, y = validate_rows(self, X, y, reset=True)
         est = clone(OPSRegressor() if self.estimator is None else self.estimator)
         if self.delta is not None:
             est.set_params(delta=self.delta)
         self.estimator_ = est.fit(X, y)
-        self.pdp_losses_ = est.pdp_losses_
+        # computed once and kept where they live: the summary takes a few passes
+        self.pdp_losses_ = persist(est.pdp_losses_)
         self.dp_epsilon_ = float(est.dp_epsilon_)
         self.dp_delta_ = float(est.dp_delta_)
-        data = ScaledData(X, y, est._scaler)
-        self._ridge = _design_ridge(est, data)
+        data = scaled_data(X, y, est._scaler)
+        self._ridge = ridge = _design_ridge(est, data)
         # training rows' hat values and residuals (scaled units), for plot()
-        stats = self._ridge.training_statistics(data)
-        self._leverage, self._residual = stats["leverage"], stats["residual"]
+        self._statistics = data.map_rows(_leverage_residual(ridge), columns=2)
         self.summary_ = self._summary(thresholds)
         return self
 
     def _summary(self, thresholds):
         eps = self.pdp_losses_
-        q50, q90, q99 = np.quantile(eps, [0.5, 0.9, 0.99])
+        q50, q90, q99 = quantiles(eps, [0.5, 0.9, 0.99])
+        mean, peak, *below = compute(eps.mean(), eps.max(), *(
+            (eps <= t).mean() for t in thresholds
+        ))
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.float64(self.dp_epsilon_) / q50
         return {
             "n_samples": eps.size,
             "delta": float(self.estimator_.delta),
-            "mean": float(np.mean(eps)),
+            "mean": float(mean),
             "median": float(q50),
             "q90": float(q90),
             "q99": float(q99),
-            "max": float(np.max(eps)),
-            "below": {float(t): float(np.mean(eps <= t)) for t in thresholds},
+            "max": float(peak),
+            "below": {float(t): float(b) for t, b in zip(thresholds, below)},
             "pdp_for_all": self.dp_epsilon_,
             "dp_delta": self.dp_delta_,
             # 0/0 (no guarantee, no loss) is meaningless: report inf
@@ -211,10 +211,13 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             Notes for what this means for rows of the training data.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X, _ = validate_rows(self, X, reset=False)
         est = self.estimator_
-        leverage = self._ridge.row_statistics(est._scaler.scale(X))["leverage"]
-        return np.column_stack([est.pdp_epsilon(X), leverage])
+        ridge = self._ridge
+        leverage = scaled_data(X, None, est._scaler).map_rows(
+            lambda Xs, ys: ridge.row_statistics(Xs)["leverage"]
+        )
+        return np.stack([est.pdp_epsilon(X), leverage], axis=1)
 
     def get_feature_names_out(self, input_features=None):
         """Names of the output columns: ``pdp_epsilon`` and ``leverage``.
@@ -276,7 +279,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         if axes.size != n_axes:
             raise ValueError(f"ax must hold {n_axes} Axes, got {axes.size}.")
 
-        eps = self.pdp_losses_
+        # the plot needs every value on this machine
+        eps, statistics = compute(self.pdp_losses_, self._statistics)
+        eps, (hat, residual) = np.asarray(eps), np.asarray(statistics).T
         shown = np.isfinite(eps) & (eps > 0)
         dist = axes[0]
         if kind == "box":
@@ -301,10 +306,10 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             loc="left", fontsize="small",
         )
         if leverage:
-            residual = self._residual[shown]
+            residual = residual[shown]
             limit = np.abs(residual).max(initial=0) or 1.0  # symmetric colours
             scatter = axes[1].scatter(
-                self._leverage[shown], eps[shown], c=residual,
+                hat[shown], eps[shown], c=residual,
                 cmap="coolwarm", s=8, vmin=-limit, vmax=limit,
             )
             axes[1].set_xscale("log")
@@ -334,6 +339,14 @@ def _design_ridge(est, data):
         return est._ridge
     alpha = getattr(est, "alpha_", est.get_params().get("alpha", 0.0))
     return Ridge(*data.gram(), alpha)
+
+
+def _leverage_residual(ridge):
+    def rows(Xs, ys):
+        stats = ridge.row_statistics(Xs, ys)
+        return np.column_stack((stats["leverage"], stats["residual"]))
+
+    return rows
 
 
 def _row_label(eps, shown):

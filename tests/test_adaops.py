@@ -12,7 +12,7 @@ from sklearn_pdp._accounting import (
     ops_epsilon,
     ops_gamma,
 )
-from sklearn_pdp._base import DomainScaler
+from sklearn_pdp._data import DomainScaler
 from sklearn_pdp._ops import lambda_min_change
 
 from ._mc import Z_TOL, hockey_stick_mc

@@ -15,7 +15,7 @@ from sklearn_pdp._accounting import (
     objpert_delta,
     objpert_epsilon,
 )
-from sklearn_pdp._base import DomainScaler
+from sklearn_pdp._data import DomainScaler
 from sklearn_pdp._objective_perturbation import objpert_dp_epsilon, objpert_noise_scale
 
 from ._mc import assert_matches_mc

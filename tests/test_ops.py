@@ -8,7 +8,7 @@ from sklearn.linear_model import Ridge
 
 from sklearn_pdp import OPSRegressor, PrivacyLeakWarning
 from sklearn_pdp._accounting import ops_epsilon
-from sklearn_pdp._base import DomainScaler
+from sklearn_pdp._data import DomainScaler
 
 
 def _data(n=60, d=3, seed=0):

@@ -6,7 +6,7 @@ from sklearn.linear_model import Ridge
 
 from sklearn_pdp import OutputPerturbationRegressor
 from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon
-from sklearn_pdp._base import DomainScaler
+from sklearn_pdp._data import DomainScaler
 from sklearn_pdp._output_perturbation import ball_ridge, norm_exponential_noise
 
 from ._mc import assert_matches_mc

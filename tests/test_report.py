@@ -9,7 +9,7 @@ from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from sklearn_pdp import OPSRegressor, PDPReport, PrivacyLeakWarning
-from sklearn_pdp._base import DomainScaler
+from sklearn_pdp._data import DomainScaler
 
 
 def _data(n=80, d=3, seed=0):

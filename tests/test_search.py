@@ -256,9 +256,11 @@ class _BudgetRegressor(PrivateRegressorMixin):
         self.random_state = random_state
 
     def _fit_scaled(self, data, rng):
-        self.pdp_losses_ = np.full(data.n_samples, self.epsilon / 2)
         self.dp_epsilon_, self.dp_delta_ = self.epsilon, self.delta
         return ScaledRidge(*data.gram(), self.alpha).coef
+
+    def _training_epsilon(self, Xs, ys):
+        return np.full(Xs.shape[0], self.epsilon / 2)
 
 
 def test_budget_is_passed_to_estimators_with_epsilon():

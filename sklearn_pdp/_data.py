@@ -1,0 +1,409 @@
+"""The training rows as the privacy analysis sees them, in memory or on Dask.
+
+Every mechanism needs two kinds of passes over the rows, both expressed on one
+chunk of scaled rows at a time: reductions to d x d sufficient statistics
+(X^T X, X^T y, ...) and one value per row (per-instance losses). A numpy
+array is processed chunk by chunk in memory (:class:`ScaledData`); a
+``dask.array.Array`` is processed block by block where its blocks live
+(:class:`DaskScaledData`), each block again in chunks. Only d x d matrices
+and scalars come back to the driver; per-row results stay lazy Dask arrays
+with the row chunks of X. Dask is imported only when a Dask array is given.
+"""
+
+import operator
+import sys
+
+import numpy as np
+from scipy.linalg import blas
+from sklearn import get_config
+from sklearn.utils import gen_batches
+from sklearn.utils.validation import check_array, check_consistent_length, validate_data
+
+# The constant feature and the scaled features share the unit ball equally:
+# x_aug = [x / data_norm, 1] / sqrt(2), so ||x_aug|| <= 1 still holds.
+_AUGMENT_WEIGHT = 1.0 / np.sqrt(2.0)
+# Upper limit (MiB) of the scratch memory of one chunk; scikit-learn's
+# ``working_memory`` setting applies when it is smaller.
+_CHUNK_MIB = 64
+
+
+class DomainScaler:
+    """Maps data into the domain of the privacy analysis, and models back.
+
+    Rows are divided by ``data_norm`` and, if still longer than 1, scaled down
+    to norm 1; labels are divided by ``y_bound`` and clipped to [-1, 1]; with
+    ``fit_intercept`` a constant feature is appended and the row is weighted by
+    1/sqrt(2).  Clipping happens on copies.  A mechanism that releases a
+    private label mean may set ``y_offset`` (in scaled units): labels are then
+    centred by it after clipping, and it is added back to the intercept.
+    """
+
+    def __init__(self, data_norm, y_bound, fit_intercept, y_offset=0.0):
+        self.data_norm = data_norm
+        self.y_bound = y_bound
+        self.fit_intercept = fit_intercept
+        self.y_offset = y_offset
+
+    def scale(self, X, y=None, centre=True):
+        """Scaled (and clipped) copy of the rows ``X`` and labels ``y``."""
+        d = X.shape[1]
+        Xs = np.empty((X.shape[0], d + int(self.fit_intercept)))
+        self._unit_ball(X, Xs[:, :d])
+        if self.fit_intercept:
+            Xs[:, d] = 1.0
+            Xs *= _AUGMENT_WEIGHT
+        if y is None:
+            return Xs
+        return Xs, self.scale_labels(y, centre)
+
+    def scale_labels(self, y, centre=True):
+        """Scaled labels in [-1, 1], centred by ``y_offset`` unless ``centre=False``."""
+        with np.errstate(over="ignore"):  # an overflow to +-inf clips to +-1
+            ys = np.clip(y / self.y_bound, -1.0, 1.0)
+        return self.centre(ys) if centre else ys
+
+    def centre(self, ys):
+        """Scaled labels ``ys`` centred by ``y_offset``, still in [-1, 1]."""
+        if self.y_offset == 0.0:
+            return ys
+        # clipping to the declared bound came first, so labels beyond it act
+        # exactly like labels at it; centred labels must stay in [-1, 1] too
+        return np.clip(ys - self.y_offset, -1.0, 1.0)
+
+    def clip(self, X):
+        """Copy of ``X`` with the rows longer than ``data_norm`` scaled down to it.
+
+        The rows as the mechanism sees them, in the units of the data: a model
+        evaluated on them treats every row like a training row. Rows inside
+        the domain are copied unchanged.
+        """
+        unit = np.empty(X.shape)
+        outside = self._unit_ball(X, unit)
+        clipped = np.array(X, dtype=np.float64)
+        clipped[outside] = unit[outside] * self.data_norm
+        return clipped
+
+    def _unit_ball(self, X, out):
+        """``X / data_norm`` into ``out``, rows longer than 1 scaled to norm 1.
+
+        Returns the mask of the rows that were scaled down.
+        """
+        # A row with an entry beyond data_norm is too long and only its
+        # direction survives: dividing it by that entry first keeps every
+        # entry in [-1, 1], so squaring cannot overflow even near 1e308.
+        peak = np.abs(X).max(axis=1, initial=0.0)
+        np.divide(X, np.maximum(peak, self.data_norm)[:, None], out=out)
+        norms = np.sqrt(np.einsum("ij,ij->i", out, out))
+        out /= np.maximum(norms, 1.0)[:, None]
+        return (peak > self.data_norm) | (norms > 1.0)
+
+    def unscale_coef(self, theta):
+        """``coef_`` and ``intercept_`` in the user's units for the scaled model ``theta``."""
+        offset = self.y_offset * self.y_bound
+        if not self.fit_intercept:
+            return theta * (self.y_bound / self.data_norm), offset
+        coef = theta[:-1] * (self.y_bound * _AUGMENT_WEIGHT / self.data_norm)
+        return coef, float(theta[-1] * self.y_bound * _AUGMENT_WEIGHT + offset)
+
+
+def add(a, b):
+    """Sum of two partial results: arrays, or tuples of them elementwise."""
+    if isinstance(a, tuple):
+        return tuple(map(add, a, b))
+    return a + b
+
+
+class _Rows:
+    """What every source of scaled rows provides on top of ``reduce``."""
+
+    def gram(self):
+        """Sufficient statistics X^T X and X^T y of the scaled data."""
+        XtX, Xty = self.reduce(_gram_part)
+        return np.triu(XtX) + np.triu(XtX, 1).T, Xty
+
+
+class ScaledData(_Rows):
+    """Rows of an in-memory array, scaled chunk by chunk.
+
+    The scaled rows are never stored whole. ``y`` may be None (targets
+    without labels: the functions then receive ``ys=None``); ``start`` is
+    the index of the first row in the whole data set.
+    """
+
+    def __init__(self, X, y, scaler, start=0):
+        self.X = X
+        self.y = y
+        self.scaler = scaler
+        self.start = start
+        self.n_samples = X.shape[0]
+        self.n_features = X.shape[1] + int(scaler.fit_intercept)
+
+    def _chunks(self, centre):
+        """Yield ``(rows, Xs, ys)`` for consecutive row slices."""
+        # scaled copy, whitened copy, and their products
+        row_bytes = 8 * 4 * self.n_features
+        working_memory = min(get_config()["working_memory"], _CHUNK_MIB)
+        size = max(int(working_memory * 2**20 // row_bytes), 1)
+        for rows in gen_batches(self.n_samples, size):
+            if self.y is None:
+                yield rows, self.scaler.scale(self.X[rows]), None
+            else:
+                yield (rows, *self.scaler.scale(self.X[rows], self.y[rows], centre))
+
+    def reduce(self, func, combine=add):
+        """``combine`` of ``func(start, Xs, ys)`` over all chunks.
+
+        ``start`` is the index (in the whole data set) of the chunk's first row.
+        """
+        total = None
+        for rows, Xs, ys in self._chunks(centre=True):
+            part = func(self.start + rows.start, Xs, ys)
+            total = part if total is None else combine(total, part)
+        return total
+
+    def map_rows(self, func, *, centre=True, columns=None):
+        """``func(Xs, ys)`` of every chunk, one value (or ``columns`` values) per row.
+
+        Per-row results are finished chunk by chunk (for example the exact
+        epsilons), so no other length-n intermediate is kept. With
+        ``centre=False`` the labels are not centred by ``scaler.y_offset``.
+        """
+        out = np.empty(self.n_samples if columns is None else (self.n_samples, columns))
+        for rows, Xs, ys in self._chunks(centre):
+            out[rows] = func(Xs, ys)
+        return out
+
+
+def _gram_part(start, Xs, ys):
+    # syrk on the Fortran-ordered view Xs.T: no copy, half the flops of a
+    # general product (and much faster than numpy's Xs.T @ Xs); it fills the
+    # upper triangle only
+    return blas.dsyrk(1.0, Xs.T), Xs.T @ ys
+
+
+class DaskScaledData(_Rows):
+    """Rows of a Dask array: each block is scaled and processed where it lives.
+
+    Same interface as :class:`ScaledData`: reductions are computed at once
+    (partial results summed pairwise on the workers, only the total comes to
+    the driver), per-row results are lazy Dask arrays with the row chunks of
+    ``X``. The blocks are :class:`ScaledData` chunked in memory, so a large
+    block needs no more scratch memory than an in-memory fit. ``X`` has a
+    single chunk along its columns (see :func:`validate_rows`).
+    """
+
+    def __init__(self, X, y, scaler):
+        self.X = X
+        self.y = y
+        self.scaler = scaler
+        self.n_samples = X.shape[0]
+        self.n_features = X.shape[1] + int(scaler.fit_intercept)
+
+    def reduce(self, func, combine=add):
+        """Same as :meth:`ScaledData.reduce`, computed with Dask."""
+        import dask
+
+        starts = np.cumsum((0,) + self.X.chunks[0][:-1])
+        X_blocks = self.X.to_delayed().ravel()
+        y_blocks = [None] * len(X_blocks) if self.y is None else self.y.to_delayed()
+        parts = [
+            dask.delayed(_reduce_block)(xb, yb, self.scaler, int(start), func, combine)
+            for xb, yb, start in zip(X_blocks, y_blocks, starts)
+        ]
+        return dask.compute(tree_reduce(parts, combine))[0]
+
+    def map_rows(self, func, *, centre=True, columns=None):
+        """Same as :meth:`ScaledData.map_rows`, a lazy Dask array."""
+        import dask.array as da
+
+        arrays = [self.X, "ij"] + ([] if self.y is None else [self.y, "i"])
+        return da.blockwise(
+            _map_block, "i" if columns is None else "ik", *arrays,
+            new_axes=None if columns is None else {"k": columns},
+            dtype=np.float64, concatenate=True, meta=np.empty((0,) * (1 + (columns is not None))),
+            scaler=self.scaler, func=func, centre=centre, columns=columns,
+            labelled=self.y is not None,
+        )
+
+
+def _check_finite(*blocks):
+    # what check_array does for in-memory data, here block by block
+    for block in blocks:
+        if block is not None and not np.isfinite(block).all():
+            raise ValueError("Input contains NaN or infinity.")
+
+
+def _reduce_block(xb, yb, scaler, start, func, combine):
+    _check_finite(xb, yb)
+    return ScaledData(xb, yb, scaler, start).reduce(func, combine)
+
+
+def _map_block(xb, *yb, scaler, func, centre, columns, labelled):
+    yb = yb[0] if labelled else None
+    _check_finite(xb, yb)
+    return ScaledData(xb, yb, scaler).map_rows(func, centre=centre, columns=columns)
+
+
+def tree_reduce(parts, combine=add):
+    """Pairwise ``combine`` of delayed partial results (a tree of depth log2 n)."""
+    import dask
+
+    while len(parts) > 1:
+        pairs = [dask.delayed(combine)(a, b) for a, b in zip(parts[::2], parts[1::2])]
+        parts = pairs + parts[len(pairs) * 2:]
+    return parts[0]
+
+
+def scaled_data(X, y, scaler):
+    """The :class:`ScaledData` or :class:`DaskScaledData` of validated rows."""
+    return (DaskScaledData if is_dask_array(X) else ScaledData)(X, y, scaler)
+
+
+def is_dask_array(X):
+    """Whether ``X`` is a ``dask.array.Array`` (without importing Dask)."""
+    da = sys.modules.get("dask.array")
+    return da is not None and isinstance(X, da.Array)
+
+
+def validate_rows(estimator, X, y="no_validation", *, reset):
+    """Validated float64 ``X`` and 1-D ``y``, as ``validate_data`` gives them.
+
+    ``y="no_validation"`` validates ``X`` only (``y`` is returned as None);
+    ``y=None`` is an error for an estimator that requires y. Dask arrays stay Dask arrays (checked lazily: non-finite values raise
+    when a block is processed), rechunked to one chunk along the columns and
+    ``y`` to the row chunks of ``X``; everything else goes through
+    scikit-learn's ``validate_data``.
+    """
+    no_y = isinstance(y, str) and y == "no_validation"
+    if is_dask_array(X) or is_dask_array(y):
+        return _validate_dask(estimator, X, None if no_y else y, reset, required=not no_y)
+    if no_y:
+        return validate_data(estimator, X, reset=reset, dtype=np.float64), None
+    X, y = validate_data(estimator, X, y, reset=reset, dtype=np.float64, y_numeric=True)
+    # y_numeric converts only object arrays: strings and complex end here
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"y must contain real numbers, got dtype {y.dtype}.")
+    return X, y.astype(np.float64, copy=False)
+
+
+def _validate_dask(estimator, X, y, reset, required):
+    import dask.array as da
+
+    if not is_dask_array(X):
+        X = da.from_array(check_array(X, dtype=np.float64))
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-D array for X, got a Dask array of shape {X.shape}.")
+    if np.isnan(X.shape[0]):
+        raise ValueError(
+            "X is a Dask array with unknown chunk sizes: call "
+            "X.compute_chunk_sizes() (or to_dask_array(lengths=True)) first."
+        )
+    if X.shape[0] == 0:
+        raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required.")
+    _check_real("X", X.dtype)
+    X = X.astype(np.float64).rechunk({1: -1})
+    validate_data(estimator, X, reset=reset, skip_check_array=True)
+    if not required:
+        return X, None
+    if y is None:
+        raise ValueError(
+            f"{type(estimator).__name__} requires y to be passed, but the target y is None."
+        )
+    if not is_dask_array(y):
+        y = da.from_array(np.asarray(y), chunks=X.chunks[0])
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y should be a 1d array, got a Dask array of shape {y.shape}.")
+    check_consistent_length(X, y)
+    _check_real("y", y.dtype)
+    return X, y.astype(np.float64).rechunk((X.chunks[0],))
+
+
+def _check_real(name, dtype):
+    if dtype.kind not in "biuf":
+        raise ValueError(f"{name} must contain real numbers, got dtype {dtype}.")
+
+
+def row_norms(X):
+    """Euclidean norms of the rows of ``X``, without overflow near 1e308."""
+    if is_dask_array(X):
+        return X.map_blocks(row_norms, drop_axis=1, dtype=np.float64)
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    big = ~np.isfinite(norms)
+    if np.any(big):  # squares overflowed: rescale those rows by their peak
+        peak = np.abs(X[big]).max(axis=1)
+        norms[big] = peak * np.linalg.norm(X[big] / peak[:, None], axis=1)
+    return norms
+
+
+def compute(*values):
+    """The values, with the Dask ones computed together (one pass)."""
+    if not any(map(is_dask_array, values)):
+        return values
+    import dask
+
+    return dask.compute(*values)
+
+
+def persist(values):
+    """A Dask array computed and kept where it lives; anything else as is."""
+    return values.persist() if is_dask_array(values) else values
+
+
+def quantiles(values, q):
+    """``np.quantile(values, q)`` (linear interpolation), exact also on Dask.
+
+    Non-negative values only (per-instance epsilons, ``inf`` allowed). On a
+    Dask array the order statistics are found by a radix selection on the
+    bit patterns of the floats (monotone for non-negative floats): four
+    passes, each a histogram of the next 16 bits among the values that share
+    the bits found so far, summed on the workers.
+    """
+    q = np.asarray(q, dtype=np.float64)
+    if not is_dask_array(values):
+        return np.quantile(values, q)
+    h = (values.shape[0] - 1) * q
+    below = np.floor(h).astype(np.int64)
+    ranks = np.unique(np.concatenate([below, np.minimum(below + 1, values.shape[0] - 1)]))
+    order = dict(zip(ranks, _select(values, ranks)))
+    # numpy's own interpolation between the two order statistics
+    return np.array([
+        np.quantile([order[lo], order[min(lo + 1, values.shape[0] - 1)]], frac)
+        for lo, frac in zip(below, h - below)
+    ])
+
+
+def _select(values, ranks):
+    """Order statistics (0-based ``ranks``) of a non-negative 1-D Dask array."""
+    import dask
+
+    bits = [
+        dask.delayed(_as_bits)(block) for block in values.to_delayed()
+    ]
+    prefix = np.zeros(len(ranks), dtype=np.uint64)
+    remaining = np.asarray(ranks, dtype=np.int64)
+    for shift in (48, 32, 16, 0):
+        parts = [dask.delayed(_digit_counts)(b, prefix, shift) for b in bits]
+        counts = np.cumsum(dask.compute(tree_reduce(parts, operator.add))[0], axis=1)
+        for j in range(len(ranks)):
+            digit = np.searchsorted(counts[j], remaining[j], side="right")
+            remaining[j] -= counts[j, digit - 1] if digit else 0
+            prefix[j] = (prefix[j] << np.uint64(16)) | np.uint64(digit)
+    return prefix.view(np.float64)
+
+
+def _as_bits(block):
+    # + 0.0 turns -0.0 into +0.0, whose bit pattern is the smallest
+    return (np.asarray(block, dtype=np.float64) + 0.0).view(np.uint64)
+
+
+def _digit_counts(bits, prefix, shift):
+    """Histogram of the 16 bits at ``shift`` of the values sharing each prefix."""
+    counts = np.zeros((len(prefix), 1 << 16), dtype=np.int64)
+    digits = ((bits >> np.uint64(shift)) & np.uint64(0xFFFF)).astype(np.intp)
+    for j, p in enumerate(prefix):
+        # the bits above the digit must equal the prefix found so far
+        keep = slice(None) if shift == 48 else (bits >> np.uint64(shift + 16)) == p
+        counts[j] = np.bincount(digits[keep], minlength=1 << 16)
+    return counts
