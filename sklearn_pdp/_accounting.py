@@ -49,8 +49,8 @@ __all__ = [
 # Search limits of eps(delta).  A loss that still exceeds the target at
 # _EPS_MAX is reported as +inf, which is always a valid (if useless) bound.
 _EPS_MAX = 1e6
-_RTOL = 1e-8
-_ATOL = 1e-12
+_RTOL = 1e-11
+_ATOL = 1e-16
 _MAX_ITER = 200
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 

@@ -12,6 +12,7 @@ with the row chunks of X. Dask is imported only when a Dask array is given.
 
 import operator
 import sys
+from functools import partial
 
 import numpy as np
 from scipy.linalg import blas
@@ -216,13 +217,14 @@ class DaskScaledData(_Rows):
         """Same as :meth:`ScaledData.map_rows`, a lazy Dask array."""
         import dask.array as da
 
+        block = partial(
+            _map_block, scaler=self.scaler, func=func, centre=centre, columns=columns
+        )
         arrays = [self.X, "ij"] + ([] if self.y is None else [self.y, "i"])
         return da.blockwise(
-            _map_block, "i" if columns is None else "ik", *arrays,
+            block, "i" if columns is None else "ik", *arrays,
             new_axes=None if columns is None else {"k": columns},
-            dtype=np.float64, concatenate=True, meta=np.empty((0,) * (1 + (columns is not None))),
-            scaler=self.scaler, func=func, centre=centre, columns=columns,
-            labelled=self.y is not None,
+            concatenate=True, meta=np.empty((0,) * (1 + (columns is not None))),
         )
 
 
@@ -238,8 +240,7 @@ def _reduce_block(xb, yb, scaler, start, func, combine):
     return ScaledData(xb, yb, scaler, start).reduce(func, combine)
 
 
-def _map_block(xb, *yb, scaler, func, centre, columns, labelled):
-    yb = yb[0] if labelled else None
+def _map_block(xb, yb=None, *, scaler, func, centre, columns):
     _check_finite(xb, yb)
     return ScaledData(xb, yb, scaler).map_rows(func, centre=centre, columns=columns)
 
@@ -366,11 +367,11 @@ def quantiles(values, q):
     h = (values.shape[0] - 1) * q
     below = np.floor(h).astype(np.int64)
     ranks = np.unique(np.concatenate([below, np.minimum(below + 1, values.shape[0] - 1)]))
-    order = dict(zip(ranks, _select(values, ranks)))
+    order = dict(zip(ranks.tolist(), _select(values, ranks)))
     # numpy's own interpolation between the two order statistics
     return np.array([
         np.quantile([order[lo], order[min(lo + 1, values.shape[0] - 1)]], frac)
-        for lo, frac in zip(below, h - below)
+        for lo, frac in zip(below.tolist(), h - below)
     ])
 
 

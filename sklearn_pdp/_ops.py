@@ -540,7 +540,10 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         # H = X^T X + alpha I = V diag(w + alpha) V^T: each draw its own ridge
         w, V = self._eig
         spectrum = np.maximum(w, 0.0)[None, :] + alpha[:, None]
-        z = rng.standard_normal(spectrum.shape)
+        # noise V diag(.) V^T z, z in the standard basis: the symmetric square
+        # root is continuous in X^T X, the eigenvectors of a nearly multiple
+        # eigenvalue are not (a release must not hinge on summation order)
+        z = rng.standard_normal(spectrum.shape) @ V
         coords = (V.T @ self._Xty) / spectrum + z / np.sqrt(gamma[:, None] * spectrum)
         return {
             "lambda_min": lambda_tilde[:, None], "floor": floor, "alpha": alpha,
