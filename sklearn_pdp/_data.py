@@ -362,8 +362,13 @@ def quantiles(values, q):
     the bits found so far, summed on the workers.
     """
     q = np.asarray(q, dtype=np.float64)
-    if not is_dask_array(values):
-        return np.quantile(values, q)
+    with np.errstate(invalid="ignore"):  # inf - inf between two infinite losses
+        if not is_dask_array(values):
+            return np.quantile(values, q)
+        return _dask_quantiles(values, q)
+
+
+def _dask_quantiles(values, q):
     h = (values.shape[0] - 1) * q
     below = np.floor(h).astype(np.int64)
     ranks = np.unique(np.concatenate([below, np.minimum(below + 1, values.shape[0] - 1)]))

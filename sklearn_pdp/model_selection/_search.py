@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._accounting import exponential_log_proba, exponential_pdp_epsilon
 from .._base import PrivateRegressorMixin, noise_generator
+from .._data import is_dask_array
 
 # One validation record adds at most (2 B)^2 to a candidate's summed squared
 # error when predictions and labels are clipped to [-B, B]; in units of B^2: 4.
@@ -275,6 +276,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self : object
             Fitted search.
         """
+        if is_dask_array(X) or is_dask_array(y):
+            # splitting into parts would gather the rows: say so, never do it
+            raise TypeError(
+                "PrivateGridSearchCV needs in-memory data, got a Dask array; "
+                "call .compute() on X and y if they fit in memory."
+            )
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         common = self._common_params(X, y)
         grid, estimators = self._candidates(common)

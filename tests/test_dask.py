@@ -1,0 +1,184 @@
+"""Dask input: the same release and per-instance losses as in memory.
+
+Fits run on a ``distributed.LocalCluster`` of two worker processes, so every
+function that goes to the workers is also checked to survive pickling.
+"""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import dask  # noqa: E402
+
+from sklearn_pdp import (  # noqa: E402
+    AdaOPSRegressor,
+    ObjPertRegressor,
+    OPSRegressor,
+    OutputPerturbationRegressor,
+    PDPReport,
+    PrivacyLeakWarning,
+    RandomProjectionRegressor,
+)
+from sklearn_pdp._data import quantiles  # noqa: E402
+from sklearn_pdp.model_selection import PrivateGridSearchCV  # noqa: E402
+
+N, D = 240_000, 5
+# irregular row chunks (and columns split in two) exercise the block offsets
+ROW_CHUNKS = (5_000, 13_000, 1, 21_999) + (10_000,) * 20
+BOUNDS = {"data_norm": 4.0, "y_bound": 5.0}
+# coef_ depends on the data only through d x d statistics: equal to rounding
+COEF_RTOL = 1e-10
+# A per-instance epsilon is the root of A(eps) - e^eps B(eps) = delta with the
+# tails evaluated to about 1e-13 relative; near eps = 0 that resolution is
+# ~2e-10 relative (measured: the same epsilon moves by that much when the
+# leverage moves by 1e-14), so the summation order shows up at that level.
+LOSS_RTOL = 1e-9
+
+ESTIMATORS = [
+    OPSRegressor(**BOUNDS),
+    AdaOPSRegressor(**BOUNDS),
+    ObjPertRegressor(**BOUNDS),
+    OutputPerturbationRegressor(**BOUNDS),
+    OutputPerturbationRegressor(radius=0.5, noise="laplace", **BOUNDS),
+    RandomProjectionRegressor(n_components=40, **BOUNDS),
+]
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def data(client):
+    # generated on the workers, chunk by chunk, as a large data set would be
+    rng = da.random.RandomState(0)
+    Xd = rng.normal(size=(N, D), chunks=(ROW_CHUNKS, 3))
+    yd = Xd @ np.linspace(-1.0, 2.0, D) + rng.normal(size=N, chunks=(ROW_CHUNKS,))
+    X, y = dask.compute(Xd, yd)
+    return X, y, Xd, yd
+
+
+def _ids(est):
+    return type(est).__name__ + ("-ball" if getattr(est, "radius", None) else "")
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=_ids)
+def test_fit_matches_in_memory(client, data, est):
+    X, y, Xd, yd = data
+    ref = est.__class__(**est.get_params()).set_params(random_state=7).fit(X, y)
+    fit = est.__class__(**est.get_params()).set_params(random_state=7).fit(Xd, yd)
+    assert_allclose(fit.coef_, ref.coef_, rtol=COEF_RTOL)
+    assert fit.intercept_ == pytest.approx(ref.intercept_, rel=COEF_RTOL)
+    assert fit.dp_epsilon_ == pytest.approx(ref.dp_epsilon_, rel=COEF_RTOL)
+    assert fit.noise_scale_ == pytest.approx(ref.noise_scale_, rel=COEF_RTOL)
+    assert fit.n_features_in_ == D
+    # lazy, with the row chunks of X
+    assert isinstance(fit.pdp_losses_, da.Array)
+    assert fit.pdp_losses_.chunks == (ROW_CHUNKS,)
+    assert_allclose(fit.pdp_losses_.compute(), ref.pdp_losses_, rtol=LOSS_RTOL)
+    pred = fit.predict(Xd)
+    assert isinstance(pred, da.Array)
+    assert_allclose(pred.compute(), ref.predict(X), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("est", ESTIMATORS[:4], ids=_ids)
+def test_pdp_epsilon_of_dask_targets(client, data, est):
+    X, y, Xd, yd = data
+    fit = est.__class__(**est.get_params()).set_params(random_state=1).fit(X[:2000], y[:2000])
+    for labels, dask_labels in ((None, None), (y[:30_000], yd[:30_000])):
+        lazy = fit.pdp_epsilon(Xd[:30_000], dask_labels)
+        assert isinstance(lazy, da.Array)
+        # equal up to BLAS blocking, which depends on the chunk boundaries
+        assert_allclose(lazy.compute(), fit.pdp_epsilon(X[:30_000], labels), rtol=LOSS_RTOL)
+
+
+def test_random_projection_sketch_does_not_depend_on_chunking(client, data):
+    X, y, Xd, yd = data
+    est = RandomProjectionRegressor(n_components=40, random_state=3, **BOUNDS)
+    sketches = [est.fit(Xd, yd).sketch_]
+    for chunks in (50_000, 4_099):  # neither a multiple of the 512-row S blocks
+        sketches.append(est.fit(Xd.rechunk((chunks, D)), yd.rechunk(chunks)).sketch_)
+    for other in sketches[1:]:
+        assert_allclose(other, sketches[0], rtol=1e-12, atol=1e-12)
+
+
+def test_report_summary_matches_in_memory(client, data):
+    X, y, Xd, yd = data
+    est = OPSRegressor(random_state=0, **BOUNDS)
+    ref = PDPReport(est, thresholds=(1e-3, 0.01)).fit(X, y)
+    report = PDPReport(est, thresholds=(1e-3, 0.01)).fit(Xd, yd)
+    assert isinstance(report.pdp_losses_, da.Array)
+    assert report.summary_.keys() == ref.summary_.keys()
+    for key, value in ref.summary_.items():
+        if key == "below":
+            for t, fraction in value.items():
+                # a loss within rounding of a threshold may fall either side
+                assert abs(report.summary_[key][t] - fraction) <= 5 / N
+        else:
+            assert report.summary_[key] == pytest.approx(value, rel=LOSS_RTOL), key
+    out = report.transform(Xd[:5000])
+    assert isinstance(out, da.Array)
+    assert_allclose(out.compute(), ref.transform(X[:5000]), rtol=LOSS_RTOL)
+
+
+def test_bounds_read_from_dask_data_warn(client, data):
+    X, y, Xd, yd = data
+    with pytest.warns(PrivacyLeakWarning, match="data_norm"):
+        fit = OPSRegressor(y_bound=5.0, random_state=0).fit(Xd, yd)
+    assert fit.data_norm_ == pytest.approx(np.linalg.norm(X, axis=1).max(), rel=1e-12)
+
+
+def test_lazy_losses_belong_to_their_fit(client, data):
+    X, y, Xd, yd = data
+    est = OPSRegressor(random_state=0, **BOUNDS)
+    lazy = est.fit(Xd[:20_000], yd[:20_000]).pdp_losses_
+    est.set_params(delta=1e-2, gamma=1e3).fit(Xd[:30_000], yd[:30_000])
+    ref = OPSRegressor(random_state=0, **BOUNDS).fit(X[:20_000], y[:20_000])
+    assert_allclose(lazy.compute(), ref.pdp_losses_, rtol=LOSS_RTOL)
+
+
+def test_bad_dask_input_is_a_clear_error(client, data):
+    X, y, Xd, yd = data
+    est = OPSRegressor(**BOUNDS)
+    bad = X[:50_000].copy()
+    bad[41_234, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        est.fit(da.from_array(bad, chunks=5_000), yd[:50_000])
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        est.fit(Xd[Xd[:, 0] > 0], yd[Xd[:, 0] > 0])
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        est.fit(Xd, yd[:-1])
+    with pytest.raises(ValueError, match="requires y"):
+        est.fit(Xd, None)
+    fit = est.fit(Xd[:1000], yd[:1000])
+    with pytest.raises(ValueError, match="features"):
+        fit.predict(Xd[:10, :3])
+    search = PrivateGridSearchCV(est, {"alpha": [1.0, 10.0]})
+    with pytest.raises(TypeError, match="in-memory data"):
+        search.fit(Xd, yd)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 1000, 4097])
+def test_quantiles_are_exact_on_dask(n):
+    rng = np.random.RandomState(n)
+    values = np.concatenate([
+        rng.lognormal(-5, 3, size=n),
+        np.zeros(n // 3),                      # zero losses
+        np.full(n // 5, np.inf),               # unbounded losses
+        np.repeat(rng.lognormal(size=3), n // 7 + 1),  # ties
+    ])
+    rng.shuffle(values)
+    q = [0.0, 0.01, 0.5, 0.9, 0.99, 1.0]
+    lazy = da.from_array(values, chunks=max(len(values) // 7, 1))
+    with dask.config.set(scheduler="threads"):
+        got = quantiles(lazy, q)
+    with np.errstate(invalid="ignore"):  # numpy's inf - inf in interpolation
+        expected = np.quantile(values, q)
+    assert_array_equal(got, expected)
