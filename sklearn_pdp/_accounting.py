@@ -2,7 +2,7 @@
 
 Every mechanism of the package reduces to a pair of output distributions P (the
 smaller data set) and Q (the larger one, with the privacy target added) and the
-privacy loss L = log dP/dQ.  The tight per-instance guarantee is (SPEC.md 1)
+privacy loss L = log dP/dQ.  The tight per-instance guarantee is (doc/mechanisms/index.rst)
 
     delta_PQ(eps) = P(L > eps) - e^eps Q(L > eps),
     delta_QP(eps) = Q(L < -eps) - e^eps P(L < -eps),
@@ -191,7 +191,7 @@ def epsilon_from_delta(tails, delta, size, start=None):
 
 
 # ---------------------------------------------------------------------------
-# One Posterior Sample (SPEC.md 2)
+# One Posterior Sample (doc/mechanisms/ops.rst)
 # ---------------------------------------------------------------------------
 
 
@@ -269,7 +269,7 @@ def _ops_setup(mu, r, gamma, direction):
 
 
 def ops_delta(eps, mu, r, gamma, direction="both"):
-    """Tight delta(eps) of One Posterior Sample (SPEC.md 2).
+    """Tight delta(eps) of One Posterior Sample (doc/mechanisms/ops.rst).
 
     Parameters
     ----------
@@ -315,7 +315,7 @@ def ops_epsilon(delta, mu, r, gamma, direction="both"):
 
 
 # ---------------------------------------------------------------------------
-# Gaussian mechanism (SPEC.md 3; Balle and Wang 2018)
+# Gaussian mechanism (doc/mechanisms/output_perturbation.rst; Balle and Wang 2018)
 # ---------------------------------------------------------------------------
 
 
@@ -365,7 +365,7 @@ def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
     """Smallest sigma for which N(0, sigma^2 I) noise on a query of l2
     sensitivity ``sensitivity`` is (epsilon, delta)-DP (analytic Gaussian
     mechanism; the classical sqrt(2 log(1.25/delta))/epsilon rule is invalid
-    for large epsilon, SPEC.md E2).
+    for large epsilon, erratum E2 in doc/errata.rst).
     """
     # delta(epsilon) grows with s = sensitivity/sigma: find the largest s.
     def excess(log_s):
@@ -385,7 +385,7 @@ def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
 
 
 # ---------------------------------------------------------------------------
-# Gaussian sketch / chi-square loss (SPEC.md 7; random projection)
+# Gaussian sketch / chi-square loss (doc/mechanisms/random_projection.rst; random projection)
 # ---------------------------------------------------------------------------
 
 
@@ -423,7 +423,7 @@ def _chi2_setup(tau, df, direction):
 
 
 def chi2_delta(eps, tau, df, direction="both"):
-    """Tight delta(eps) of releasing ``df`` Gaussian sketch rows (SPEC.md 7).
+    """Tight delta(eps) of releasing ``df`` Gaussian sketch rows (doc/mechanisms/random_projection.rst).
 
     The release is ``df`` independent rows N(0, Sigma) on the smaller data
     set and N(0, Sigma + z z^T) on the larger one.
@@ -500,7 +500,7 @@ def chi2_noise_scale(epsilon, delta, df, sq_norm=2.0):
 
 
 # ---------------------------------------------------------------------------
-# Exponential mechanism with a monotone loss (SPEC.md 8)
+# Exponential mechanism with a monotone loss (doc/mechanisms/tuning.rst)
 # ---------------------------------------------------------------------------
 
 
@@ -563,13 +563,13 @@ def exponential_pdp_epsilon(scores, record_losses, epsilon, sensitivity):
 
 
 # ---------------------------------------------------------------------------
-# Calibrating One Posterior Sample for a budget (AdaOPS, SPEC.md 4)
+# Calibrating One Posterior Sample for a budget (AdaOPS, doc/mechanisms/adaops.rst)
 # ---------------------------------------------------------------------------
 
 
 def ops_gamma(epsilon, delta, mu, r, xtol=1e-12):
     """Largest gamma for which OPS at leverage ``mu`` and residual ``r`` is
-    (epsilon, delta) (both directions, exact loss of SPEC.md 2).
+    (epsilon, delta) (both directions, exact loss of doc/mechanisms/ops.rst).
 
     The loss grows with gamma, so a root search on log gamma (to ``xtol``)
     finds the boundary; the result is then stepped down until the exact
@@ -600,7 +600,7 @@ def ops_gamma(epsilon, delta, mu, r, xtol=1e-12):
 
 
 # ---------------------------------------------------------------------------
-# Objective perturbation for ridge (SPEC.md 6)
+# Objective perturbation for ridge (doc/mechanisms/objective_perturbation.rst)
 # ---------------------------------------------------------------------------
 #
 # The release is theta = H^{-1}(g - b), b ~ N(0, sigma^2 I).  With a = ||x||^2,
@@ -805,7 +805,7 @@ def _objpert_setup(norm2, mu, inverse_norm2, r, sigma, direction, target=None):
 
 
 def objpert_delta(eps, norm2, mu, inverse_norm2, r, sigma, direction="both"):
-    """Tight delta(eps) of objective perturbation for ridge (SPEC.md 6).
+    """Tight delta(eps) of objective perturbation for ridge (doc/mechanisms/objective_perturbation.rst).
 
     The release is argmin 1/2 ||y - X theta||^2 + alpha/2 ||theta||^2 + b^T theta
     with b ~ N(0, sigma^2 I), that is N(theta_hat, sigma^2 H^{-2}).

@@ -1,4 +1,4 @@
-"""Objective perturbation for ridge regression (seed 003; SPEC.md 6)."""
+"""Objective perturbation for ridge regression (Wang, lecture notes on objective perturbation; doc/mechanisms/objective_perturbation.rst)."""
 
 from functools import lru_cache
 from numbers import Real
@@ -87,9 +87,9 @@ class ObjPertRegressor(PrivateRegressorMixin):
     integral of normal CDFs, evaluated for all rows at once (see
     :func:`sklearn_pdp._accounting.objpert_delta`); against adaptive
     quadrature the reported epsilons are valid and within a relative 1e-6 of
-    the tight value down to delta = 1e-10. The lecture notes' bound
-    (seed 003) assumes a Lipschitz loss, which squared loss is not, and does
-    not hold for ridge (SPEC.md erratum E6).
+    the tight value down to delta = 1e-10. The bound of the lecture notes
+    assumes a Lipschitz loss, which squared loss is not, and does not hold
+    for ridge (erratum E6 in doc/errata.rst).
 
     ``dp_epsilon_`` is the exact loss at the worst statistics the domain
     allows: ``||x|| = 1``, ``|r| = 1 + sqrt(n)/(2 sqrt(alpha))`` and
@@ -216,7 +216,7 @@ def _arc_epsilon(theta, delta, alpha, r, sigma):
 
 
 def objpert_dp_epsilon(delta, alpha, sigma, n_samples, *, residual=None, refine=True):
-    """Data-independent epsilon of objective perturbation (SPEC.md 6).
+    """Data-independent epsilon of objective perturbation (doc/mechanisms/objective_perturbation.rst).
 
     The worst exact loss over the statistics the domain allows: ||x|| <= 1,
     mu <= ||x||^2/alpha, x^T H^{-2} x <= ||x||^2/alpha^2 and

@@ -1,4 +1,4 @@
-"""One Posterior Sample and AdaOPS (Wang 2017, seed 000 sections 2-5)."""
+"""One Posterior Sample and AdaOPS (Wang 2017, sections 2-5; doc/mechanisms/ops.rst, adaops.rst)."""
 
 from numbers import Real
 
@@ -150,7 +150,7 @@ class OPSRegressor(PrivateRegressorMixin):
 
 
 def ops_dp_epsilon(delta, alpha, gamma, n_samples):
-    """Data-independent OPS epsilon for rows in the unit ball (SPEC.md 2).
+    """Data-independent OPS epsilon for rows in the unit ball (doc/mechanisms/ops.rst).
 
     mu <= 1/alpha and |r| <= 1 + sqrt(n)/(2 sqrt(alpha)); the loss grows in
     both, so the corner is the worst case. No guarantee without ridge.
@@ -173,7 +173,7 @@ def ops_target_epsilon(ridge, Xs, ys, delta, gamma):
     worst label in [-1, 1] when None)."""
     mu = ridge.row_statistics(Xs)["leverage"]
     fitted = Xs @ ridge.coef
-    # The loss grows with |r| (SPEC.md 2): the worst label is an end of [-1, 1].
+    # The loss grows with |r| (doc/mechanisms/ops.rst): the worst label is an end of [-1, 1].
     r = 1.0 + np.abs(fitted) if ys is None else ys - fitted
     return ops_epsilon(delta, mu, r, gamma)
 

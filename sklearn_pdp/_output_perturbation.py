@@ -1,5 +1,5 @@
-"""Output perturbation of ridge regression (Wu et al. 2017, seed 004
-Algorithms 2 and 4; SPEC.md 5)."""
+"""Output perturbation of ridge regression (Wu, Fredrikson, Wu, Jha and
+Naughton 2015, Algorithms 2 and 4; doc/mechanisms/output_perturbation.rst)."""
 
 from numbers import Real
 
@@ -137,9 +137,9 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
 
     References
     ----------
-    X. Wu, F. Li, A. Kumar, K. Chaudhuri, S. Jha and J. Naughton,
-    "Bolt-on Differential Privacy for Scalable Stochastic Gradient
-    Descent-based Analytics", SIGMOD 2017 (rls-out, Algorithm 4).
+    X. Wu, M. Fredrikson, W. Wu, S. Jha and J. F. Naughton, "Revisiting
+    Differentially Private Regression: Lessons From Learning Theory and their
+    Consequences", 2015 (rls-out, Algorithm 4).
     B. Balle and Y.-X. Wang, "Improving the Gaussian Mechanism for
     Differential Privacy: Analytical Calibration and Optimal Denoising",
     ICML 2018.
@@ -301,7 +301,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
 
 
 def output_perturbation_sensitivity(alpha, n_samples, radius=None):
-    """Global l2 sensitivity of (ball-constrained) ridge, SPEC.md 5.
+    """Global l2 sensitivity of (ball-constrained) ridge, doc/mechanisms/output_perturbation.rst.
 
     Rows in the unit ball, labels in [-1, 1], sum-of-losses convention.
     With ``radius`` R: ``min((R + 1) / alpha, 2 R)`` (Lipschitz constant over

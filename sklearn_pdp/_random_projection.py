@@ -1,4 +1,4 @@
-"""Gaussian sketch plus additive noise (Showkatbakhsh et al., seed 002; SPEC.md 7)."""
+"""Gaussian sketch plus additive noise (Showkatbakhsh et al.; doc/mechanisms/random_projection.rst)."""
 
 import warnings
 from numbers import Integral, Real

@@ -31,7 +31,7 @@ def test_log_gauss_mass_matches_direct_difference():
 
 
 def _ops_losses(mu, r, gamma, size, rng):
-    """Samples of L under P and Q from the scalar reduction of SPEC.md 2."""
+    """Samples of L under P and Q from the scalar reduction of doc/mechanisms/ops.rst."""
     e_p = rng.normal(r, np.sqrt(mu / gamma), size)
     e_q = rng.normal(r / (1 + mu), np.sqrt(mu / (gamma * (1 + mu))), size)
 
@@ -146,7 +146,7 @@ def test_ops_limiting_cases():
 
 
 def test_theorem_14_bound_is_optimistic_erratum_e1():
-    """SPEC.md E1: d = 1, X = y = 1_n, n = 100, lambda = 0, add (1, -1),
+    """erratum E1 in doc/errata.rst: d = 1, X = y = 1_n, n = 100, lambda = 0, add (1, -1),
     gamma = 100, delta = 1e-6. Eq. (7) of the paper claims 9.666."""
     n, gamma, delta = 100, 100.0, 1e-6
     mu, r = 1.0 / n, -1.0 - 1.0
@@ -184,7 +184,7 @@ def test_gaussian_calibration_is_exact_and_beats_classical_rule():
     assert gaussian_epsilon(delta, 2.0 / sigma) == pytest.approx(eps, rel=1e-6)
     classical = 2.0 * np.sqrt(2 * np.log(1.25 / delta)) / eps
     assert sigma < classical
-    # the classical rule is not even valid at large epsilon (SPEC.md E2)
+    # the classical rule is not even valid at large epsilon (erratum E2 in doc/errata.rst)
     big = 20.0
     classical_big = np.sqrt(2 * np.log(1.25 / delta)) / big
     assert gaussian_delta(big, 1.0 / classical_big) > delta

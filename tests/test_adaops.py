@@ -81,7 +81,7 @@ def test_ops_gamma_refuses_an_unreachable_budget():
 
 
 def test_printed_gamma_exceeds_its_share_erratum_e5():
-    """SPEC.md E5: at eps = 1, delta = 1e-6, d = kappa = 1 the paper's gamma_n
+    """erratum E5 in doc/errata.rst: at eps = 1, delta = 1e-6, d = kappa = 1 the paper's gamma_n
     spends more than eps/2 at the worst target; the calibrated one does not."""
     n, eps, delta, d, kappa = 10_000, 1.0, 1e-6, 1, 1.0
     printed = min(
@@ -141,7 +141,7 @@ def _largest_ratio(eps, delta):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_guarantee_holds_on_adversarial_data(seed):
-    """SPEC.md 4: on the margin event every target has leverage <= 1/h and
+    """doc/mechanisms/adaops.rst: on the margin event every target has leverage <= 1/h and
     |r| <= 1 + sqrt(n/h), so the exact OPS loss at its delta share is at most
     its epsilon share, for training rows (uncapped) and for the worst added
     targets. Data: unit-norm rows, one direction nearly unsupported, labels at

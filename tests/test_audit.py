@@ -250,7 +250,7 @@ def test_audit_adaops():
     reg = AdaOPSRegressor(random_state=0, **params).fit(X, y)
     target = 0
     neighbour = np.arange(n) != target
-    # n is public (SPEC.md 1): the smaller data set runs the mechanism of the
+    # n is public (doc/mechanisms/index.rst): the smaller data set runs the mechanism of the
     # full size, with the same eigenvalue floor n/(d kappa) and gamma
     params["kappa"] *= (n - 1) / n
     smaller = AdaOPSRegressor(random_state=0, **params).fit(X[neighbour], y[neighbour])

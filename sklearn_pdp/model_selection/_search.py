@@ -1,10 +1,10 @@
-"""Private hyper-parameter search (Chaudhuri et al. 2011; Wu et al. 2017, Algorithm 5).
+"""Private hyper-parameter search (Chaudhuri et al. 2011; Wu et al. 2015, Algorithm 5).
 
 Every record goes to one of m + 1 parts, independently and uniformly at
 random; candidate k is trained on part k by the private estimator, scored on
 the last part (rows clipped into the declared domain like training rows) with
 the squared error of clipped predictions, and one candidate is picked by the
-exponential mechanism (SPEC.md 8).
+exponential mechanism (doc/mechanisms/tuning.rst).
 """
 
 from copy import deepcopy
@@ -38,7 +38,7 @@ def validation_losses(estimator, X, y, y_bound):
     scored as the record the model would have been trained on). Predictions
     and labels are both clipped to [-y_bound, y_bound], so every value lies in
     [0, :data:`SENSITIVITY`] whatever the model (noisy coefficients leave any
-    bounded set, SPEC.md erratum E7).
+    bounded set, erratum E7 in doc/errata.rst).
     """
     pred = np.clip(estimator.predict(estimator._scaler.clip(X)), -y_bound, y_bound)
     return ((pred - np.clip(y, -y_bound, y_bound)) / y_bound) ** 2
@@ -163,7 +163,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     Notes
     -----
     A validation record changes one candidate's summed loss by at most
-    ``(2 y_bound)^2`` (the paper's R^2 is wrong: SPEC.md erratum E7), and
+    ``(2 y_bound)^2`` (the paper's R^2 is wrong: erratum E7 in doc/errata.rst), and
     adding a record can only increase every summed loss. Selecting with
     ``P(k) ~ exp(-epsilon * loss_k / (2 y_bound)^2)`` is therefore exactly
     ``epsilon``-DP; the textbook factor 1/2 would waste half the budget.
