@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/run.py utility      # test MSE grid -> doc/benchmarks/utility.md
     python benchmarks/run.py speed        # fit time and memory -> doc/benchmarks/speed.md
     python benchmarks/run.py all
+    python benchmarks/run.py dask         # 1e7 rows on a 2-worker Dask cluster -> doc/benchmarks/dask.md
     python benchmarks/run.py all --quick  # smoke test of every estimator, seconds
 
 ``--help`` on each command lists its options (estimators, sizes, repeats).
@@ -138,14 +139,36 @@ def synthetic(n_samples, n_features, random_state, out=None):
     y = np.empty(n_samples)
     for start in range(0, n_samples, 10_000):
         rows = slice(start, min(start + 10_000, n_samples))
-        block = rng.standard_normal((rows.stop - start, n_features))
-        block /= 2.0 * np.sqrt(n_features)
-        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
-        block /= np.maximum(norms, 1.0)[:, None]
-        X[rows] = block
-        noise = 0.1 * rng.standard_normal(rows.stop - start)
-        y[rows] = np.clip(block @ theta + noise, -1.0, 1.0)
+        X[rows], y[rows] = _synthetic_rows(rng, rows.stop - start, theta)
     return X, y
+
+
+def _synthetic_rows(rng, n_rows, theta):
+    block = rng.standard_normal((n_rows, theta.size))
+    block /= 2.0 * np.sqrt(theta.size)
+    norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+    block /= np.maximum(norms, 1.0)[:, None]
+    noise = 0.1 * rng.standard_normal(n_rows)
+    return block, np.clip(block @ theta + noise, -1.0, 1.0)
+
+
+def dask_synthetic(n_samples, n_features, chunk, random_state):
+    """The same kind of data as :func:`synthetic`, as lazy Dask arrays whose
+    blocks are generated on the workers (block b from its own seed)."""
+    import dask.array as da
+
+    theta = np.random.default_rng(random_state).standard_normal(n_features)
+    theta /= np.linalg.norm(theta)
+    sizes = tuple(min(chunk, n_samples - s) for s in range(0, n_samples, chunk))
+
+    def block(block_id=None, block_info=None):
+        rng = np.random.default_rng([random_state, block_id[0]])
+        X, y = _synthetic_rows(rng, block_info[None]["chunk-shape"][0], theta)
+        return np.column_stack((X, y))
+
+    Z = da.map_blocks(block, chunks=(sizes, (n_features + 1,)), dtype=np.float64,
+                      meta=np.empty((0, 0)))
+    return Z[:, :n_features], Z[:, n_features]
 
 
 def datasets(sizes, n_features):
@@ -329,6 +352,87 @@ def speed(args):
 
 
 # ---------------------------------------------------------------------------
+# (c) Dask: rows generated on the workers of a local cluster
+# ---------------------------------------------------------------------------
+
+
+def _peak_rss():
+    # ru_maxrss is in KiB on Linux, bytes on macOS.
+    unit = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * unit
+
+
+def _in_memory_worker(n, d):
+    """Time of the in-memory fit with pdp_losses_, and the process's peak RSS."""
+    X, y = synthetic(n, d, 0)
+    est = _build("ops", n, d)
+    start = time.perf_counter()
+    est.fit(X, y)
+    elapsed = time.perf_counter() - start
+    return elapsed, float(np.median(est.pdp_losses_)), _peak_rss()
+
+
+def dask_scaling(args):
+    import dask
+    from distributed import Client, LocalCluster
+
+    # the exact quantile that PDPReport.summary_ uses, without refitting
+    from sklearn_pdp._data import quantiles
+
+    n, d, rows = args.n, args.d, []
+    mem_time, mem_median, mem_rss = _in_fresh_process(_in_memory_worker, args.n_memory, d)
+    rows.append(["in memory (numpy), one process", f"{args.n_memory:.0e}".replace("e+0", "e"),
+                 f"{mem_time:.1f}", "", f"{mem_time:.1f}", f"{mem_rss / 2**20:.0f} (process)",
+                 f"{mem_median:.3g}"])
+    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        X, y = dask_synthetic(n, d, args.chunk, 0)
+        start = time.perf_counter()
+        dask.compute(X.sum(), y.sum())  # what generating the rows alone costs
+        generate = time.perf_counter() - start
+        est = _build("ops", n, d)
+        start = time.perf_counter()
+        est.fit(X, y)  # sufficient statistics: one pass, noise drawn here
+        fitted = time.perf_counter()
+        losses = est.pdp_losses_
+        median = float(quantiles(losses.persist(), [0.5])[0])
+        done = time.perf_counter()
+        peaks = client.run(_peak_rss)
+    rows.append([f"Dask, {args.workers} worker processes", f"{n:.0e}".replace("e+0", "e"),
+                 f"{fitted - start:.1f}", f"{done - fitted:.1f}", f"{done - start:.1f}",
+                 ", ".join(f"{p / 2**20:.0f}" for p in peaks.values()) + " (per worker)",
+                 f"{median:.3g}"])
+    for row in rows:
+        print(" | ".join(map(str, row)), file=sys.stderr, flush=True)
+    table = markdown_table(
+        ["run", "rows", "fit (s)", "pdp_losses_ (s)", "total (s)",
+         "peak resident memory (MiB)", "median pdp epsilon"],
+        rows,
+    )
+    x_mib = 8 * n * d / 2**20
+    intro = (
+        f"`OPSRegressor` (budget epsilon = 1, delta = 1e-6) on synthetic data with "
+        f"d = {d} features. In memory: X and y generated in the process, then "
+        "`fit`, which computes `pdp_losses_` of every row. Dask: a "
+        f"`distributed.LocalCluster` of {args.workers} single-threaded worker "
+        f"processes on this machine; X ({x_mib:.0f} MiB in all) is generated "
+        f"on the workers in blocks of {args.chunk} rows and never gathered. "
+        "`fit` is the pass for the sufficient statistics (the noise is drawn on "
+        "the driver); the `pdp_losses_` column is the second pass, which "
+        "computes the lazy per-instance losses, keeps them on the workers "
+        "(`persist`) and takes their exact median. Peak memory is the "
+        "resident-set high-water mark of each process (workers: since they "
+        "started; in memory: including X itself). The Dask times include "
+        "generating the rows, in each of the two passes; one pass of generation "
+        f"alone took {generate:.1f} s. The in-memory time does not include "
+        "generating X."
+    )
+    write_page("dask", "Scaling out with Dask", intro, ["ops"], table,
+               "python benchmarks/run.py " + " ".join(sys.argv[1:]),
+               write=not args.quick)
+
+
+# ---------------------------------------------------------------------------
 
 
 def main(argv=None):
@@ -343,6 +447,14 @@ def main(argv=None):
     spd.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     spd.add_argument("--d", type=int, nargs="+", default=[10, 100])
     spd.add_argument("--repeat", type=int, default=3)
+    dsk = commands.add_parser("dask", help="OPS on a local Dask cluster against in memory")
+    dsk.add_argument("--n", type=int, default=10_000_000)
+    dsk.add_argument("--n-memory", type=int, default=1_000_000)
+    dsk.add_argument("--d", type=int, default=50)
+    dsk.add_argument("--chunk", type=int, default=250_000)
+    dsk.add_argument("--workers", type=int, default=2)
+    dsk.add_argument("--quick", action="store_true",
+                     help="smoke test: small sizes, writes nothing into doc/")
     everything = commands.add_parser("all", help="utility grid, then speed (defaults)")
     for sub in (util, spd, everything):
         sub.add_argument(
@@ -358,6 +470,8 @@ def main(argv=None):
         args.n, args.epsilon, args.splits = [1_000], [0.3, 3.0], 2
     elif args.quick and args.command == "speed":
         args.n, args.d, args.repeat = [2_000], [10], 1
+    elif args.quick and args.command == "dask":
+        args.n, args.n_memory, args.chunk = 200_000, 20_000, 30_000
     print(environment(), "\n", flush=True)
     warnings.simplefilter("error", sklearn_pdp.PrivacyLeakWarning)
     if args.command == "all":
@@ -365,7 +479,7 @@ def main(argv=None):
         main(["utility", *options])
         main(["speed", *options])
     else:
-        {"utility": utility, "speed": speed}[args.command](args)
+        {"utility": utility, "speed": speed, "dask": dask_scaling}[args.command](args)
 
 
 if __name__ == "__main__":

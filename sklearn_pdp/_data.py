@@ -115,7 +115,15 @@ def add(a, b):
 
 
 class _Rows:
-    """What every source of scaled rows provides on top of ``reduce``."""
+    """Rows ``X`` and labels ``y`` (None: targets without labels, the
+    functions then receive ``ys=None``) seen through a :class:`DomainScaler`."""
+
+    def __init__(self, X, y, scaler):
+        self.X = X
+        self.y = y
+        self.scaler = scaler
+        self.n_samples = X.shape[0]
+        self.n_features = X.shape[1] + int(scaler.fit_intercept)
 
     def gram(self):
         """Sufficient statistics X^T X and X^T y of the scaled data."""
@@ -126,18 +134,13 @@ class _Rows:
 class ScaledData(_Rows):
     """Rows of an in-memory array, scaled chunk by chunk.
 
-    The scaled rows are never stored whole. ``y`` may be None (targets
-    without labels: the functions then receive ``ys=None``); ``start`` is
-    the index of the first row in the whole data set.
+    The scaled rows are never stored whole. ``start`` is the index of the
+    first row in the whole data set (for a block of a larger one).
     """
 
     def __init__(self, X, y, scaler, start=0):
-        self.X = X
-        self.y = y
-        self.scaler = scaler
+        super().__init__(X, y, scaler)
         self.start = start
-        self.n_samples = X.shape[0]
-        self.n_features = X.shape[1] + int(scaler.fit_intercept)
 
     def _chunks(self, centre):
         """Yield ``(rows, Xs, ys)`` for consecutive row slices."""
@@ -192,13 +195,6 @@ class DaskScaledData(_Rows):
     block needs no more scratch memory than an in-memory fit. ``X`` has a
     single chunk along its columns (see :func:`validate_rows`).
     """
-
-    def __init__(self, X, y, scaler):
-        self.X = X
-        self.y = y
-        self.scaler = scaler
-        self.n_samples = X.shape[0]
-        self.n_features = X.shape[1] + int(scaler.fit_intercept)
 
     def reduce(self, func, combine=add):
         """Same as :meth:`ScaledData.reduce`, computed with Dask."""

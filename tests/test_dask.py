@@ -100,7 +100,7 @@ def test_pdp_epsilon_of_dask_targets(client, data, est):
 
 
 def test_random_projection_sketch_does_not_depend_on_chunking(client, data):
-    X, y, Xd, yd = data
+    _, _, Xd, yd = data
     est = RandomProjectionRegressor(n_components=40, random_state=3, **BOUNDS)
     sketches = [est.fit(Xd, yd).sketch_]
     for chunks in (50_000, 4_099):  # neither a multiple of the 512-row S blocks
@@ -129,7 +129,7 @@ def test_report_summary_matches_in_memory(client, data):
 
 
 def test_bounds_read_from_dask_data_warn(client, data):
-    X, y, Xd, yd = data
+    X, _, Xd, yd = data
     with pytest.warns(PrivacyLeakWarning, match="data_norm"):
         fit = OPSRegressor(y_bound=5.0, random_state=0).fit(Xd, yd)
     assert fit.data_norm_ == pytest.approx(np.linalg.norm(X, axis=1).max(), rel=1e-12)
@@ -145,7 +145,7 @@ def test_lazy_losses_belong_to_their_fit(client, data):
 
 
 def test_bad_dask_input_is_a_clear_error(client, data):
-    X, y, Xd, yd = data
+    X, _, Xd, yd = data
     est = OPSRegressor(**BOUNDS)
     bad = X[:50_000].copy()
     bad[41_234, 2] = np.nan
