@@ -28,6 +28,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from joblib import effective_n_jobs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -263,19 +264,20 @@ def _reference():
     return Ridge(solver="cholesky")
 
 
-def _build(name, n, d):
+def _build(name, n, d, n_jobs=None):
     if name == "ridge":
         return _reference()
-    return FACTORIES[name](1.0, DELTA, n, d, data_norm=1.0, y_bound=1.0, random_state=0)
+    est = FACTORIES[name](1.0, DELTA, n, d, data_norm=1.0, y_bound=1.0, random_state=0)
+    return est.set_params(n_jobs=n_jobs)
 
 
-def _time_worker(names, n, d, repeat):
+def _time_worker(names, n, d, repeat, n_jobs):
     """Median fit times of the estimators and Ridge, interleaved, one process."""
     X, y = synthetic(n, d, 0)
     times = {name: [] for name in ["ridge", *names]}
     for _ in range(repeat):
         for name in times:
-            est = _build(name, n, d)
+            est = _build(name, n, d, n_jobs)
             start = time.perf_counter()
             est.fit(X, y)
             times[name].append(time.perf_counter() - start)
@@ -284,7 +286,7 @@ def _time_worker(names, n, d, repeat):
     return {name: float(np.median(t)) for name, t in times.items()}
 
 
-def _memory_worker(name, n, d):
+def _memory_worker(name, n, d, n_jobs):
     """Peak memory of one fit beyond X and y, in a fresh process.
 
     Two measures: the tracemalloc peak (numpy reports its buffers to it) and
@@ -292,7 +294,7 @@ def _memory_worker(name, n, d):
     data was created (includes everything: BLAS buffers, interpreter).
     """
     X, y = synthetic(n, d, 0)
-    est = _build(name, n, d)
+    est = _build(name, n, d, n_jobs)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()
     est.fit(X, y)
@@ -315,8 +317,8 @@ def speed(args):
     for d in args.d:
         for n in args.n:
             x_bytes = 8 * n * d
-            times = _in_fresh_process(_time_worker, names, n, d, args.repeat)
-            memory = {name: _in_fresh_process(_memory_worker, name, n, d)
+            times = _in_fresh_process(_time_worker, names, n, d, args.repeat, args.n_jobs)
+            memory = {name: _in_fresh_process(_memory_worker, name, n, d, args.n_jobs)
                       for name in ["ridge", *names]}
             for name in names:
                 traced, rss = memory[name]
@@ -339,7 +341,9 @@ def speed(args):
         "Wall-clock time of `fit` (which computes `pdp_losses_` for every row) "
         "against scikit-learn's `Ridge(solver=\"cholesky\")` on the same data in "
         f"the same process, interleaved, median of {args.repeat} runs; both fit "
-        "an intercept (their default). Extra memory is the peak beyond X and y "
+        f"an intercept (their default). Our estimators run with n_jobs={args.n_jobs} "
+        f"({effective_n_jobs(args.n_jobs)} threads here; Ridge uses as many "
+        "through BLAS). Extra memory is the peak beyond X and y "
         "during one fit, measured in a fresh process: the tracemalloc peak of "
         "the allocations (numpy buffers) and the growth of the resident-set "
         "high-water mark. Ridge's traced peak includes the centred copy of X "
@@ -365,7 +369,7 @@ def _peak_rss():
 def _in_memory_worker(n, d):
     """Time of the in-memory fit with pdp_losses_, and the process's peak RSS."""
     X, y = synthetic(n, d, 0)
-    est = _build("ops", n, d)
+    est = _build("ops", n, d, n_jobs=-1)  # both cores, as the two workers
     start = time.perf_counter()
     est.fit(X, y)
     elapsed = time.perf_counter() - start
@@ -381,7 +385,7 @@ def dask_scaling(args):
 
     n, d, rows = args.n, args.d, []
     mem_time, mem_median, mem_rss = _in_fresh_process(_in_memory_worker, args.n_memory, d)
-    rows.append(["in memory (numpy), one process", f"{args.n_memory:.0e}".replace("e+0", "e"),
+    rows.append(["in memory (numpy), one process, n_jobs=-1", f"{args.n_memory:.0e}".replace("e+0", "e"),
                  f"{mem_time:.1f}", "", f"{mem_time:.1f}", f"{mem_rss / 2**20:.0f} (process)",
                  f"{mem_median:.3g}"])
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
@@ -413,7 +417,7 @@ def dask_scaling(args):
     intro = (
         f"`OPSRegressor` (budget epsilon = 1, delta = 1e-6) on synthetic data with "
         f"d = {d} features. In memory: X and y generated in the process, then "
-        "`fit`, which computes `pdp_losses_` of every row. Dask: a "
+        "`fit` with n_jobs=-1, which computes `pdp_losses_` of every row. Dask: a "
         f"`distributed.LocalCluster` of {args.workers} single-threaded worker "
         f"processes on this machine; X ({x_mib:.0f} MiB in all) is generated "
         f"on the workers in blocks of {args.chunk} rows and never gathered. "
@@ -447,6 +451,8 @@ def main(argv=None):
     spd.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     spd.add_argument("--d", type=int, nargs="+", default=[10, 100])
     spd.add_argument("--repeat", type=int, default=3)
+    spd.add_argument("--n-jobs", type=int, default=-1,
+                     help="n_jobs of our estimators (default: all cores, as Ridge's BLAS)")
     dsk = commands.add_parser("dask", help="OPS on a local Dask cluster against in memory")
     dsk.add_argument("--n", type=int, default=10_000_000)
     dsk.add_argument("--n-memory", type=int, default=1_000_000)

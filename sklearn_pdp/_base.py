@@ -11,7 +11,7 @@ itself is O(d^2 + chunk), on a Dask cluster per block.
 import copy
 import secrets
 import warnings
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import linalg
@@ -154,6 +154,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         "y_bound": [Interval(Real, 0, None, closed="neither"), None],
         "fit_intercept": ["boolean"],
         "random_state": ["random_state"],
+        "n_jobs": [Integral, None],
     }
 
     def _resolve_bounds(self, X, y):
@@ -207,7 +208,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         X, y = validate_rows(self, X, y, reset=True)
         self.data_norm_, self.y_bound_ = self._resolve_bounds(X, y)
         self._scaler = DomainScaler(self.data_norm_, self.y_bound_, self.fit_intercept)
-        data = scaled_data(X, y, self._scaler)
+        data = scaled_data(X, y, self._scaler, self.n_jobs)
         theta = self._fit_scaled(data, noise_generator(self.random_state))
         self.coef_, self.intercept_ = self._scaler.unscale_coef(theta)
         self.pdp_losses_ = data.map_rows(
@@ -254,7 +255,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X, y = validate_rows(self, X, "no_validation" if y is None else y, reset=False)
-        data = scaled_data(X, y, self._scaler)
+        data = scaled_data(X, y, self._scaler, self.n_jobs)
         return data.map_rows(self._row_function("_target_epsilon"))
 
     def _row_function(self, name):

@@ -12,11 +12,13 @@ with the row chunks of X. Dask is imported only when a Dask array is given.
 
 import operator
 import sys
-from functools import partial
+from functools import partial, reduce
 
 import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
 from scipy.linalg import blas
 from sklearn import get_config
+from threadpoolctl import threadpool_limits
 from sklearn.utils import gen_batches
 from sklearn.utils.validation import check_array, check_consistent_length, validate_data
 
@@ -135,35 +137,47 @@ class ScaledData(_Rows):
     """Rows of an in-memory array, scaled chunk by chunk.
 
     The scaled rows are never stored whole. ``start`` is the index of the
-    first row in the whole data set (for a block of a larger one).
+    first row in the whole data set (for a block of a larger one); chunks are
+    processed on ``n_jobs`` threads (joblib's convention), at most that many
+    at a time.
     """
 
-    def __init__(self, X, y, scaler, start=0):
+    def __init__(self, X, y, scaler, start=0, n_jobs=None):
         super().__init__(X, y, scaler)
         self.start = start
+        self.n_jobs = n_jobs
 
-    def _chunks(self, centre):
-        """Yield ``(rows, Xs, ys)`` for consecutive row slices."""
+    def _each_chunk(self, func, centre):
+        """``func(rows, Xs, ys)`` for consecutive row slices, results in order."""
         # scaled copy, whitened copy, and their products
         row_bytes = 8 * 4 * self.n_features
         working_memory = min(get_config()["working_memory"], _CHUNK_MIB)
         size = max(int(working_memory * 2**20 // row_bytes), 1)
-        for rows in gen_batches(self.n_samples, size):
+
+        def chunk(rows):
             if self.y is None:
-                yield rows, self.scaler.scale(self.X[rows]), None
-            else:
-                yield (rows, *self.scaler.scale(self.X[rows], self.y[rows], centre))
+                return func(rows, self.scaler.scale(self.X[rows]), None)
+            return func(rows, *self.scaler.scale(self.X[rows], self.y[rows], centre))
+
+        batches = list(gen_batches(self.n_samples, size))
+        n_jobs = min(effective_n_jobs(self.n_jobs), len(batches))
+        if n_jobs == 1:
+            return [chunk(rows) for rows in batches]
+        # threads share X; BLAS must not start threads of its own on top
+        with threadpool_limits(1, user_api="blas"):
+            return Parallel(n_jobs=n_jobs, backend="threading")(
+                delayed(chunk)(rows) for rows in batches
+            )
 
     def reduce(self, func, combine=add):
-        """``combine`` of ``func(start, Xs, ys)`` over all chunks.
+        """``combine`` of ``func(start, Xs, ys)`` over all chunks, in order.
 
         ``start`` is the index (in the whole data set) of the chunk's first row.
         """
-        total = None
-        for rows, Xs, ys in self._chunks(centre=True):
-            part = func(self.start + rows.start, Xs, ys)
-            total = part if total is None else combine(total, part)
-        return total
+        parts = self._each_chunk(
+            lambda rows, Xs, ys: func(self.start + rows.start, Xs, ys), centre=True
+        )
+        return reduce(combine, parts)
 
     def map_rows(self, func, *, centre=True, columns=None):
         """``func(Xs, ys)`` of every chunk, one value (or ``columns`` values) per row.
@@ -173,8 +187,11 @@ class ScaledData(_Rows):
         ``centre=False`` the labels are not centred by ``scaler.y_offset``.
         """
         out = np.empty(self.n_samples if columns is None else (self.n_samples, columns))
-        for rows, Xs, ys in self._chunks(centre):
+
+        def fill(rows, Xs, ys):
             out[rows] = func(Xs, ys)
+
+        self._each_chunk(fill, centre)
         return out
 
 
@@ -251,9 +268,12 @@ def tree_reduce(parts, combine=add):
     return parts[0]
 
 
-def scaled_data(X, y, scaler):
-    """The :class:`ScaledData` or :class:`DaskScaledData` of validated rows."""
-    return (DaskScaledData if is_dask_array(X) else ScaledData)(X, y, scaler)
+def scaled_data(X, y, scaler, n_jobs=None):
+    """The :class:`ScaledData` (on ``n_jobs`` threads) or
+    :class:`DaskScaledData` of validated rows."""
+    if is_dask_array(X):
+        return DaskScaledData(X, y, scaler)
+    return ScaledData(X, y, scaler, n_jobs=n_jobs)
 
 
 def is_dask_array(X):

@@ -52,6 +52,13 @@ class ObjPertRegressor(PrivateRegressorMixin):
         never by centring with data means.
     random_state : int, RandomState instance or None, default=None
         Seeds the noise. Pass an int for a reproducible fit.
+    n_jobs : int, default=None
+        Threads that process chunks of rows in parallel in the passes over
+        the data (numpy and scipy release the GIL there; BLAS is limited to
+        one thread each meanwhile). ``None`` means 1 unless in a
+        :func:`joblib.parallel_config` context, -1 means all processors.
+        Results agree up to floating-point rounding. Dask input is
+        parallelised by its scheduler instead.
 
     Attributes
     ----------
@@ -135,6 +142,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         y_bound=None,
         fit_intercept=True,
         random_state=None,
+        n_jobs=None,
     ):
         self.epsilon = epsilon
         self.sigma = sigma
@@ -144,6 +152,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def _noise_scale(self, n_samples):
         """sigma as given, or calibrated from public quantities only."""

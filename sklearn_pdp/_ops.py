@@ -54,6 +54,13 @@ class OPSRegressor(PrivateRegressorMixin):
         Seeds the posterior draw. Pass an int for a reproducible fit; with
         None, :func:`sklearn_pdp.set_config` ``(secure_noise=True)`` seeds it
         from :mod:`secrets` instead of numpy's global generator.
+    n_jobs : int, default=None
+        Threads that process chunks of rows in parallel in the passes over
+        the data (numpy and scipy release the GIL there; BLAS is limited to
+        one thread each meanwhile). ``None`` means 1 unless in a
+        :func:`joblib.parallel_config` context, -1 means all processors.
+        Results agree up to floating-point rounding. Dask input is
+        parallelised by its scheduler instead.
 
     Attributes
     ----------
@@ -120,6 +127,7 @@ class OPSRegressor(PrivateRegressorMixin):
         y_bound=None,
         fit_intercept=True,
         random_state=None,
+        n_jobs=None,
     ):
         self.gamma = gamma
         self.alpha = alpha
@@ -128,6 +136,7 @@ class OPSRegressor(PrivateRegressorMixin):
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def _fit_scaled(self, data, rng):
         self._ridge = Ridge(*data.gram(), self.alpha)
@@ -280,6 +289,13 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         centres the labels before the posterior sample (see Notes).
     random_state : int, RandomState instance or None, default=None
         Seeds the noise. Pass an int for a reproducible fit.
+    n_jobs : int, default=None
+        Threads that process chunks of rows in parallel in the passes over
+        the data (numpy and scipy release the GIL there; BLAS is limited to
+        one thread each meanwhile). ``None`` means 1 unless in a
+        :func:`joblib.parallel_config` context, -1 means all processors.
+        Results agree up to floating-point rounding. Dask input is
+        parallelised by its scheduler instead.
 
     Attributes
     ----------
@@ -393,6 +409,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         y_bound=None,
         fit_intercept=True,
         random_state=None,
+        n_jobs=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -402,6 +419,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -163,7 +163,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         self.pdp_losses_ = persist(est.pdp_losses_)
         self.dp_epsilon_ = float(est.dp_epsilon_)
         self.dp_delta_ = float(est.dp_delta_)
-        data = scaled_data(X, y, est._scaler)
+        n_jobs = est.get_params().get("n_jobs")
+        data = scaled_data(X, y, est._scaler, n_jobs)
         self._ridge = ridge = _design_ridge(est, data)
         # training rows' hat values and residuals (scaled units), for plot()
         self._statistics = data.map_rows(_leverage_residual(ridge), columns=2)
@@ -214,7 +215,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         X, _ = validate_rows(self, X, reset=False)
         est = self.estimator_
         ridge = self._ridge
-        leverage = scaled_data(X, None, est._scaler).map_rows(
+        n_jobs = est.get_params().get("n_jobs")
+        leverage = scaled_data(X, None, est._scaler, n_jobs).map_rows(
             lambda Xs, ys: ridge.row_statistics(Xs)["leverage"]
         )
         return np.stack([est.pdp_epsilon(X), leverage], axis=1)

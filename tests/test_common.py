@@ -1,6 +1,9 @@
 """scikit-learn's estimator checks over every public estimator."""
 
+import numpy as np
 import pytest
+from numpy.testing import assert_allclose
+from sklearn import clone, config_context
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_pdp import (
@@ -32,3 +35,27 @@ ESTIMATORS = [
 @parametrize_with_checks(ESTIMATORS)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize(
+    "estimator", [e for e in ESTIMATORS if "n_jobs" in e.get_params(deep=False)
+                  and not isinstance(e, PrivateGridSearchCV)],
+    ids=lambda e: type(e).__name__,
+)
+def test_threads_give_the_same_fit(estimator):
+    """n_jobs=2 processes chunks on two threads: same release and losses."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(3000, 4))
+    y = X @ [1.0, -1.0, 0.5, 0.0] + rng.normal(size=3000)
+    fits = []
+    for n_jobs in (1, 2):
+        est = clone(estimator).set_params(
+            n_jobs=n_jobs, data_norm=4.0, y_bound=5.0, random_state=0
+        )
+        with config_context(working_memory=0.05):  # a few dozen chunks
+            fits.append(est.fit(X, y))
+    one, two = fits
+    # BLAS runs single-threaded under n_jobs=2: sums may round differently
+    assert_allclose(two.coef_, one.coef_, rtol=1e-10)
+    assert_allclose(two.pdp_losses_, one.pdp_losses_, rtol=1e-9)
+    assert_allclose(two.pdp_epsilon(X[:50]), one.pdp_epsilon(X[:50]), rtol=1e-9)

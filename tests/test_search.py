@@ -246,7 +246,7 @@ class _BudgetRegressor(PrivateRegressorMixin):
     }
 
     def __init__(self, *, epsilon=1.0, delta=1e-5, alpha=1.0, data_norm=None,
-                 y_bound=None, fit_intercept=True, random_state=None):
+                 y_bound=None, fit_intercept=True, random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
@@ -254,6 +254,7 @@ class _BudgetRegressor(PrivateRegressorMixin):
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def _fit_scaled(self, data, rng):
         self.dp_epsilon_, self.dp_delta_ = self.epsilon, self.delta
