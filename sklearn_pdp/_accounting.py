@@ -372,15 +372,7 @@ def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
         with np.errstate(divide="ignore"):
             return np.log(gaussian_delta(epsilon, np.exp(log_s))) - np.log(delta)
 
-    lo, hi = -10.0, 1.0
-    while excess(hi) <= 0:
-        lo, hi = hi, hi + 5.0
-    while excess(lo) > 0:
-        lo, hi = lo - 10.0, lo
-    log_s = brentq(excess, lo, hi, xtol=1e-13)
-    # brentq may land a hair above the root: step down until it is valid.
-    while excess(log_s) > 0:
-        log_s -= 1e-12
+    log_s = _largest_log_root(excess)
     return sensitivity / np.exp(log_s)
 
 

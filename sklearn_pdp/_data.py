@@ -15,7 +15,7 @@ import sys
 from functools import partial, reduce
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 from scipy.linalg import blas
 from sklearn import get_config
 from threadpoolctl import threadpool_limits
@@ -160,7 +160,10 @@ class ScaledData(_Rows):
             return func(rows, *self.scaler.scale(self.X[rows], self.y[rows], centre))
 
         batches = list(gen_batches(self.n_samples, size))
-        n_jobs = min(effective_n_jobs(self.n_jobs), len(batches))
+        # resolved for threads: joblib's default (process) backend would fall
+        # back to one job inside a daemon process such as a pool worker
+        with parallel_config(backend="threading"):
+            n_jobs = min(effective_n_jobs(self.n_jobs), len(batches))
         if n_jobs == 1:
             return [chunk(rows) for rows in batches]
         # threads share X; BLAS must not start threads of its own on top

@@ -1,5 +1,8 @@
 """scikit-learn's estimator checks over every public estimator."""
 
+import multiprocessing
+import warnings
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
@@ -59,3 +62,25 @@ def test_threads_give_the_same_fit(estimator):
     assert_allclose(two.coef_, one.coef_, rtol=1e-10)
     assert_allclose(two.pdp_losses_, one.pdp_losses_, rtol=1e-9)
     assert_allclose(two.pdp_epsilon(X[:50]), one.pdp_epsilon(X[:50]), rtol=1e-9)
+
+
+def test_threads_inside_a_daemon_process(monkeypatch):
+    """n_jobs means threads also where joblib's process backend falls back
+    to one job (a pool worker, a Dask worker): no warning, two threads."""
+    monkeypatch.setattr(multiprocessing.current_process(), "daemon", True)
+    import sklearn_pdp._data as data_module
+
+    used = []
+
+    class SpyParallel(data_module.Parallel):
+        def __call__(self, iterable):
+            used.append(self.n_jobs)
+            return super().__call__(iterable)
+
+    monkeypatch.setattr(data_module, "Parallel", SpyParallel)
+    rng = np.random.RandomState(0)
+    X, y = rng.normal(size=(2000, 3)), rng.normal(size=2000)
+    with warnings.catch_warnings(), config_context(working_memory=0.05):
+        warnings.simplefilter("error")
+        OPSRegressor(data_norm=4.0, y_bound=4.0, n_jobs=2).fit(X, y)
+    assert used and set(used) == {2}
