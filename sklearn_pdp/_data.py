@@ -28,6 +28,12 @@ _AUGMENT_WEIGHT = 1.0 / np.sqrt(2.0)
 # Upper limit (MiB) of the scratch memory of one chunk; scikit-learn's
 # ``working_memory`` setting applies when it is smaller.
 _CHUNK_MIB = 64
+# Upper limit of the rows of one chunk: the per-row privacy accounting keeps
+# dozens of temporaries per row (hundreds for the quadrature of objective
+# perturbation) that the MiB limit, sized for the rows, does not see. At
+# d = 10 this limit took the peak scratch memory of a fit from 160 to 60 MiB
+# (OPS) and 561 to 227 MiB (objective perturbation), and OPS from 2.6 to 2.1 s.
+_CHUNK_ROWS = 1 << 16
 
 
 class DomainScaler:
@@ -152,7 +158,7 @@ class ScaledData(_Rows):
         # scaled copy, whitened copy, and their products
         row_bytes = 8 * 4 * self.n_features
         working_memory = min(get_config()["working_memory"], _CHUNK_MIB)
-        size = max(int(working_memory * 2**20 // row_bytes), 1)
+        size = min(max(int(working_memory * 2**20 // row_bytes), 1), _CHUNK_ROWS)
 
         def chunk(rows):
             if self.y is None:
