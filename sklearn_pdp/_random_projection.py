@@ -17,6 +17,10 @@ from .exceptions import PrivacyLeakWarning
 _SKETCH_BLOCK = 512
 # tau_in above this is 1 up to rounding: the row alone spans a direction
 _ONE = 1.0 - 1e-12
+# Components of a row along a null direction of a singular Sigma, relative
+# to the row's norm, that are within rounding of zero (computed as z . v with
+# eigenvectors v accurate to ~1e-15 for well-separated eigenvalues).
+_NULL_RTOL = 1e-12
 # A row of [X y] has squared norm at most 2 in the scaled domain.
 _MAX_SQ_NORM = 2.0
 # Unit of the paper's projection-size rules (its data sets have n = 1000 k).
@@ -90,7 +94,12 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
         row (maximum of both directions); ``inf`` where the row lies outside
-        the range of the remaining rows' Sigma.
+        the range of the remaining rows' Sigma. When Sigma is singular (the
+        paper variant with an exact linear relation between the columns of
+        ``[X, y]``), a row that satisfies the relation to within 1e-12 of
+        its norm is taken to satisfy it exactly; every other row has
+        ``inf``. A relation that holds almost exactly, but not to that
+        precision, is a ValueError: the losses cannot be computed reliably.
     dp_epsilon_ : float
         Data-independent epsilon at ``delta``: the exact loss of the worst
         target in the domain (at most ``epsilon`` up to the search tolerance)
@@ -245,15 +254,17 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
 
         if self.variant == "paper":
             # only without noise on a column can a row alone span a direction
-            # of Sigma (tau_in = 1); counting them costs one more pass
+            # of Sigma (tau_in = 1) or leave its range (tau = inf); counting
+            # them costs one more pass
             exposed = data.reduce(
                 lambda start, Xs, ys: int(np.sum(self._tau(np.column_stack((Xs, ys))) > _ONE))
             )
             if exposed:
                 warnings.warn(
                     f"{exposed} training row(s) alone span a direction of the "
-                    "released sketch's covariance (possible only without noise on "
-                    "some column): their privacy loss is infinite.",
+                    "released sketch's covariance, or break a linear relation "
+                    "that it reveals (possible only without noise on some "
+                    "column): their privacy loss is infinite.",
                     PrivacyLeakWarning,
                     stacklevel=4,
                 )
@@ -268,10 +279,24 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         """
         lam, vec = linalg.eigh(sigma, check_finite=False)
         keep = lam > lam[-1] * sigma.shape[0] * np.finfo(float).eps
-        if keep.all():
-            self._basis = None
-            self._sigma = Ridge(sigma, None, 0.0)
-            return
+        try:
+            if keep.all():
+                self._null = None
+                self._sigma = Ridge(sigma, None, 0.0)
+                return
+            self._null = vec[:, ~keep]
+            self._sigma = Ridge(np.diag(lam[keep]), None, 0.0)
+        except ValueError:
+            # Nearly singular: leverages along the smallest directions would
+            # be rounding noise, so no per-instance loss could be trusted.
+            raise ValueError(
+                "The covariance of the released sketch is too ill-conditioned "
+                "for exact per-instance losses: a linear relation between the "
+                "columns of [X, y] holds almost exactly and the noise "
+                f"(noise_scale_={self.noise_scale_:.3g}, variant="
+                f"{self.variant!r}) does not mask it. Use variant='dp', or a "
+                "smaller epsilon."
+            ) from None
         warnings.warn(
             "The covariance of the released sketch is singular: it reveals an "
             "exact linear relation between the columns of [X, y] (e.g. y in the "
@@ -281,16 +306,19 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
             stacklevel=5,
         )
         self._basis = vec[:, keep]
-        self._sigma = Ridge(np.diag(lam[keep]), None, 0.0)
 
     def _tau(self, Z):
         """z^T Sigma^+ z of the rows of ``Z``, inf off the range of Sigma."""
-        if self._basis is None:
+        if self._null is None:
             return self._sigma.row_statistics(Z)["leverage"]
-        inside = Z @ self._basis
-        off = np.einsum("ij,ij->i", Z, Z) - np.einsum("ij,ij->i", inside, inside)
-        tau = self._sigma.row_statistics(inside)["leverage"]
-        return np.where(off > np.sqrt(np.finfo(float).eps), np.inf, tau)
+        tau = self._sigma.row_statistics(Z @ self._basis)["leverage"]
+        # A component along a null direction that is more than rounding (of
+        # the row and of the eigenvectors) is real: the relation is not exact
+        # for this row, and its loss is infinite (Sigma may be singular only
+        # to working precision, so that direction's variance is unknown).
+        off = np.linalg.norm(Z @ self._null, axis=1)
+        rounding = _NULL_RTOL * np.linalg.norm(Z, axis=1)
+        return np.where(off > rounding, np.inf, tau)
 
     def _release(self, rng, size=None):
         """Draw(s) of the released sketch (scaled coordinates).
@@ -303,7 +331,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         shape = (self.n_components_, chol.shape[0])
         G = rng.standard_normal(shape if size is None else (size, *shape))
         draw = G @ chol.T
-        return draw if self._basis is None else draw @ self._basis.T
+        return draw if self._null is None else draw @ self._basis.T
 
     def _training_epsilon(self, Xs, ys):
         tau_in = self._tau(np.column_stack((Xs, ys)))

@@ -318,3 +318,25 @@ def test_paper_variant_without_noise_and_y_in_span_of_x():
     # the release still has the analysed distribution: draws stay in the range
     draws = reg._release(np.random.default_rng(0), size=3)
     assert_allclose(draws[..., :2] @ [0.5, -0.3], draws[..., 2], atol=1e-12)
+
+
+def test_paper_variant_with_an_almost_exact_relation_is_never_optimistic():
+    """sigma_RP = 0 and y = X b + tiny noise: Sigma is singular to working
+    precision, yet the rows break the relation by far more than rounding, so
+    their share of the tiny direction (up to all of it) is unknown: infinite
+    loss, never the finite loss of the rows' projection onto the range. A
+    relation a little less exact makes Sigma too ill-conditioned to report
+    anything: a clear error naming the variant, not a parameter it lacks."""
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-1, 1, size=(500, 2)) / np.sqrt(2)
+    noise = rng.standard_normal(500)
+    params = dict(epsilon=1.0, n_components=20, variant="paper", data_norm=1.0,
+                  y_bound=1.0, fit_intercept=False, random_state=0)
+    y = X @ [0.5, -0.3] + 1e-9 * noise
+    with pytest.warns(PrivacyLeakWarning) as record:
+        reg = RandomProjectionRegressor(**params).fit(X, y)
+    assert any("singular" in str(w.message) for w in record)
+    violation = np.abs(noise) * 1e-9 / np.linalg.norm(np.column_stack((X, y)), axis=1)
+    assert np.all(reg.pdp_losses_[violation > 2e-12] == np.inf)
+    with pytest.raises(ValueError, match="variant='paper'"), pytest.warns(PrivacyLeakWarning):
+        RandomProjectionRegressor(**params).fit(X, X @ [0.5, -0.3] + 1e-6 * noise)
