@@ -63,6 +63,28 @@ def test_lambda_min_change_degenerate_cases():
     assert np.all(lambda_min_change(w, V, X) <= (X**2).sum(axis=1) + 1e-15)
 
 
+@pytest.mark.parametrize("spacing", [1e-6, 1e-2, 1.0, 1e3])
+def test_lambda_min_change_across_spectra(spacing):
+    """Eigenvalue gaps far below, near and far above ||x||^2: the iteration
+    on the secular equation stays exact to eigvalsh's precision."""
+    rng = np.random.default_rng(int(spacing * 1e6) % 2**32)
+    d = 6
+    w = 0.3 + spacing * np.sort(rng.uniform(0, d, size=d))
+    V = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    A = V @ np.diag(w) @ V.T
+    w, V = np.linalg.eigh(A)
+    # rows that A can lose (inside its Gram) and arbitrary rows to add
+    X = np.linalg.cholesky(A).T[rng.permutation(d)] * rng.uniform(0.2, 0.99, (d, 1))
+    X /= np.maximum(np.linalg.norm(X, axis=1), 1.0)[:, None]
+    Z = rng.normal(size=(20, d)) * rng.uniform(0.01, 1, size=(20, 1))
+    Z /= np.maximum(np.linalg.norm(Z, axis=1), 1.0)[:, None]
+    removed = [w[0] - np.linalg.eigvalsh(A - np.outer(x, x))[0] for x in X]
+    added = [np.linalg.eigvalsh(A + np.outer(z, z))[0] - w[0] for z in Z]
+    tol = dict(rtol=1e-10, atol=1e-13 * (1 + w[-1]))
+    assert_allclose(lambda_min_change(w, V, X), removed, **tol)
+    assert_allclose(lambda_min_change(w, V, Z, add=True), added, **tol)
+
+
 # --------------------------------------------------- gamma calibration ---
 
 
