@@ -281,7 +281,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         keep = lam > lam[-1] * sigma.shape[0] * np.finfo(float).eps
         try:
             if keep.all():
-                self._null = None
+                self._basis = self._null = None
                 self._sigma = Ridge(sigma, None, 0.0)
                 return
             self._null = vec[:, ~keep]
