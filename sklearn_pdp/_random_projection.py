@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._accounting import chi2_epsilon, chi2_noise_scale
 from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._data import row_norms
 from .exceptions import PrivacyLeakWarning
 
 # Rows of the data per independently seeded column block of S. Fixed, so the
@@ -316,8 +317,8 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         # the row and of the eigenvectors) is real: the relation is not exact
         # for this row, and its loss is infinite (Sigma may be singular only
         # to working precision, so that direction's variance is unknown).
-        off = np.linalg.norm(Z @ self._null, axis=1)
-        rounding = _NULL_RTOL * np.linalg.norm(Z, axis=1)
+        off = row_norms(Z @ self._null)
+        rounding = _NULL_RTOL * row_norms(Z)
         return np.where(off > rounding, np.inf, tau)
 
     def _release(self, rng, size=None):
