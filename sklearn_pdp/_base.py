@@ -22,7 +22,14 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from ._config import get_config as _get_pdp_config
-from ._data import DomainScaler, compute, row_norms, scaled_data, validate_rows
+from ._data import (
+    DomainScaler,
+    compute,
+    label_range,
+    row_norms,
+    scaled_data,
+    validate_rows,
+)
 from .exceptions import PrivacyLeakWarning
 
 # Leverages computed through the Cholesky factor carry a relative error of
@@ -34,7 +41,9 @@ _MIN_RCOND = 1e-10
 class Ridge:
     """Non-private ridge solution on scaled data, kept for the privacy report.
 
-    H = X^T X + alpha I = L L^T (Cholesky), theta_hat = H^{-1} X^T y.
+    H = X^T X + alpha P = L L^T (Cholesky), theta_hat = H^{-1} X^T y, where P
+    is the identity, or with ``intercept`` the identity without its last
+    diagonal entry: the constant feature (the last column) is not penalised.
     ``Xty`` may be None when only the quadratic forms x^T H^{-1} x are
     needed (``coef`` is then None).
     A singular H, or one too ill-conditioned for accurate leverages
@@ -46,8 +55,8 @@ class Ridge:
     pickled estimator.
     """
 
-    def __init__(self, XtX, Xty, alpha):
-        H = XtX + alpha * np.eye(XtX.shape[0])
+    def __init__(self, XtX, Xty, alpha, intercept=False):
+        H = XtX + alpha * penalty(XtX.shape[0], intercept)
         try:
             self.chol = linalg.cholesky(H, lower=True, check_finite=False)
             rcond, _ = lapack.dpocon(self.chol, np.abs(H).sum(axis=0).max(), uplo="L")
@@ -99,6 +108,53 @@ class Ridge:
         return stats
 
 
+def penalty(n_coef, intercept):
+    """The ridge penalty matrix: the identity, without the intercept's entry."""
+    P = np.eye(n_coef)
+    if intercept:
+        P[-1, -1] = 0.0
+    return P
+
+
+def domain_bounds(n_samples, alpha, intercept):
+    """Largest leverage, |residual| and ||H^{-1} x|| of any person.
+
+    For any data set of ``n_samples`` rows in the domain (rows in the unit
+    ball, labels in [-1, 1]), the data set without one of its rows, and any
+    target ``x`` (with its constant feature when ``intercept``) and label,
+    with H = X^T X + alpha P and theta_hat on the smaller data set:
+
+    - without intercept: mu <= 1/alpha, |r| <= 1 + sqrt(n)/(2 sqrt(alpha)),
+      ||H^{-1} x|| <= 1/alpha, ||x||^2 <= 1;
+    - with an unpenalised intercept (m >= n - 1 rows, x_bar their mean,
+      A = sum (x_i - x_bar)(x_i - x_bar)^T + alpha I): by the block inverse,
+      mu = 1/m + (x - x_bar)^T A^{-1} (x - x_bar) <= 1/m + 4/alpha;
+      r = (y - y_bar) - (x - x_bar)^T beta with ||beta|| <= sqrt(n)/(2 sqrt(alpha)),
+      so |r| <= 2 + sqrt(n / alpha);
+      H^{-1} x = [A^{-1}(x - x_bar), 1/m - x_bar^T A^{-1} (x - x_bar)], so
+      ||H^{-1} x||^2 <= 4/alpha^2 + (1/m + 2/alpha)^2; ||x||^2 <= 2.
+
+    Returns a dict with keys ``leverage``, ``residual``, ``inverse_norm``
+    and ``norm2``; ``inf`` where alpha = 0, and with an intercept where
+    n = 1 (the data set without the row has no intercept direction at all).
+    """
+    with np.errstate(divide="ignore"):
+        if not intercept:
+            return {
+                "leverage": 1.0 / alpha,
+                "residual": 1.0 + np.sqrt(n_samples) / (2.0 * np.sqrt(alpha)),
+                "inverse_norm": 1.0 / alpha,
+                "norm2": 1.0,
+            }
+        m = np.float64(n_samples - 1)
+        return {
+            "leverage": 1.0 / m + 4.0 / alpha,
+            "residual": 2.0 + np.sqrt(n_samples / alpha),
+            "inverse_norm": np.hypot(2.0 / alpha, 1.0 / m + 2.0 / alpha),
+            "norm2": 2.0,
+        }
+
+
 def noise_generator(random_state):
     """The random generator from which a fit draws all of its noise.
 
@@ -132,6 +188,42 @@ def leave_one_out(leverage, residual):
     return mu, r
 
 
+def _feature_bounds(bounds_X, n_features):
+    """``bounds_X`` as two float arrays of length ``n_features``, lower < upper."""
+    try:
+        lower, upper = (
+            np.broadcast_to(np.asarray(b, dtype=np.float64), (n_features,)).copy()
+            for b in bounds_X
+        )
+    except (TypeError, ValueError):
+        raise ValueError(
+            "bounds_X must be a pair (lower, upper) of scalars or arrays of length "
+            f"n_features={n_features}; got {bounds_X!r}."
+        ) from None
+    if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))
+            and np.all(lower < upper)):
+        raise ValueError(
+            "bounds_X must have finite lower < upper for every feature; got "
+            f"{bounds_X!r}."
+        )
+    return lower, upper
+
+
+def _label_bounds(y_bound):
+    """``(low, high)`` of ``y_bound``, validated: a positive scalar or low < high."""
+    try:
+        low, high = label_range(y_bound)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"y_bound must be a positive number or a pair (low, high); got {y_bound!r}."
+        ) from None
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise ValueError(
+            f"y_bound must be a positive number or a pair with low < high; got {y_bound!r}."
+        )
+    return low, high
+
+
 class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
     """Base class of the package's private linear regressors.
 
@@ -151,40 +243,58 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "data_norm": [Interval(Real, 0, None, closed="neither"), None],
-        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "bounds_X": ["array-like", None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "fit_intercept": ["boolean"],
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
     }
 
     def _resolve_bounds(self, X, y):
-        """The declared bounds, or the data's own with a PrivacyLeakWarning."""
+        """The declared bounds, or the data's own with a PrivacyLeakWarning.
+
+        Returns ``(data_norm, bounds_X, y_bound)``: ``data_norm`` is None when
+        ``bounds_X`` is given, ``bounds_X`` a pair of float arrays of length
+        n_features or None, ``y_bound`` a float or a ``(low, high)`` pair.
+        """
+        bounds_X = None
+        if self.bounds_X is not None:
+            if self.data_norm is not None:
+                raise ValueError(
+                    "Give either data_norm or bounds_X, not both (got "
+                    f"data_norm={self.data_norm!r} and bounds_X={self.bounds_X!r})."
+                )
+            bounds_X = _feature_bounds(self.bounds_X, X.shape[1])
         bounds = {}
         for name, observed in (
             ("data_norm", lambda: row_norms(X).max()),
             ("y_bound", lambda: abs(y).max()),
         ):
             value = getattr(self, name)
-            if value is None:
+            if value is None and not (name == "data_norm" and bounds_X is not None):
                 warnings.warn(
                     f"{name} was not given, so it is read from the data. This "
                     "leaks information about the data and the reported privacy "
-                    f"guarantees do not cover it. Declare {name} to avoid this.",
+                    f"guarantees do not cover it. Declare {name}"
+                    f"{' or bounds_X' if name == 'data_norm' else ''} to avoid this.",
                     PrivacyLeakWarning,
                     stacklevel=4,
                 )
                 value = float(compute(observed())[0]) or 1.0
-            bounds[name] = float(value)
+            bounds[name] = value
         data_norm, y_bound = bounds["data_norm"], bounds["y_bound"]
+        low, high = _label_bounds(y_bound)
+        x_scale = data_norm if bounds_X is None else np.max(bounds_X[1] - bounds_X[0])
         # coef_ = theta * y_bound / data_norm must be representable.
-        ratio = y_bound / data_norm
-        if not (np.isfinite(data_norm) and np.finfo(float).tiny <= ratio < np.inf):
+        ratio = (high - low) / x_scale
+        if not (np.isfinite(x_scale) and np.finfo(float).tiny <= ratio < np.inf):
             raise ValueError(
-                "y_bound / data_norm must be a finite, normal float64 number "
-                f"(got data_norm={data_norm!r}, y_bound={y_bound!r}): the "
+                "y_bound / data_norm (label range over feature range) must be a "
+                f"finite, normal float64 number (got data_norm={data_norm!r}, "
+                f"bounds_X={self.bounds_X!r}, y_bound={y_bound!r}): the "
                 "coefficients in the units of the data would overflow or underflow."
             )
-        return data_norm, y_bound
+        return (None if data_norm is None else float(data_norm)), bounds_X, y_bound
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -206,8 +316,10 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             Fitted estimator.
         """
         X, y = validate_rows(self, X, y, reset=True)
-        self.data_norm_, self.y_bound_ = self._resolve_bounds(X, y)
-        self._scaler = DomainScaler(self.data_norm_, self.y_bound_, self.fit_intercept)
+        self.data_norm_, self.bounds_X_, self.y_bound_ = self._resolve_bounds(X, y)
+        self._scaler = DomainScaler(
+            self.data_norm_, self.y_bound_, self.fit_intercept, self.bounds_X_
+        )
         data = scaled_data(X, y, self._scaler, self.n_jobs)
         theta = self._fit_scaled(data, noise_generator(self.random_state))
         self.coef_, self.intercept_ = self._scaler.unscale_coef(theta)

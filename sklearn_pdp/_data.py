@@ -22,9 +22,6 @@ from threadpoolctl import threadpool_limits
 from sklearn.utils import gen_batches
 from sklearn.utils.validation import check_array, check_consistent_length, validate_data
 
-# The constant feature and the scaled features share the unit ball equally:
-# x_aug = [x / data_norm, 1] / sqrt(2), so ||x_aug|| <= 1 still holds.
-_AUGMENT_WEIGHT = 1.0 / np.sqrt(2.0)
 # Upper limit (MiB) of the scratch memory of one chunk; scikit-learn's
 # ``working_memory`` setting applies when it is smaller.
 _CHUNK_MIB = 64
@@ -39,19 +36,34 @@ _CHUNK_ROWS = 1 << 16
 class DomainScaler:
     """Maps data into the domain of the privacy analysis, and models back.
 
-    Rows are divided by ``data_norm`` and, if still longer than 1, scaled down
-    to norm 1; labels are divided by ``y_bound`` and clipped to [-1, 1]; with
-    ``fit_intercept`` a constant feature is appended and the row is weighted by
-    1/sqrt(2).  Clipping happens on copies.  A mechanism that releases a
-    private label mean may set ``y_offset`` (in scaled units): labels are then
-    centred by it after clipping, and it is added back to the intercept.
+    The declared bounds are public. With ``bounds_X = (lower, upper)`` each
+    feature is clipped to its range, centred at its midpoint and divided by
+    its half-width times ``sqrt(d)``, so every row lies in the unit ball; with
+    ``data_norm`` rows are divided by it and rows still longer than 1 are
+    scaled down to norm 1. Labels are clipped to ``y_bound`` (a pair
+    ``(low, high)`` or ``b`` for ``(-b, b)``), centred at its midpoint and
+    divided by its half-width, so they lie in [-1, 1]. With ``fit_intercept``
+    a constant feature 1 is appended: the mechanisms leave it unpenalised, so
+    the intercept is not shrunk. Clipping happens on copies. A mechanism that
+    releases a private label mean may set ``y_offset`` (in scaled units):
+    labels are then centred by it after clipping, and it is added back to the
+    intercept.
     """
 
-    def __init__(self, data_norm, y_bound, fit_intercept, y_offset=0.0):
+    def __init__(self, data_norm, y_bound, fit_intercept, bounds_X=None, y_offset=0.0):
         self.data_norm = data_norm
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
+        self.bounds_X = bounds_X
         self.y_offset = y_offset
+        low, high = label_range(y_bound)
+        self.y_mid, self.y_half = 0.5 * (low + high), 0.5 * (high - low)
+        if bounds_X is None:
+            self.x_mid, self.x_scale = 0.0, data_norm
+        else:
+            lower, upper = bounds_X
+            self.x_mid = 0.5 * (lower + upper)
+            self.x_scale = 0.5 * (upper - lower) * np.sqrt(lower.shape[0])
 
     def scale(self, X, y=None, centre=True):
         """Scaled (and clipped) copy of the rows ``X`` and labels ``y``."""
@@ -60,15 +72,14 @@ class DomainScaler:
         self._unit_ball(X, Xs[:, :d])
         if self.fit_intercept:
             Xs[:, d] = 1.0
-            Xs *= _AUGMENT_WEIGHT
         if y is None:
             return Xs
         return Xs, self.scale_labels(y, centre)
 
     def scale_labels(self, y, centre=True):
         """Scaled labels in [-1, 1], centred by ``y_offset`` unless ``centre=False``."""
-        with np.errstate(over="ignore"):  # an overflow to +-inf clips to +-1
-            ys = np.clip(y / self.y_bound, -1.0, 1.0)
+        with np.errstate(over="ignore", invalid="ignore"):  # +-inf clips to +-1
+            ys = np.clip((y - self.y_mid) / self.y_half, -1.0, 1.0)
         return self.centre(ys) if centre else ys
 
     def centre(self, ys):
@@ -80,12 +91,14 @@ class DomainScaler:
         return np.clip(ys - self.y_offset, -1.0, 1.0)
 
     def clip(self, X):
-        """Copy of ``X`` with the rows longer than ``data_norm`` scaled down to it.
+        """Copy of ``X`` with every row moved into the declared bounds.
 
         The rows as the mechanism sees them, in the units of the data: a model
         evaluated on them treats every row like a training row. Rows inside
         the domain are copied unchanged.
         """
+        if self.bounds_X is not None:
+            return np.clip(X, *self.bounds_X)
         unit = np.empty(X.shape)
         outside = self._unit_ball(X, unit)
         clipped = np.array(X, dtype=np.float64)
@@ -93,26 +106,42 @@ class DomainScaler:
         return clipped
 
     def _unit_ball(self, X, out):
-        """``X / data_norm`` into ``out``, rows longer than 1 scaled to norm 1.
+        """The scaled rows of ``X`` into ``out``, rows longer than 1 scaled to norm 1.
 
         Returns the mask of the rows that were scaled down.
         """
-        # A row with an entry beyond data_norm is too long and only its
-        # direction survives: dividing it by that entry first keeps every
-        # entry in [-1, 1], so squaring cannot overflow even near 1e308.
-        peak = np.abs(X).max(axis=1, initial=0.0)
-        np.divide(X, np.maximum(peak, self.data_norm)[:, None], out=out)
+        if self.bounds_X is None:
+            # A row with an entry beyond data_norm is too long and only its
+            # direction survives: dividing it by that entry first keeps every
+            # entry in [-1, 1], so squaring cannot overflow even near 1e308.
+            peak = np.abs(X).max(axis=1, initial=0.0)
+            np.divide(X, np.maximum(peak, self.data_norm)[:, None], out=out)
+        else:
+            np.clip(X, *self.bounds_X, out=out)
+            out -= self.x_mid
+            out /= self.x_scale
+            peak = 0.0
         norms = np.sqrt(np.einsum("ij,ij->i", out, out))
+        # (with bounds_X only rounding can leave a row a hair outside)
         out /= np.maximum(norms, 1.0)[:, None]
-        return (peak > self.data_norm) | (norms > 1.0)
+        return (peak > (self.data_norm or np.inf)) | (norms > 1.0)
 
     def unscale_coef(self, theta):
         """``coef_`` and ``intercept_`` in the user's units for the scaled model ``theta``."""
-        offset = self.y_offset * self.y_bound
-        if not self.fit_intercept:
-            return theta * (self.y_bound / self.data_norm), offset
-        coef = theta[:-1] * (self.y_bound * _AUGMENT_WEIGHT / self.data_norm)
-        return coef, float(theta[-1] * self.y_bound * _AUGMENT_WEIGHT + offset)
+        d = theta.shape[0] - int(self.fit_intercept)
+        coef = theta[:d] * (self.y_half / self.x_scale)
+        intercept = self.y_mid + self.y_half * self.y_offset - np.sum(coef * self.x_mid)
+        if self.fit_intercept:
+            intercept += self.y_half * theta[d]
+        return coef, float(intercept)
+
+
+def label_range(y_bound):
+    """``(low, high)`` of a ``y_bound`` given as a pair or as ``b`` for ``(-b, b)``."""
+    if np.ndim(y_bound) == 0:
+        return -float(y_bound), float(y_bound)
+    low, high = (float(v) for v in y_bound)
+    return low, high
 
 
 def add(a, b):

@@ -139,6 +139,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         alpha=50.0,
         delta=1e-6,
         data_norm=None,
+        bounds_X=None,
         y_bound=None,
         fit_intercept=True,
         random_state=None,
@@ -149,6 +150,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         self.alpha = alpha
         self.delta = delta
         self.data_norm = data_norm
+        self.bounds_X = bounds_X
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.random_state = random_state
@@ -168,7 +170,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
 
     def _fit_scaled(self, data, rng):
         self.noise_scale_ = self._noise_scale(data.n_samples)
-        self._ridge = Ridge(*data.gram(), self.alpha)
+        self._ridge = Ridge(*data.gram(), self.alpha, self.fit_intercept)
         self.dp_epsilon_ = objpert_dp_epsilon(
             self.delta, self.alpha, self.noise_scale_, data.n_samples
         )

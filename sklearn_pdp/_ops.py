@@ -14,7 +14,7 @@ from ._accounting import (
     ops_epsilon,
     ops_gamma,
 )
-from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._base import PrivateRegressorMixin, Ridge, domain_bounds, leave_one_out
 
 
 class OPSRegressor(PrivateRegressorMixin):
@@ -124,6 +124,7 @@ class OPSRegressor(PrivateRegressorMixin):
         alpha=1.0,
         delta=1e-6,
         data_norm=None,
+        bounds_X=None,
         y_bound=None,
         fit_intercept=True,
         random_state=None,
@@ -133,15 +134,16 @@ class OPSRegressor(PrivateRegressorMixin):
         self.alpha = alpha
         self.delta = delta
         self.data_norm = data_norm
+        self.bounds_X = bounds_X
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_jobs = n_jobs
 
     def _fit_scaled(self, data, rng):
-        self._ridge = Ridge(*data.gram(), self.alpha)
+        self._ridge = Ridge(*data.gram(), self.alpha, self.fit_intercept)
         self.dp_epsilon_ = ops_dp_epsilon(
-            self.delta, self.alpha, self.gamma, data.n_samples
+            self.delta, self.alpha, self.gamma, data.n_samples, self.fit_intercept
         )
         self.dp_delta_ = self.delta
         self.noise_scale_ = 1.0 / np.sqrt(self.gamma)
@@ -158,16 +160,17 @@ class OPSRegressor(PrivateRegressorMixin):
         return ops_target_epsilon(self._ridge, Xs, ys, self.delta, self.gamma)
 
 
-def ops_dp_epsilon(delta, alpha, gamma, n_samples):
+def ops_dp_epsilon(delta, alpha, gamma, n_samples, intercept=False):
     """Data-independent OPS epsilon for rows in the unit ball (doc/mechanisms/ops.rst).
 
-    mu <= 1/alpha and |r| <= 1 + sqrt(n)/(2 sqrt(alpha)); the loss grows in
-    both, so the corner is the worst case. No guarantee without ridge.
+    The loss grows in the leverage and the |residual|, so the corner of their
+    bounds over the domain (:func:`domain_bounds`) is the worst case. No
+    guarantee without ridge.
     """
     if alpha <= 0:
         return np.inf
-    r = 1.0 + np.sqrt(n_samples) / (2.0 * np.sqrt(alpha))
-    return ops_epsilon(delta, 1.0 / alpha, r, gamma)
+    corner = domain_bounds(n_samples, alpha, intercept)
+    return ops_epsilon(delta, corner["leverage"], corner["residual"], gamma)
 
 
 def ops_training_epsilon(ridge, Xs, ys, delta, gamma):
@@ -434,6 +437,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         kappa=None,
         budget_split=None,
         data_norm=None,
+        bounds_X=None,
         y_bound=None,
         fit_intercept=True,
         random_state=None,
@@ -444,6 +448,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         self.kappa = kappa
         self.budget_split = budget_split
         self.data_norm = data_norm
+        self.bounds_X = bounds_X
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.random_state = random_state

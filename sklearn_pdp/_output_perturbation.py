@@ -9,7 +9,7 @@ from scipy.optimize import brentq
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._accounting import gaussian_epsilon, gaussian_noise_scale
-from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._base import PrivateRegressorMixin, Ridge, domain_bounds, leave_one_out, penalty
 
 # A neighbouring solution counts as inside the ball (closed-form leave-one-out
 # valid) only with this relative margin, so that rounding never picks the
@@ -188,6 +188,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         alpha=1.0,
         radius=None,
         data_norm=None,
+        bounds_X=None,
         y_bound=None,
         fit_intercept=True,
         random_state=None,
@@ -199,6 +200,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         self.alpha = alpha
         self.radius = radius
         self.data_norm = data_norm
+        self.bounds_X = bounds_X
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.random_state = random_state
@@ -215,13 +217,17 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
 
     def _fit_scaled(self, data, rng):
         XtX, Xty = data.gram()
-        self._ridge = Ridge(XtX, Xty, self.alpha)
+        self._n = data.n_samples
+        self._ridge = Ridge(XtX, Xty, self.alpha, self.fit_intercept)
         self._center = self._ridge.coef
         self._inside = self.radius is None or (
             linalg.norm(self._center) <= self.radius * (1 - _INSIDE_RTOL)
         )
         if not self._inside:
-            self._center = ball_ridge(XtX, Xty, self.alpha, self.radius)
+            self._center = ball_ridge(
+                XtX + self.alpha * penalty(XtX.shape[0], self.fit_intercept),
+                Xty, self.radius,
+            )
         elif self.radius is not None:
             # x^T H^{-1} theta_hat gives the neighbours' norms in closed form
             self._inverse_coef = linalg.cho_solve(
@@ -229,7 +235,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             )
 
         self.sensitivity_ = output_perturbation_sensitivity(
-            self.alpha, data.n_samples, self.radius
+            self.alpha, data.n_samples, self.radius, self.fit_intercept
         )
         if self.noise == "gaussian":
             self.noise_scale_ = gaussian_noise_scale(
@@ -265,7 +271,8 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             return exact
         R = self.radius
         norm_x = np.sqrt(np.einsum("ij,ij->i", Xs, Xs))
-        bound = np.minimum(norm_x * (R * norm_x + np.abs(ys)) / self.alpha, 2.0 * R)
+        _, convexity = _ball_constants(self.alpha, self._n, R, self.fit_intercept)
+        bound = np.minimum(norm_x * (R * norm_x + np.abs(ys)) / convexity, 2.0 * R)
         if not self._inside:
             return bound
         with np.errstate(invalid="ignore", over="ignore"):
@@ -309,30 +316,48 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         return self._epsilon(np.maximum(*ends))
 
 
-def output_perturbation_sensitivity(alpha, n_samples, radius=None):
+def output_perturbation_sensitivity(alpha, n_samples, radius=None, intercept=False):
     """Global l2 sensitivity of (ball-constrained) ridge, doc/mechanisms/output_perturbation.rst.
 
     Rows in the unit ball, labels in [-1, 1], sum-of-losses convention.
-    With ``radius`` R: ``min((R + 1) / alpha, 2 R)`` (Lipschitz constant over
-    strong convexity, or the ball's diameter); without:
-    ``(1 + sqrt(n) / (2 sqrt(alpha))) / alpha``.
+    With ``radius`` R: ``min(L / c, 2 R)`` (Lipschitz constant over strong
+    convexity, or the ball's diameter); without: the largest |residual| times
+    the largest ||H^{-1} x|| over the domain (:func:`domain_bounds`).
     """
     if radius is None:
-        return (1.0 + np.sqrt(n_samples) / (2.0 * np.sqrt(alpha))) / alpha
-    return min((radius + 1.0) / alpha, 2.0 * radius)
+        corner = domain_bounds(n_samples, alpha, intercept)
+        return corner["residual"] * corner["inverse_norm"]
+    lipschitz, convexity = _ball_constants(alpha, n_samples, radius, intercept)
+    return min(lipschitz / convexity, 2.0 * radius)
 
 
-def ball_ridge(XtX, Xty, alpha, radius):
-    """argmin 1/2 ||y - X theta||^2 + alpha/2 ||theta||^2 s.t. ||theta|| <= radius.
+def _ball_constants(alpha, n_samples, radius, intercept):
+    """Bound on one row's loss gradient on the ball, and the strong convexity.
 
-    The KKT conditions give theta(nu) = (X^T X + (alpha + nu) I)^{-1} X^T y
+    The gradient (x^T theta - y) x has norm <= ||x|| (R ||x|| + 1). Without
+    intercept the penalty gives convexity alpha. With an unpenalised
+    intercept, a unit direction (v, t) has curvature
+    sum (x_i^T v + t)^2 + alpha ||v||^2 >= min(alpha, m) / 5 over m >= n - 1
+    rows in the unit ball: ||v||^2 >= 1/5 gives alpha / 5, otherwise
+    |t| - ||v|| >= 1/sqrt(5) gives m / 5 from the data term.
+    """
+    if not intercept:
+        return radius + 1.0, alpha
+    norm = np.sqrt(2.0)
+    return norm * (radius * norm + 1.0), min(alpha, n_samples - 1) / 5.0
+
+
+def ball_ridge(H, Xty, radius):
+    """argmin 1/2 theta^T H theta - theta^T X^T y s.t. ||theta|| <= radius.
+
+    ``H = X^T X + alpha P`` (the ridge objective). The KKT conditions give
+    theta(nu) = (H + nu I)^{-1} X^T y
     with the smallest nu >= 0 such that ||theta(nu)|| <= radius. In the
-    eigenbasis of X^T X the norm is an explicit decreasing function of nu, so
+    eigenbasis of H the norm is an explicit decreasing function of nu, so
     nu is a scalar root search.
     """
-    eigvals, U = linalg.eigh(XtX, check_finite=False)
+    shift, U = linalg.eigh(H, check_finite=False)
     g = U.T @ Xty
-    shift = np.maximum(eigvals, 0.0) + alpha
 
     def excess(nu):
         return linalg.norm(g / (shift + nu)) - radius
@@ -341,6 +366,7 @@ def ball_ridge(XtX, Xty, alpha, radius):
         nu = 0.0
     else:
         # at nu = ||g|| / radius the norm is below radius since shift > 0
+        # (H is positive definite: Ridge has checked it)
         nu = brentq(excess, 0.0, linalg.norm(g) / radius, xtol=1e-14, rtol=1e-15)
     theta = U @ (g / (shift + nu))
     # rounding must not leave the ball the sensitivity analysis assumes

@@ -22,8 +22,6 @@ _ONE = 1.0 - 1e-12
 # to the row's norm, that are within rounding of zero (computed as z . v with
 # eigenvectors v accurate to ~1e-15 for well-separated eigenvalues).
 _NULL_RTOL = 1e-12
-# A row of [X y] has squared norm at most 2 in the scaled domain.
-_MAX_SQ_NORM = 2.0
 # Unit of the paper's projection-size rules (its data sets have n = 1000 k).
 _RULE_UNIT = 1000
 
@@ -180,6 +178,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         variant="dp",
         delta=1e-6,
         data_norm=None,
+        bounds_X=None,
         y_bound=None,
         fit_intercept=True,
         random_state=None,
@@ -190,6 +189,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         self.variant = variant
         self.delta = delta
         self.data_norm = data_norm
+        self.bounds_X = bounds_X
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.random_state = random_state
@@ -236,9 +236,12 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         ZtZ, col_sq, col_max_sq, SZ = _sketch_pass(data, k, seed)
         p = data.n_features
         if self.variant == "dp":
-            s = chi2_noise_scale(self.epsilon, self.delta, k, _MAX_SQ_NORM)
+            # a row [x, 1, y] of the scaled domain: ||x||^2 <= 1, the
+            # constant feature 1 (with an intercept), y^2 <= 1
+            max_sq_norm = 2.0 + self.fit_intercept
+            s = chi2_noise_scale(self.epsilon, self.delta, k, max_sq_norm)
             penalty = np.full(p + 1, s**2)
-            self.dp_epsilon_ = float(chi2_epsilon(self.delta, _MAX_SQ_NORM / s**2, k))
+            self.dp_epsilon_ = float(chi2_epsilon(self.delta, max_sq_norm / s**2, k))
         else:
             s = paper_noise_scale(self.epsilon, k, col_sq[:p], col_max_sq[:p])
             penalty = np.append(np.full(p, s**2), 0.0)

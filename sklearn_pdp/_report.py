@@ -331,7 +331,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
 
 
 def _design_ridge(est, data):
-    """H = X^T X + alpha I of the scaled training rows, for the leverage scores.
+    """H = X^T X + alpha P of the scaled training rows, for the leverage scores.
 
     The mechanism's own factorisation when it keeps one (``_ridge``); otherwise
     (e.g. random projection) built here with its ridge strength, if any: the
@@ -340,7 +340,7 @@ def _design_ridge(est, data):
     if hasattr(est, "_ridge"):
         return est._ridge
     alpha = getattr(est, "alpha_", est.get_params().get("alpha", 0.0))
-    return Ridge(*data.gram(), alpha)
+    return Ridge(*data.gram(), alpha, est.fit_intercept)
 
 
 def _leverage_residual(ridge):

@@ -6,6 +6,7 @@ from numpy.testing import assert_allclose
 from scipy import stats
 from sklearn.linear_model import Ridge
 
+from tests._reference import ridge_penalty
 from sklearn_pdp import OPSRegressor, PrivacyLeakWarning
 from sklearn_pdp._accounting import ops_epsilon
 from sklearn_pdp._data import DomainScaler
@@ -33,7 +34,7 @@ def test_pdp_losses_equal_brute_force_leave_one_out(fit_intercept):
     expected = []
     for i in range(len(y)):
         keep = np.arange(len(y)) != i
-        H = Xs[keep].T @ Xs[keep] + 0.5 * np.eye(Xs.shape[1])
+        H = Xs[keep].T @ Xs[keep] + 0.5 * ridge_penalty(Xs, fit_intercept)
         theta = np.linalg.solve(H, Xs[keep].T @ ys[keep])
         mu = Xs[i] @ np.linalg.solve(H, Xs[i])
         expected.append(ops_epsilon(1e-6, mu, ys[i] - Xs[i] @ theta, 30.0))
@@ -47,7 +48,7 @@ def test_pdp_epsilon_of_new_targets():
     X_new, y_new = _data(n=7, seed=1)
     Xs, ys = _scaled(X, y, reg)
     Xn, yn = _scaled(X_new, y_new, reg)
-    H = Xs.T @ Xs + reg.alpha * np.eye(Xs.shape[1])
+    H = Xs.T @ Xs + reg.alpha * ridge_penalty(Xs, reg.fit_intercept)
     theta = np.linalg.solve(H, Xs.T @ ys)
     mu = np.einsum("ij,ij->i", Xn, np.linalg.solve(H, Xn.T).T)
     assert_allclose(
@@ -85,8 +86,9 @@ def test_converges_to_ridge_as_gamma_grows():
     reg = OPSRegressor(gamma=1e12, alpha=2.0, data_norm=4.0, y_bound=5.0, random_state=0)
     reg.fit(X, y)
     Xs, ys = _scaled(X, y, reg)
-    ridge = Ridge(alpha=2.0, fit_intercept=False).fit(Xs, ys)
-    assert_allclose(reg.predict(X) / 5.0, ridge.predict(Xs), atol=1e-5)
+    # scikit-learn's Ridge does not penalise its intercept either
+    ridge = Ridge(alpha=2.0).fit(Xs[:, :-1], ys)
+    assert_allclose(reg.predict(X) / 5.0, ridge.predict(Xs[:, :-1]), atol=1e-5)
 
 
 def test_random_state_makes_fit_reproducible():
@@ -138,7 +140,9 @@ def test_out_of_bound_rows_are_clipped_on_a_copy():
     reg = OPSRegressor(data_norm=0.5, y_bound=0.5, random_state=0).fit(X, y)
     assert_allclose(X, X_orig) and assert_allclose(y, y_orig)
     Xs, ys = _scaled(X, y, reg)
-    assert np.linalg.norm(Xs, axis=1).max() <= 1 + 1e-12
+    # features in the unit ball, then the constant feature
+    assert np.linalg.norm(Xs[:, :-1], axis=1).max() <= 1 + 1e-12
+    assert_allclose(Xs[:, -1], 1.0)
     assert np.abs(ys).max() <= 1
     # clipping is the same as handing the estimator the clipped data
     X_clip = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True) / 0.5, 1.0)

@@ -8,6 +8,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
+from tests._reference import ridge_penalty
 from sklearn_pdp import OPSRegressor, PDPReport, PrivacyLeakWarning
 from sklearn_pdp._data import DomainScaler
 
@@ -79,7 +80,7 @@ def test_transform_is_worst_label_epsilon_and_leverage():
     # leverage x^T H^{-1} x of the scaled rows, by a direct solve
     scaler = DomainScaler(est.data_norm_, est.y_bound_, est.fit_intercept)
     Xs, Xn = scaler.scale(X), scaler.scale(X_new)
-    H = Xs.T @ Xs + est.alpha * np.eye(Xs.shape[1])
+    H = Xs.T @ Xs + est.alpha * ridge_penalty(Xs, est.fit_intercept)
     assert_allclose(out[:, 1], np.einsum("ij,ji->i", Xn, np.linalg.solve(H, Xn.T)), rtol=1e-10)
     # worst case over every label of the declared domain [-5, 5]
     for label in np.linspace(-5, 5, 11):

@@ -238,8 +238,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "estimator must be a private regressor of sklearn_pdp, got "
                 f"{type(self.estimator).__name__}."
             )
-        self.data_norm_, self.y_bound_ = clone(self.estimator)._resolve_bounds(X, y)
-        common = {"data_norm": self.data_norm_, "y_bound": self.y_bound_}
+        self.data_norm_, bounds_X, self.y_bound_ = clone(self.estimator)._resolve_bounds(
+            X, y
+        )
+        common = {"data_norm": self.data_norm_, "bounds_X": bounds_X, "y_bound": self.y_bound_}
         names = self.estimator.get_params(deep=False)
         for name in ("epsilon", "delta"):
             if name in names:
