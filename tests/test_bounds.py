@@ -1,0 +1,81 @@
+"""Per-feature bounds (``bounds_X``) and label ranges (``y_bound=(low, high)``)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from sklearn_pdp import OutputPerturbationRegressor, PrivacyLeakWarning
+
+
+def _data(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.uniform(0, 10, n), rng.uniform(-300, -100, n)])
+    y = 50 + X @ [2.0, 0.05] + rng.normal(size=n)
+    return X, y
+
+
+def _fit(X, y, **bounds):
+    return OutputPerturbationRegressor(epsilon=1.0, alpha=5.0, random_state=0, **bounds).fit(X, y)
+
+
+def test_bounds_equal_the_same_fit_on_data_scaled_by_hand():
+    X, y = _data()
+    lower, upper = np.array([0.0, -300.0]), np.array([10.0, -100.0])
+    low, high = 40.0, 80.0
+    reg = _fit(X, y, bounds_X=(lower, upper), y_bound=(low, high))
+    # midpoints to 0, half-widths to 1 / sqrt(d): rows in the unit ball
+    X_unit = (X - (lower + upper) / 2) / ((upper - lower) / 2 * np.sqrt(2))
+    y_unit = (np.clip(y, low, high) - (low + high) / 2) / ((high - low) / 2)
+    ref = _fit(X_unit, y_unit, data_norm=1.0, y_bound=1.0)
+    assert_allclose(reg.predict(X), (low + high) / 2 + (high - low) / 2 * ref.predict(X_unit))
+    assert_allclose(reg.pdp_losses_, ref.pdp_losses_, rtol=1e-12)
+    assert reg.dp_epsilon_ == ref.dp_epsilon_
+
+
+def test_values_beyond_the_bounds_are_clipped_per_feature():
+    X, y = _data()
+    bounds = ([2.0, -250.0], [8.0, -150.0])
+    reg = _fit(X, y, bounds_X=bounds, y_bound=(60.0, 70.0))
+    clipped = _fit(np.clip(X, *bounds), np.clip(y, 60.0, 70.0), bounds_X=bounds,
+                   y_bound=(60.0, 70.0))
+    assert_allclose(reg.coef_, clipped.coef_)
+    assert_allclose(reg.pdp_losses_, clipped.pdp_losses_)
+
+
+def test_scalar_bounds_apply_to_every_feature():
+    X, y = _data()
+    X = X[:, :1]
+    a = _fit(X, y, bounds_X=(0.0, 10.0), y_bound=100.0)
+    b = _fit(X, y, bounds_X=([0.0], [10.0]), y_bound=(-100.0, 100.0))
+    assert_allclose(a.coef_, b.coef_)
+    assert a.intercept_ == pytest.approx(b.intercept_)
+
+
+def test_declared_bounds_do_not_warn_and_missing_ones_do():
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        _fit(X, y, bounds_X=(X.min(0), X.max(0)), y_bound=(30.0, 90.0))
+    with pytest.warns(PrivacyLeakWarning, match="bounds_X"):
+        _fit(X, y, y_bound=100.0)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"bounds_X": ([0, 0], [1, 1]), "data_norm": 1.0}, "either data_norm or bounds_X"),
+        ({"bounds_X": ([0, 0, 0], [1, 1, 1])}, "bounds_X"),
+        ({"bounds_X": ([0, 1], [1, 1])}, "lower < upper"),
+        ({"bounds_X": ([0, np.nan], [1, 1])}, "bounds_X"),
+        ({"bounds_X": (0.0,)}, "bounds_X"),
+        ({"data_norm": 1.0, "y_bound": (2.0, 1.0)}, "y_bound"),
+        ({"data_norm": 1.0, "y_bound": (1.0, 2.0, 3.0)}, "y_bound"),
+    ],
+)
+def test_invalid_bounds_name_the_parameter(params, match):
+    X, y = _data()
+    params.setdefault("y_bound", 1.0)
+    with pytest.raises(ValueError, match=match):
+        _fit(X, y, **params)
