@@ -345,3 +345,17 @@ def test_paper_variant_with_an_almost_exact_relation_is_never_optimistic():
     assert np.mean(violation > 1e-12) > 0.9
     with pytest.raises(ValueError, match="variant='paper'"), pytest.warns(PrivacyLeakWarning):
         RandomProjectionRegressor(**params).fit(X, X @ [0.5, -0.3] + 1e-6 * noise)
+
+
+def test_intercept_is_not_shrunk_by_the_noise():
+    # labels far from 0: least squares on the sketch treats the noise as a
+    # ridge s^2 on the intercept too; the fit removes it (post-processing)
+    rng = np.random.default_rng(3)
+    X = 0.2 * rng.uniform(-1, 1, size=(20_000, 3))
+    y = 0.6 + X @ [0.5, -0.5, 0.2] + 0.05 * rng.standard_normal(20_000)
+    reg = RandomProjectionRegressor(epsilon=1.0, n_components=2000, data_norm=1.0,
+                                    y_bound=1.0, random_state=0).fit(X, y)
+    sketch = reg.sketch_
+    shrunk = np.linalg.lstsq(sketch[:, :-1], sketch[:, -1], rcond=None)[0][-1]
+    assert abs(reg.intercept_ - 0.6) < 0.02
+    assert abs(reg.intercept_ - 0.6) < 0.5 * abs(shrunk - 0.6)
