@@ -84,3 +84,30 @@ def test_threads_inside_a_daemon_process(monkeypatch):
         warnings.simplefilter("error")
         OPSRegressor(data_norm=4.0, y_bound=4.0, n_jobs=2).fit(X, y)
     assert used and set(used) == {2}
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_privacy_numbers_do_not_depend_on_the_draw(estimator):
+    """pdp_losses_ and dp_epsilon_ are functions of (mechanism, data set) and
+    (mechanism, domain): refitting with other seeds changes the release only."""
+    rng = np.random.RandomState(1)
+    X = rng.uniform(-1, 1, size=(400, 3))
+    y = 0.5 + X @ [0.6, -0.3, 0.0] + 0.2 * rng.normal(size=400)
+    fits = [_seeded(estimator, seed).fit(X, y) for seed in (0, 1, 2)]
+    for fit in fits[1:]:
+        assert fit.dp_epsilon_ == fits[0].dp_epsilon_
+        assert_allclose(fit.pdp_losses_, fits[0].pdp_losses_, rtol=1e-12)
+    model = [getattr(fit, "estimator_", fit) for fit in fits[:2]]
+    assert not np.allclose(model[0].predict(X), model[1].predict(X))
+
+
+def _seeded(estimator, seed):
+    """A clone with bounds 2 and ``random_state=seed`` where the fit draws
+    its noise (the meta-estimator itself, or the estimator it wraps)."""
+    params = clone(estimator).get_params()
+    updates = {k: 2.0 for k in params if k.split("__")[-1] in ("data_norm", "y_bound")}
+    if "random_state" in estimator.get_params(deep=False):
+        updates["random_state"] = seed
+    else:
+        updates.update({k: seed for k in params if k.endswith("__random_state")})
+    return clone(estimator).set_params(**updates)
