@@ -13,9 +13,6 @@ from ._base import PrivateRegressorMixin, Ridge, leave_one_out
 from ._data import row_norms
 from .exceptions import PrivacyLeakWarning
 
-# Rows of the data per independently seeded column block of S. Fixed, so the
-# sketch depends only on random_state, never on how the data are chunked.
-_SKETCH_BLOCK = 512
 # tau_in above this is 1 up to rounding: the row alone spans a direction
 _ONE = 1.0 - 1e-12
 # Components of a row along a null direction of a singular Sigma, relative
@@ -232,8 +229,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
                 stacklevel=4,
             )
         k = self.n_components_ = self._resolve_n_components(data.n_samples)
-        seed = np.random.SeedSequence(rng.randint(2**32, size=4, dtype=np.uint64))
-        ZtZ, col_sq, col_max_sq, SZ = _sketch_pass(data, k, seed)
+        ZtZ, col_sq, col_max_sq = data.reduce(_column_statistics, _combine_statistics)
         p = data.n_features
         if self.variant == "dp":
             # a row [x, 1, y] of the scaled domain: ||x||^2 <= 1, the
@@ -250,10 +246,10 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         self.dp_delta_ = self.delta
         self._factor_sigma(ZtZ + np.diag(penalty))
 
-        noise = np.random.default_rng(
-            np.random.SeedSequence(seed.entropy, spawn_key=(1,))
-        ).standard_normal(SZ.shape)
-        self.sketch_ = SZ + noise * np.sqrt(penalty)
+        # S [Z y] + noise has iid rows N(0, Sigma) whatever S is: drawn from
+        # the Cholesky factor of Sigma, identical in distribution to the
+        # explicit k x n sketch and O(k d^2) work instead of O(k n d)
+        self.sketch_ = self._release(rng)
         theta = self._solve(self.sketch_, penalty, data.n_samples)
 
         if self.variant == "paper":
@@ -383,34 +379,14 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         return chi2_epsilon(self.delta, tau, self.n_components_)
 
 
-def _sketch_pass(data, n_components, seed):
-    """One pass: Z^T Z, per-column sums and maxima of squares, and S Z.
+def _column_statistics(start, Xs, ys):
+    """Z^T Z and the per-column sums and maxima of squares of Z = [Xs ys]."""
+    Z = np.column_stack((Xs, ys))
+    return Z.T @ Z, np.einsum("ij,ij->j", Z, Z), (Z**2).max(axis=0)
 
-    Z = [Xs ys]. Column block b of S (rows b B .. (b+1) B - 1 of Z, B = 512)
-    is drawn from its own generator, seeded by ``seed`` with spawn key
-    (0, b), and a chunk of rows uses the columns of the blocks it overlaps:
-    S never exists whole, and the result depends on how the rows are chunked
-    (in memory or in Dask blocks) only through the order of summation.
-    Memory: O(n_components (d + 1 + B)) per chunk.
-    """
 
-    def part(start, Xs, ys):
-        Z = np.column_stack((Xs, ys))
-        SZ = np.zeros((n_components, Z.shape[1]))
-        stop = start + len(Z)
-        for b in range(start // _SKETCH_BLOCK, -(-stop // _SKETCH_BLOCK)):
-            first = b * _SKETCH_BLOCK
-            lo, hi = max(start, first), min(stop, first + _SKETCH_BLOCK)
-            s_block = np.random.default_rng(
-                np.random.SeedSequence(seed.entropy, spawn_key=(0, b))
-            ).standard_normal((n_components, _SKETCH_BLOCK))
-            SZ += s_block[:, lo - first : hi - first] @ Z[lo - start : hi - start]
-        return Z.T @ Z, np.einsum("ij,ij->j", Z, Z), (Z**2).max(axis=0), SZ
-
-    def combine(a, b):
-        return a[0] + b[0], a[1] + b[1], np.maximum(a[2], b[2]), a[3] + b[3]
-
-    return data.reduce(part, combine)
+def _combine_statistics(a, b):
+    return a[0] + b[0], a[1] + b[1], np.maximum(a[2], b[2])
 
 
 def paper_noise_scale(epsilon, n_components, col_sq, col_max_sq):
