@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._accounting import chi2_epsilon, chi2_noise_scale
 from ._base import PrivateRegressorMixin, Ridge, leave_one_out
 from ._data import row_norms
+from ._docstrings import fill_doc
 from .exceptions import PrivacyLeakWarning
 
 # tau_in above this is 1 up to rounding: the row alone spans a direction
@@ -23,6 +24,7 @@ _NULL_RTOL = 1e-12
 _RULE_UNIT = 1000
 
 
+@fill_doc
 class RandomProjectionRegressor(PrivateRegressorMixin):
     """Least squares on a noisy Gaussian sketch, with per-instance privacy.
 
@@ -55,33 +57,13 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         it has no DP guarantee and leaves y unprotected.
     delta : float, default=1e-6
         The delta of the calibration and of ``pdp_losses_``.
-    data_norm : float, default=None
-        Bound on the l2 norm of the rows of X. Longer rows are scaled down to it
-        (on a copy). If None it is read from the data with a
-        :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
-    y_bound : float, default=None
-        Bound on ``|y|``; larger labels are clipped. If None it is read from the
-        data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
-    fit_intercept : bool, default=True
-        Fit an intercept as a constant feature inside the privacy analysis (the
-        scaled row is ``[x / data_norm, 1] / sqrt(2)``), never by centring with
-        data means.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the sketch and the noise. Pass an int for a reproducible fit.
-    n_jobs : int, default=None
-        Threads that process chunks of rows in parallel in the passes over
-        the data (numpy and scipy release the GIL there; BLAS is limited to
-        one thread each meanwhile). ``None`` means 1 unless in a
-        :func:`joblib.parallel_config` context, -1 means all processors.
-        Results agree up to floating-point rounding. Dask input is
-        parallelised by its scheduler instead.
+    {bounds}
+    {random_state}
+    {n_jobs}
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-        Released coefficients, in the units of the input.
-    intercept_ : float
-        Released intercept (0.0 when ``fit_intercept=False``).
+    {model}
     n_components_ : int
         Number of sketch rows used.
     sketch_ : ndarray of shape (`n_components_`, n_features + fit_intercept + 1)
@@ -105,12 +87,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     noise_scale_ : float
         Standard deviation of the noise entries (on X and y for "dp", on X only
         for "paper"), in scaled units.
-    data_norm_, y_bound_ : float
-        The bounds used (the parameters, or the data's own when not given).
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit, when X has string column names.
+    {fitted_bounds}
 
     See Also
     --------
@@ -121,7 +98,8 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     With tau = z^T Sigma^{-1} z of a target z = [x, y] and W ~ chi-square(n'),
     the privacy loss is ``(n'/2) log(1 + tau) - tau W / (2 (1 + tau))`` when
     the target is absent and ``(n'/2) log(1 + tau) - tau W / 2`` when present.
-    For "dp", Sigma >= s^2 I and ``||z||^2 <= 2`` give tau <= 2 / s^2, and the
+    For "dp", Sigma >= s^2 I and ``||z||^2 <= 3`` (``[x, 1, y]``; 2 without
+    intercept) give tau <= 3 / s^2, and the
     loss grows with tau, so s is found by a root search at that corner.
 
     The paper's variant claims epsilon-MI-DP for single entries of X. That

@@ -1,0 +1,75 @@
+"""Docstring paragraphs that every private regressor shares, kept in one place.
+
+A class decorated with :func:`fill_doc` writes ``{name}`` on a line of its own
+(indented like a parameter entry) where the paragraph ``name`` belongs; the
+decorator replaces it at import, so the rendered documentation and ``help()``
+show the full text.
+"""
+
+import re
+
+_SHARED = {
+    "bounds": """\
+data_norm : float, default=None
+    Public bound on the l2 norm of the rows of X. Longer rows are scaled
+    down to it (on a copy). Give either ``data_norm`` or ``bounds_X``; if
+    neither is given, ``data_norm`` is read from the data with a
+    :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
+bounds_X : tuple (lower, upper), default=None
+    Public per-feature ranges, each a scalar or an array of length
+    n_features (as in diffprivlib). Features are clipped to them, centred
+    at the midpoints and divided by the half-widths times
+    ``sqrt(n_features)``, so every row lies in the unit ball.
+y_bound : float or tuple (low, high), default=None
+    Public range of the labels: ``b`` for ``[-b, b]`` or a pair; labels are
+    clipped to it, centred at its midpoint and scaled to [-1, 1]. If None
+    it is read from the data with a
+    :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
+fit_intercept : bool, default=True
+    Fit an intercept: a constant feature 1 inside the privacy analysis that
+    no ridge penalty shrinks, so a strongly regularised model falls back to
+    the label mean rather than to 0. Never fitted by centring with data
+    means.""",
+    "random_state": """\
+random_state : int, RandomState instance or None, default=None
+    Seeds all the noise of a fit. Pass an int for a reproducible fit (for
+    experiments, not releases); with None,
+    :func:`sklearn_pdp.set_config` ``(secure_noise=True)`` seeds it from
+    :mod:`secrets` instead of numpy's global generator. The privacy numbers
+    never depend on it.""",
+    "n_jobs": """\
+n_jobs : int, default=None
+    Threads that process chunks of rows in parallel in the passes over the
+    data (numpy and scipy release the GIL there; BLAS is limited to one
+    thread each meanwhile). ``None`` means 1 unless in a
+    :func:`joblib.parallel_config` context, -1 means all processors.
+    Results agree up to floating-point rounding. Dask input is parallelised
+    by its scheduler instead.""",
+    "model": """\
+coef_ : ndarray of shape (n_features,)
+    Released coefficients, in the units of the input.
+intercept_ : float
+    Released intercept (with ``fit_intercept=False``, the label midpoint
+    minus ``coef_`` times the feature midpoints: 0 for symmetric bounds).""",
+    "fitted_bounds": """\
+data_norm_, bounds_X_, y_bound_ : float, tuple or None
+    The bounds used (the parameters, or the data's own when not given).
+n_features_in_ : int
+    Number of features seen during fit.
+feature_names_in_ : ndarray of shape (`n_features_in_`,)
+    Names of features seen during fit, when X has string column names.""",
+}
+
+_PLACEHOLDER = re.compile(r"^( *)\{(\w+)\}$", flags=re.MULTILINE)
+
+
+def fill_doc(cls):
+    """Class decorator: replace each ``{name}`` line of the docstring by the
+    shared paragraph ``name``, indented like the placeholder."""
+
+    def paragraph(match):
+        indent, name = match.groups()
+        return "\n".join(indent + line if line else line for line in _SHARED[name].splitlines())
+
+    cls.__doc__ = _PLACEHOLDER.sub(paragraph, cls.__doc__)
+    return cls
