@@ -146,7 +146,12 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
       by a released label mean), which fills ``pdp_losses_``;
     - ``_target_epsilon(Xs, ys)``: that of adding the rows (``ys`` None: the
       worst label);
-    - ``_release(rng, size=None)``: fresh draw(s) of the release (audits).
+    - ``_release(rng, size=None)``: fresh draw(s) of the release (audits);
+    - :meth:`dp_guarantee`: the data-independent guarantee for a sample size,
+      which ``_fit_scaled`` reports as ``dp_epsilon_``/``dp_delta_``.
+
+    Meta-estimators (the private search) resolve the bounds once for all
+    their fits through ``_resolve_bounds``.
     """
 
     _parameter_constraints: dict = {
@@ -157,8 +162,50 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         "n_jobs": [Integral, None],
     }
 
-    def _resolve_bounds(self, X, y):
-        """The declared bounds, or the data's own with a PrivacyLeakWarning."""
+    def dp_guarantee(self, n_samples, n_features):
+        """Data-independent (epsilon, delta)-DP guarantee of a fit of this size.
+
+        What the estimator with its current parameters guarantees on any
+        data set of ``n_samples`` rows with ``n_features`` features in the
+        declared domain (rows of norm at most ``data_norm``, labels at most
+        ``y_bound``; their values do not matter, the mechanism works in the
+        scaled domain), for the neighbours with one row removed. No data is
+        needed and nothing is fitted. ``fit`` reports the same pair as
+        ``dp_epsilon_`` and ``dp_delta_``.
+
+        Contract, relied on by
+        :class:`~sklearn_pdp.model_selection.PrivateGridSearchCV`: the
+        epsilon is non-decreasing in ``n_samples`` (so the value at n bounds
+        every smaller size) and the delta does not depend on it; an
+        estimator calibrated to an epsilon budget returns that budget, which
+        its calibration verifies at every size; a size that ``fit`` would
+        refuse raises the same ``ValueError``, and such sizes are all below
+        the accepted ones.
+
+        Parameters
+        ----------
+        n_samples : int
+            Number of rows of the data set.
+        n_features : int
+            Number of features (without the intercept's constant column).
+
+        Returns
+        -------
+        epsilon : float
+            ``inf`` when the mechanism has no data-independent guarantee.
+        delta : float
+            The delta of ``epsilon``.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement dp_guarantee."
+        )
+
+    def _resolve_bounds(self, X, y, stacklevel=4):
+        """The declared bounds, or the data's own with a PrivacyLeakWarning.
+
+        ``stacklevel`` (of the warning) must point at the user's call: 4 from
+        ``fit`` (this method, ``fit``, scikit-learn's fit wrapper, the user).
+        """
         bounds = {}
         for name, observed in (
             ("data_norm", lambda: row_norms(X).max()),
@@ -171,7 +218,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
                     "leaks information about the data and the reported privacy "
                     f"guarantees do not cover it. Declare {name} to avoid this.",
                     PrivacyLeakWarning,
-                    stacklevel=4,
+                    stacklevel=stacklevel,
                 )
                 value = float(compute(observed())[0]) or 1.0
             bounds[name] = float(value)
