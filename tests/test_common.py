@@ -89,3 +89,45 @@ def test_threads_inside_a_daemon_process(monkeypatch):
         warnings.simplefilter("error")
         OPSRegressor(data_norm=4.0, y_bound=4.0, n_jobs=2).fit(X, y)
     assert used and set(used) == {2}
+
+
+GUARANTEED = [
+    OPSRegressor(gamma=5.0, alpha=2.0),
+    OPSRegressor(alpha=0.0),
+    AdaOPSRegressor(),
+    AdaOPSRegressor(epsilon=4.0, kappa=2.0),
+    OutputPerturbationRegressor(),
+    OutputPerturbationRegressor(noise="laplace", radius=2.0),
+    ObjPertRegressor(),
+    ObjPertRegressor(epsilon=2.0, sigma=None),
+    RandomProjectionRegressor(n_components=5),
+    RandomProjectionRegressor(variant="paper"),
+]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
+@pytest.mark.parametrize("estimator", GUARANTEED, ids=repr)
+def test_dp_guarantee_contract(estimator):
+    """dp_guarantee is what fit reports, non-decreasing in n_samples with a
+    constant delta, and the sizes it refuses (with fit's error) lie below
+    the accepted ones."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(300, 3))
+    y = X @ [1.0, -1.0, 0.5] + rng.normal(size=300)
+    est = clone(estimator).set_params(data_norm=4.0, y_bound=5.0, random_state=0)
+    est.fit(X, y)
+    assert (est.dp_epsilon_, est.dp_delta_) == est.dp_guarantee(300, 3)
+    values, refused = [], []
+    for n in (2, 5, 30, 299, 300, 301, 10_000, 10**6):
+        try:
+            values.append(est.dp_guarantee(n, 3))
+        except ValueError as exc:
+            assert not values, "a size above an accepted one was refused"
+            refused.append(n)
+            with pytest.raises(ValueError, match=str(exc)[:30]):
+                clone(est).fit(X[:n], y[:n])
+    epsilons, deltas = np.array(values).T
+    assert np.all(epsilons[1:] >= epsilons[:-1])
+    assert np.all(deltas == deltas[0])
+    if estimator.get_params().get("kappa"):
+        assert refused  # the constraint on kappa refuses small data sets

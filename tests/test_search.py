@@ -454,3 +454,22 @@ def test_secure_noise_covers_the_split_and_the_selection():
                 runs.append(_search(random_state=None, refit=False).fit(X, y))
     assert_array_equal(runs[0]._parts, runs[1]._parts)
     assert not np.array_equal(runs[2]._parts, runs[3]._parts)
+
+
+def test_pdp_epsilon_of_new_targets():
+    X, y = _data(n=400)
+    X_new, y_new = _data(n=20, seed=5)
+    search = _search().fit(X, y)
+    m, n = len(search.cv_results_["params"]), len(y)
+    # the search's bound on the data set with the target (n + 1 rows)
+    _, high = part_size_range(n + 1, m, SIZE_SHARE * search.delta)
+    G = _guarantee(search, high, (1 - SIZE_SHARE) * search.delta)
+    full = [
+        OPSRegressor(**BOUNDS, delta=search.delta, **params).fit(X, y)
+        for params in search.cv_results_["params"]
+    ]
+    for labels, selection in ((y_new, selection_epsilon(1.0, y_new, 3.0)), (None, 1.0)):
+        refit = np.max([est.pdp_epsilon(X_new, labels) for est in full], axis=0)
+        assert_allclose(
+            search.pdp_epsilon(X_new, labels), np.maximum(G, selection) + refit
+        )
