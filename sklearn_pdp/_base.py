@@ -116,7 +116,7 @@ def penalty(n_coef, intercept):
     return P
 
 
-def domain_bounds(n_samples, alpha, intercept):
+def domain_bounds(n_samples, alpha, intercept, min_samples=None):
     """Largest leverage, |residual| and ||H^{-1} x|| of any person.
 
     For any data set of ``n_samples`` rows in the domain (rows in the unit
@@ -134,6 +134,10 @@ def domain_bounds(n_samples, alpha, intercept):
       H^{-1} x = [A^{-1}(x - x_bar), 1/m - x_bar^T A^{-1} (x - x_bar)], so
       ||H^{-1} x||^2 <= 4/alpha^2 + (1/m + 2/alpha)^2; ||x||^2 <= 2.
 
+    With ``min_samples``, the bounds hold for every data set of
+    ``min_samples`` to ``n_samples`` rows (the 1/m terms at the smallest
+    size, the residual at the largest).
+
     Returns a dict with keys ``leverage``, ``residual``, ``inverse_norm``
     and ``norm2``; ``inf`` where alpha = 0, and with an intercept where
     n = 1 (the data set without the row has no intercept direction at all).
@@ -146,7 +150,7 @@ def domain_bounds(n_samples, alpha, intercept):
                 "inverse_norm": 1.0 / alpha,
                 "norm2": 1.0,
             }
-        m = np.float64(n_samples - 1)
+        m = np.float64((n_samples if min_samples is None else min_samples) - 1)
         return {
             "leverage": 1.0 / m + 4.0 / alpha,
             "residual": 2.0 + np.sqrt(n_samples / alpha),
@@ -238,7 +242,12 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
       by a released label mean), which fills ``pdp_losses_``;
     - ``_target_epsilon(Xs, ys)``: that of adding the rows (``ys`` None: the
       worst label);
-    - ``_release(rng, size=None)``: fresh draw(s) of the release (audits).
+    - ``_release(rng, size=None)``: fresh draw(s) of the release (audits);
+    - :meth:`dp_guarantee`: the data-independent guarantee for a sample size,
+      which ``_fit_scaled`` reports as ``dp_epsilon_``/``dp_delta_``.
+
+    Meta-estimators (the private search) resolve the bounds once for all
+    their fits through ``_resolve_bounds``.
     """
 
     _parameter_constraints: dict = {
@@ -250,12 +259,56 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         "n_jobs": [Integral, None],
     }
 
-    def _resolve_bounds(self, X, y):
+    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+        """Data-independent (epsilon, delta)-DP guarantee of a fit of this size.
+
+        What the estimator with its current parameters guarantees on any
+        data set of ``n_samples`` rows (or, with ``min_samples``, of any size
+        from ``min_samples`` to ``n_samples``) with ``n_features`` features in the
+        declared domain (rows of norm at most ``data_norm``, labels at most
+        ``y_bound``; their values do not matter, the mechanism works in the
+        scaled domain), for the neighbours with one row removed. No data is
+        needed and nothing is fitted. ``fit`` reports the same pair as
+        ``dp_epsilon_`` and ``dp_delta_``.
+
+        Contract, relied on by
+        :class:`~sklearn_pdp.model_selection.PrivateGridSearchCV`: the
+        epsilon is non-decreasing in ``n_samples`` and non-increasing in
+        ``min_samples`` (a wider range of sizes), and the delta depends on
+        neither; an
+        estimator calibrated to an epsilon budget returns that budget, which
+        its calibration verifies at every size; a size that ``fit`` would
+        refuse raises the same ``ValueError``, and such sizes are all below
+        the accepted ones.
+
+        Parameters
+        ----------
+        n_samples : int
+            Number of rows of the data set.
+        n_features : int
+            Number of features (without the intercept's constant column).
+        min_samples : int, default=None
+            Smallest size covered; None means ``n_samples`` alone.
+
+        Returns
+        -------
+        epsilon : float
+            ``inf`` when the mechanism has no data-independent guarantee.
+        delta : float
+            The delta of ``epsilon``.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement dp_guarantee."
+        )
+
+    def _resolve_bounds(self, X, y, stacklevel=4):
         """The declared bounds, or the data's own with a PrivacyLeakWarning.
 
         Returns ``(data_norm, bounds_X, y_bound)``: ``data_norm`` is None when
         ``bounds_X`` is given, ``bounds_X`` a pair of float arrays of length
         n_features or None, ``y_bound`` a float or a ``(low, high)`` pair.
+        ``stacklevel`` (of the warning) must point at the user's call: 4 from
+        ``fit`` (this method, ``fit``, scikit-learn's fit wrapper, the user).
         """
         bounds_X = None
         if self.bounds_X is not None:
@@ -278,7 +331,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
                     f"guarantees do not cover it. Declare {name}"
                     f"{' or bounds_X' if name == 'data_norm' else ''} to avoid this.",
                     PrivacyLeakWarning,
-                    stacklevel=4,
+                    stacklevel=stacklevel,
                 )
                 value = float(compute(observed())[0]) or 1.0
             bounds[name] = value

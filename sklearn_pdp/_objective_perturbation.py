@@ -168,13 +168,20 @@ class ObjPertRegressor(PrivateRegressorMixin):
             return float(self.sigma)
         return objpert_noise_scale(self.epsilon, self.delta, self.alpha, n_samples)
 
+    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+        sigma = self._noise_scale(n_samples)
+        if self.sigma is None:
+            # objpert_noise_scale verified the budget at this size
+            return float(self.epsilon), self.delta
+        # a fixed sigma: the worst corner, growing with n_samples
+        return objpert_dp_epsilon(self.delta, self.alpha, sigma, n_samples), self.delta
+
     def _fit_scaled(self, data, rng):
         self.noise_scale_ = self._noise_scale(data.n_samples)
         self._ridge = Ridge(*data.gram(), self.alpha, self.fit_intercept)
-        self.dp_epsilon_ = objpert_dp_epsilon(
-            self.delta, self.alpha, self.noise_scale_, data.n_samples
+        self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
+            data.n_samples, self.n_features_in_
         )
-        self.dp_delta_ = self.delta
         return self._release(rng)
 
     def _release(self, rng, size=None):

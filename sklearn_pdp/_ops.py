@@ -140,12 +140,17 @@ class OPSRegressor(PrivateRegressorMixin):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
+    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+        # the corner of the domain over the sizes (ops_dp_epsilon)
+        return ops_dp_epsilon(
+            self.delta, self.alpha, self.gamma, n_samples, self.fit_intercept, min_samples
+        ), self.delta
+
     def _fit_scaled(self, data, rng):
         self._ridge = Ridge(*data.gram(), self.alpha, self.fit_intercept)
-        self.dp_epsilon_ = ops_dp_epsilon(
-            self.delta, self.alpha, self.gamma, data.n_samples, self.fit_intercept
+        self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
+            data.n_samples, self.n_features_in_
         )
-        self.dp_delta_ = self.delta
         self.noise_scale_ = 1.0 / np.sqrt(self.gamma)
         return self._release(rng)
 
@@ -160,7 +165,7 @@ class OPSRegressor(PrivateRegressorMixin):
         return ops_target_epsilon(self._ridge, Xs, ys, self.delta, self.gamma)
 
 
-def ops_dp_epsilon(delta, alpha, gamma, n_samples, intercept=False):
+def ops_dp_epsilon(delta, alpha, gamma, n_samples, intercept=False, min_samples=None):
     """Data-independent OPS epsilon for rows in the unit ball (doc/mechanisms/ops.rst).
 
     The loss grows in the leverage and the |residual|, so the corner of their
@@ -169,7 +174,7 @@ def ops_dp_epsilon(delta, alpha, gamma, n_samples, intercept=False):
     """
     if alpha <= 0:
         return np.inf
-    corner = domain_bounds(n_samples, alpha, intercept)
+    corner = domain_bounds(n_samples, alpha, intercept, min_samples)
     return ops_epsilon(delta, corner["leverage"], corner["residual"], gamma)
 
 
@@ -485,16 +490,29 @@ class AdaOPSRegressor(PrivateRegressorMixin):
             "margin": share,
         }
 
-    def _fit_scaled(self, data, rng):
-        n, d = data.n_samples, data.n_features
-        budget = self._budget()
-        kappa_max = n * self.epsilon / (4 * d * (1 + np.log(4 / self.delta)))
+    def _kappa_max(self, n, d):
+        """The largest kappa AdaOPS accepts for n rows and d coefficients."""
+        return n * self.epsilon / (4 * d * (1 + np.log(4 / self.delta)))
+
+    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+        n, d = min_samples or n_samples, n_features + int(self.fit_intercept)
+        kappa_max = self._kappa_max(n, d)
         if self.kappa is not None and self.kappa > kappa_max:
             raise ValueError(
                 f"kappa={self.kappa} violates the AdaOPS constraint kappa <= "
                 f"n epsilon / (4 d (1 + log(4 / delta))) = {kappa_max:.4g} for "
                 f"n={n} rows and d={d} coefficients; lower kappa or raise epsilon."
             )
+        # Each Gaussian scale is verified at its share, and the sample's gamma
+        # (ops_gamma) at the eigenvalue floor, fixed or adaptive: the shares add up.
+        budget = self._budget()
+        return float(sum(budget[key][0] for key in ("eigen", "sample", "mean"))), self.delta
+
+    def _fit_scaled(self, data, rng):
+        n, d = data.n_samples, data.n_features
+        budget = self._budget()
+        self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(n, self.n_features_in_)
+        kappa_max = self._kappa_max(n, d)
         XtX, Xty = data.gram()
         self._eig = linalg.eigh(XtX, check_finite=False)
         self._sigma = {"eigen": gaussian_noise_scale(*budget["eigen"])}
@@ -518,16 +536,6 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         )
         self.kappa_ = n / (d * floor)
         self.noise_scale_ = 1.0 / np.sqrt(self.gamma_)
-
-        eps_sample, delta_sample = budget["sample"]
-        # An adaptive floor is calibrated on a grid, every point to eps_sample:
-        # the guarantee is their supremum. A fixed floor has its own value.
-        sample_dp = eps_sample if self.kappa is None else ops_epsilon(
-            delta_sample, 1.0 / floor, 1.0 + np.sqrt(n / floor), self.gamma_
-        )
-        # each Gaussian scale was verified to be (eps, delta) at its own share
-        self.dp_epsilon_ = float(sum(budget[k][0] for k in self._sigma) + sample_dp)
-        self.dp_delta_ = self.delta
 
         self._ridge = Ridge(XtX, Xty, self.alpha_)
         return draw["theta"][0]

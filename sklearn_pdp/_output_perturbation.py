@@ -215,6 +215,10 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         tags.regressor_tags.poor_score = True
         return tags
 
+    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+        # calibrated to the budget at every size; "laplace" is pure
+        return float(self.epsilon), float(self.delta) if self.noise == "gaussian" else 0.0
+
     def _fit_scaled(self, data, rng):
         XtX, Xty = data.gram()
         self._n = data.n_samples
@@ -241,11 +245,11 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             self.noise_scale_ = gaussian_noise_scale(
                 self.epsilon, self.delta, self.sensitivity_
             )
-            self.dp_delta_ = float(self.delta)
         else:  # norm-exponential: pure epsilon = c * sensitivity
             self.noise_scale_ = self.sensitivity_ / self.epsilon
-            self.dp_delta_ = 0.0
-        self.dp_epsilon_ = float(self.epsilon)
+        self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
+            data.n_samples, self.n_features_in_
+        )
         return self._release(rng)
 
     def _training_epsilon(self, Xs, ys):

@@ -197,6 +197,10 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
             )
         return int(self.n_components)
 
+    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+        # chi2_noise_scale verifies chi2_delta(epsilon) <= delta at every size
+        return (float(self.epsilon) if self.variant == "dp" else np.inf), self.delta
+
     def _fit_scaled(self, data, rng):
         if self.variant == "paper":
             warnings.warn(
@@ -215,13 +219,13 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
             max_sq_norm = 2.0 + self.fit_intercept
             s = chi2_noise_scale(self.epsilon, self.delta, k, max_sq_norm)
             penalty = np.full(p + 1, s**2)
-            self.dp_epsilon_ = float(chi2_epsilon(self.delta, max_sq_norm / s**2, k))
         else:
             s = paper_noise_scale(self.epsilon, k, col_sq[:p], col_max_sq[:p])
             penalty = np.append(np.full(p, s**2), 0.0)
-            self.dp_epsilon_ = np.inf
+        self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
+            data.n_samples, self.n_features_in_
+        )
         self.noise_scale_ = float(s)
-        self.dp_delta_ = self.delta
         self._factor_sigma(ZtZ + np.diag(penalty))
 
         # S [Z y] + noise has iid rows N(0, Sigma) whatever S is: drawn from
@@ -344,7 +348,9 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         tau_in[tau_in > _ONE] = 1.0
         # Sherman-Morrison: tau of the data set without the row (residual unused)
         tau, _ = leave_one_out(tau_in, np.zeros_like(tau_in))
-        return chi2_epsilon(self.delta, tau, self.n_components_)
+        # tau <= 2 / s^2, where the calibration verified epsilon: the root
+        # search's tolerance must not report more than dp_epsilon_
+        return np.minimum(chi2_epsilon(self.delta, tau, self.n_components_), self.dp_epsilon_)
 
     def _target_epsilon(self, Xs, ys):
         if ys is None:
@@ -354,7 +360,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
             )
         else:
             tau = self._tau(np.column_stack((Xs, ys)))
-        return chi2_epsilon(self.delta, tau, self.n_components_)
+        return np.minimum(chi2_epsilon(self.delta, tau, self.n_components_), self.dp_epsilon_)
 
 
 def _column_statistics(start, Xs, ys):

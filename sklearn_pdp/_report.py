@@ -31,7 +31,10 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
     ----------
     estimator : estimator object, default=None
         A private regressor of this package (anything with ``pdp_losses_``,
-        ``dp_epsilon_``, ``dp_delta_`` and ``pdp_epsilon(X, y=None)``).
+        ``dp_epsilon_``, ``dp_delta_`` and ``pdp_epsilon(X, y=None)``), or a
+        :class:`~sklearn_pdp.model_selection.PrivateGridSearchCV` over one: its
+        numbers are then the whole search's (at its ``pdp_delta_``), and the
+        leverage is that of its ``best_estimator_``.
         ``None`` means ``OPSRegressor()``. It is cloned, never fitted in place.
     delta : float, default=None
         The delta at which the per-instance epsilons are reported; set on the
@@ -164,8 +167,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         self.dp_epsilon_ = float(est.dp_epsilon_)
         self.dp_delta_ = float(est.dp_delta_)
         n_jobs = est.get_params().get("n_jobs")
-        data = scaled_data(X, y, est._scaler, n_jobs)
-        self._ridge = ridge = _design_ridge(est, data)
+        model = self._model()
+        data = scaled_data(X, y, model._scaler, n_jobs)
+        self._ridge = ridge = _design_ridge(model, data)
         # training rows' hat values and residuals (scaled units), for plot()
         self._statistics = data.map_rows(_leverage_residual(ridge), columns=2)
         self.summary_ = self._summary(thresholds)
@@ -181,7 +185,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             ratio = np.float64(self.dp_epsilon_) / q50
         return {
             "n_samples": eps.size,
-            "delta": float(self.estimator_.delta),
+            # a search's per-instance losses hold at its pdp_delta_
+            "delta": float(getattr(self.estimator_, "pdp_delta_", self.estimator_.delta)),
             "mean": float(mean),
             "median": float(q50),
             "q90": float(q90),
@@ -216,10 +221,14 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         est = self.estimator_
         ridge = self._ridge
         n_jobs = est.get_params().get("n_jobs")
-        leverage = scaled_data(X, None, est._scaler, n_jobs).map_rows(
+        leverage = scaled_data(X, None, self._model()._scaler, n_jobs).map_rows(
             lambda Xs, ys: ridge.row_statistics(Xs)["leverage"]
         )
         return np.stack([est.pdp_epsilon(X), leverage], axis=1)
+
+    def _model(self):
+        """The fitted linear model: a search's ``best_estimator_``, else the estimator."""
+        return getattr(self.estimator_, "best_estimator_", self.estimator_)
 
     def get_feature_names_out(self, input_features=None):
         """Names of the output columns: ``pdp_epsilon`` and ``leverage``.

@@ -28,8 +28,13 @@ ESTIMATORS = [
     # the default estimator made explicit, so that the bad-input matrix can
     # declare its bounds and seed (PDPReport() itself: tests/test_report.py)
     PDPReport(OPSRegressor()),
+    # scikit-learn's checks fit as few as 10 rows: a large delta lets the
+    # part-size event admit parts of 2 rows there (refit=False keeps the
+    # total delta below 1)
     PrivateGridSearchCV(
-        OPSRegressor(), {"gamma": [1.0, 10.0], "alpha": [1.0]}, random_state=0
+        OPSRegressor(), {"gamma": [1.0, 10.0], "alpha": [1.0]}, delta=0.9,
+        refit=False,
+        random_state=0,
     ),
 ]
 
@@ -111,3 +116,54 @@ def _seeded(estimator, seed):
     else:
         updates.update({k: seed for k in params if k.endswith("__random_state")})
     return clone(estimator).set_params(**updates)
+
+
+GUARANTEED = [
+    OPSRegressor(gamma=5.0, alpha=2.0),
+    OPSRegressor(alpha=0.0),
+    AdaOPSRegressor(),
+    AdaOPSRegressor(epsilon=4.0, kappa=2.0),
+    OutputPerturbationRegressor(),
+    OutputPerturbationRegressor(noise="laplace", radius=2.0),
+    ObjPertRegressor(),
+    ObjPertRegressor(epsilon=2.0, sigma=None),
+    RandomProjectionRegressor(n_components=5),
+    RandomProjectionRegressor(variant="paper"),
+]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
+@pytest.mark.parametrize("estimator", GUARANTEED, ids=repr)
+def test_dp_guarantee_contract(estimator):
+    """dp_guarantee is what fit reports, non-decreasing in n_samples with a
+    constant delta, and the sizes it refuses (with fit's error) lie below
+    the accepted ones."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(300, 3))
+    y = X @ [1.0, -1.0, 0.5] + rng.normal(size=300)
+    est = clone(estimator).set_params(data_norm=4.0, y_bound=5.0, random_state=0)
+    est.fit(X, y)
+    assert (est.dp_epsilon_, est.dp_delta_) == est.dp_guarantee(300, 3)
+    accepted, refused = [], []
+    for n in (2, 5, 30, 299, 300, 301, 10_000, 10**6):
+        try:
+            est.dp_guarantee(n, 3)
+        except ValueError as exc:
+            assert not accepted, "a size above an accepted one was refused"
+            refused.append(n)
+            with pytest.raises(ValueError, match=str(exc)[:30]):
+                clone(est).fit(X[:n], y[:n])
+        else:
+            accepted.append(n)
+    # wider ranges of sizes: non-decreasing in the largest size, non-increasing
+    # in the smallest, the delta constant
+    low, high = accepted[0], accepted[-1]
+    by_largest = np.array([est.dp_guarantee(n, 3, low) for n in accepted])
+    by_smallest = np.array([est.dp_guarantee(high, 3, n) for n in accepted])
+    with np.errstate(invalid="ignore"):  # inf - inf where there is no guarantee
+        assert np.all((np.diff(by_largest[:, 0]) >= 0) | np.isinf(by_largest[1:, 0]))
+        assert np.all((np.diff(by_smallest[:, 0]) <= 0) | np.isinf(by_smallest[:-1, 0]))
+    assert by_smallest[-1, 0] == est.dp_guarantee(high, 3)[0]
+    assert np.all(np.concatenate([by_largest[:, 1], by_smallest[:, 1]]) == est.dp_delta_)
+    if estimator.get_params().get("kappa"):
+        assert refused  # the constraint on kappa refuses small data sets

@@ -260,3 +260,21 @@ def test_leverage_without_the_estimators_ridge():
     report = PDPReport(_NoRidgeOPS(alpha=0.3, data_norm=4.0, y_bound=5.0)).fit(X, y)
     assert not hasattr(report.estimator_, "_ridge")
     assert_allclose(report.transform(X)[:, 1], expected, rtol=1e-10)
+
+
+def test_report_wraps_the_private_search():
+    from sklearn_pdp.model_selection import PrivateGridSearchCV
+
+    X, y = _data(n=400)
+    search = PrivateGridSearchCV(_ops(), {"gamma": [1.0, 20.0]}, random_state=0)
+    report = PDPReport(search).fit(X, y)
+    fitted = report.estimator_
+    assert_array_equal(report.pdp_losses_, fitted.pdp_losses_)
+    assert report.dp_epsilon_ == fitted.dp_epsilon_
+    # the search's losses hold at its pdp_delta_ (the search and the refit)
+    assert report.summary_["delta"] == fitted.pdp_delta_ == 2e-6
+    epsilon, leverage = report.transform(X[:5]).T
+    assert_allclose(epsilon, fitted.pdp_epsilon(X[:5]))
+    # the leverage of the released model: the refit on all the data
+    best = PDPReport(_ops(**fitted.best_params_)).fit(X, y)
+    assert_allclose(leverage, best.transform(X[:5])[:, 1])

@@ -15,7 +15,14 @@ from sklearn_pdp._accounting import exponential_log_proba, exponential_pdp_epsil
 from sklearn_pdp._base import PrivateRegressorMixin, Ridge as ScaledRidge
 from sklearn_pdp._ops import ops_dp_epsilon
 from sklearn_pdp.model_selection import PrivateGridSearchCV
-from sklearn_pdp.model_selection._search import SENSITIVITY, select, validation_losses
+from sklearn_pdp.model_selection._search import (
+    SENSITIVITY,
+    SIZE_SHARE,
+    part_size_range,
+    select,
+    selection_epsilon,
+    validation_losses,
+)
 
 GRID = {"gamma": [0.3, 3.0, 30.0], "alpha": [1.0, 10.0]}
 BOUNDS = dict(data_norm=2.0, y_bound=3.0)
@@ -31,13 +38,6 @@ def _data(n=600, d=3, seed=0):
 def _search(**kwargs):
     kwargs = {"param_grid": GRID, "epsilon": 1.0, "random_state": 0, **kwargs}
     return PrivateGridSearchCV(OPSRegressor(**BOUNDS), **kwargs)
-
-
-def _part_fit(search, X, y, k):
-    """Candidate k refitted on its part (OPS losses do not depend on the seed)."""
-    params = {**BOUNDS, "delta": search.delta, **search.cv_results_["params"][k]}
-    rows = search._parts == k
-    return OPSRegressor(**params).fit(X[rows], y[rows])
 
 
 def test_selection_frequencies_match_probabilities():
@@ -131,50 +131,97 @@ def test_one_record_moves_summed_loss_by_at_most_sensitivity(
         assert -1e-9 <= after - before <= (2 * y_bound) ** 2 + 1e-9
 
 
-def test_pdp_losses_and_guarantee_no_refit():
+def _guarantee(search, n_samples, delta, min_samples=None):
+    """Largest OPS guarantee over the grid at n_samples rows (or any size
+    from min_samples to n_samples), written out."""
+    return max(
+        ops_dp_epsilon(delta, p["alpha"], p["gamma"], n_samples,
+                       search.estimator.fit_intercept, min_samples)
+        for p in search.cv_results_["params"]
+    )
+
+
+def test_guarantee_bounds_the_part_sizes_no_refit():
     X, y = _data()
     search = _search(refit=False).fit(X, y)
-    m = len(search.cv_results_["params"])
-    parts = search._parts
-    guarantees = [search.epsilon]
-    for k in range(m):
-        part = _part_fit(search, X, y, k)
-        assert_allclose(search.pdp_losses_[parts == k], part.pdp_losses_, rtol=1e-9)
-        params = search.cv_results_["params"][k]
-        guarantees.append(
-            ops_dp_epsilon(1e-6, params["alpha"], params["gamma"], np.sum(parts == k))
-        )
-    assert search.dp_epsilon_ == pytest.approx(max(guarantees), rel=1e-12)
-    assert search.dp_delta_ == search.delta
-    val = parts == m
-    assert val.any()
-    assert np.all(search.pdp_losses_[val] <= search.epsilon + 1e-12)
-    assert np.all(search.pdp_losses_ <= search.dp_epsilon_)
+    m, n = len(search.cv_results_["params"]), len(y)
+    failure = SIZE_SHARE * search.delta
+    low, high = part_size_range(n, m, failure)
+    # the binomial tails beyond the range, summed over the parts, fit in failure
+    sizes = stats.binom(n, 1 / (m + 1))
+    assert m * (sizes.cdf(low - 1) + sizes.sf(high)) <= failure
+    assert m * (sizes.cdf(low) + sizes.sf(high - 1)) > failure / 2  # not loose
+    realised = np.bincount(search._parts, minlength=m + 1)[:m]
+    assert low <= realised.min() and realised.max() <= high
+    delta = (1 - SIZE_SHARE) * search.delta  # the candidates' share
+    G = _guarantee(search, high, delta, low)
+    # the bound is over the sizes
+    assert G > _guarantee(search, realised.max(), delta, realised.min())
+    assert search.dp_epsilon_ == pytest.approx(max(search.epsilon, G), rel=1e-12)
+    assert search.dp_delta_ == pytest.approx(search.delta)
+    # per record: the candidates' bound, or the selection's if larger
+    selection = search.epsilon * (1 + np.minimum(np.abs(y) / BOUNDS["y_bound"], 1)) ** 2 / 4
+    assert_allclose(search.pdp_losses_, np.maximum(G, selection))
     # without refit the released model is the selected candidate itself
     best = search.best_estimator_
     assert best.get_params()["gamma"] == search.best_params_["gamma"]
-    assert best.pdp_losses_.shape == (np.sum(parts == search.best_index_),)
+    assert best.pdp_losses_.shape == (np.sum(search._parts == search.best_index_),)
 
 
-def test_refit_composes_sequentially():
+def test_refit_adds_the_worst_candidate():
     X, y = _data()
     once = _search(refit=False).fit(X, y)
     search = _search(refit=True).fit(X, y)
     assert search.best_index_ == once.best_index_  # the refit seed is separate
     best = search.best_estimator_
-    params = search.best_params_
     assert best.pdp_losses_.shape == (len(y),)
-    assert_allclose(search.pdp_losses_, once.pdp_losses_ + best.pdp_losses_)
-    refit_guarantee = ops_dp_epsilon(1e-6, params["alpha"], params["gamma"], len(y))
+    full = [
+        OPSRegressor(**BOUNDS, delta=search.delta, **params).fit(X, y)
+        for params in search.cv_results_["params"]
+    ]
+    worst = np.max([est.pdp_losses_ for est in full], axis=0)
+    assert np.any(worst > best.pdp_losses_)  # not the selected candidate's
+    assert_allclose(search.pdp_losses_, once.pdp_losses_ + worst, rtol=1e-12)
+    refit_guarantee = _guarantee(search, len(y), search.delta)
     assert search.dp_epsilon_ == pytest.approx(once.dp_epsilon_ + refit_guarantee)
     assert search.dp_delta_ == pytest.approx(2e-6)
+    assert search.pdp_delta_ == search.dp_delta_
+    assert np.all(search.pdp_losses_ <= search.dp_epsilon_)
     assert_allclose(search.predict(X), best.predict(X))
     assert search.score(X, y) == pytest.approx(best.score(X, y))
 
 
-def test_validation_row_loss_matches_search_without_it():
+@pytest.mark.parametrize("refit", [False, True])
+def test_privacy_numbers_do_not_depend_on_random_state(refit):
     X, y = _data(n=300)
-    # a seed whose split puts the last row in the validation part
+    fits = [_search(refit=refit, random_state=seed).fit(X, y) for seed in range(4)]
+    assert len({fit.best_index_ for fit in fits}) > 1  # the draws did differ
+    for fit in fits[1:]:
+        assert fit.dp_epsilon_ == fits[0].dp_epsilon_
+        assert fit.dp_delta_ == fits[0].dp_delta_
+        assert_array_equal(fit.pdp_losses_, fits[0].pdp_losses_)
+
+
+def test_refit_guarantee_does_not_depend_on_the_winner():
+    """Issue case: OPS at alpha=200 with gamma 0.5 or 20 on 600 rows used to
+    report 2.6 or 4.9 depending on which candidate won."""
+    X, y = _data(n=600)
+    ops = OPSRegressor(alpha=200.0, **BOUNDS)
+    fits = [
+        PrivateGridSearchCV(ops, {"gamma": [0.5, 20.0]}, random_state=seed).fit(X, y)
+        for seed in range(12)
+    ]
+    assert {fit.best_index_ for fit in fits} == {0, 1}
+    assert len({fit.dp_epsilon_ for fit in fits}) == 1
+    # the refit is charged at the larger gamma's guarantee on all 600 rows
+    refit = ops_dp_epsilon(1e-6, 200.0, 20.0, 600)
+    assert fits[0].dp_epsilon_ > refit
+
+
+def test_selection_bound_covers_the_validation_row():
+    """The reported loss of a validation row bounds its exact selection loss
+    given the candidates (the search on the data without it)."""
+    X, y = _data(n=300)
     m = 6
     for seed in range(50):
         search = _search(random_state=seed, refit=False).fit(X, y)
@@ -185,9 +232,9 @@ def test_validation_row_loss_matches_search_without_it():
     without = _search(random_state=seed, refit=False).fit(X[:-1], y[:-1])
     # the other rows keep their parts, so the candidates are the same
     assert_array_equal(without._parts, search._parts[:-1])
-    expected = np.max(np.abs(search._log_proba - without._log_proba))
-    assert expected > 0
-    assert search.pdp_losses_[-1] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    exact = np.max(np.abs(search._log_proba - without._log_proba))
+    bound = selection_epsilon(search.epsilon, y[-1], BOUNDS["y_bound"])
+    assert 0 < exact <= bound <= search.pdp_losses_[-1]
 
 
 def test_n_jobs_does_not_change_results():
@@ -246,15 +293,20 @@ class _BudgetRegressor(PrivateRegressorMixin):
     }
 
     def __init__(self, *, epsilon=1.0, delta=1e-5, alpha=1.0, data_norm=None,
-                 y_bound=None, fit_intercept=True, random_state=None, n_jobs=None):
+                 bounds_X=None, y_bound=None, fit_intercept=True, random_state=None,
+                 n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
         self.data_norm = data_norm
+        self.bounds_X = bounds_X
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_jobs = n_jobs
+
+    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+        return self.epsilon, self.delta
 
     def _fit_scaled(self, data, rng):
         self.dp_epsilon_, self.dp_delta_ = self.epsilon, self.delta
@@ -272,11 +324,13 @@ def test_budget_is_passed_to_estimators_with_epsilon():
     ).fit(X, y)
     assert search.best_estimator_.epsilon == 0.7
     assert search.best_estimator_.delta == 1e-5
-    # (0.7, 1e-5) for the search, the same again for the refit
+    # (0.7, 1e-5) for the search (half of delta for the part sizes), the
+    # same again for the refit
+    assert search._part_fits[0].delta == pytest.approx(5e-6)
     assert search.dp_epsilon_ == pytest.approx(1.4)
     assert search.dp_delta_ == pytest.approx(2e-5)
-    train = search._parts < 3
-    assert_allclose(search.pdp_losses_[train], 0.35 + 0.35)
+    # the search's guarantee, then the refit's per-instance 0.7 / 2
+    assert_allclose(search.pdp_losses_, 0.7 + 0.35)
     # a budget in the grid wins, and the report follows it
     search = PrivateGridSearchCV(
         est, {"epsilon": [2.0, 3.0]}, epsilon=0.7, refit=False, random_state=0
@@ -313,20 +367,17 @@ def test_non_private_estimator_is_refused():
         PrivateGridSearchCV(Ridge(), {"alpha": [1.0]}).fit(X, y)
 
 
-def test_empty_training_part_is_an_error():
-    X, y = _data(n=4)
-    with pytest.raises(ValueError, match="empty"):
-        _search().fit(X, y)
-
-
 def test_empty_validation_part_gives_uniform_choice():
-    X, y = _data(n=4)
+    X, y = _data(n=10)
     grid = {"gamma": [1.0, 10.0]}
-    # a seed whose split fills both training parts and leaves the validation part empty
-    for seed in range(100):
+    # a large delta admits parts of 2 rows out of 10; a seed whose split
+    # fills both training parts and leaves the validation part empty
+    for seed in range(1000):
+        search = _search(param_grid=grid, refit=False, random_state=seed, delta=0.99)
         try:
-            search = _search(param_grid=grid, refit=False, random_state=seed).fit(X, y)
-        except ValueError:  # an empty training part
+            search.fit(X, y)
+        except ValueError as exc:  # a training part left empty
+            assert "left a training part empty" in str(exc)
             continue
         if not np.any(search._parts == 2):
             break
@@ -362,12 +413,40 @@ def test_validation_rows_are_clipped_like_training_rows():
     assert not np.allclose(raw, validation_losses(est, X_far[val], y_far[val], bound))
 
 
-def test_too_few_samples_is_an_error_for_every_seed():
-    """Fewer samples than candidates: always refused, whatever the seed or data."""
-    X, y = _data(n=5)
-    for seed in range(20):
-        with pytest.raises(ValueError, match=r"5 sample\(s\) into 7 parts"):
-            _search(random_state=seed).fit(X, y)
+def test_too_small_parts_are_an_error_before_any_fit(monkeypatch):
+    """200 candidates on 442 rows: refused from n, the grid and delta alone,
+    for every seed and whatever the data, before any private fit."""
+    def no_fit(self, X, y):  # pragma: no cover
+        raise AssertionError("a candidate was fitted")
+
+    monkeypatch.setattr(OPSRegressor, "fit", no_fit)
+    X, y = _data(n=442)
+    grid = {"gamma": list(np.geomspace(0.1, 100.0, 200))}
+    for seed, labels in ((0, y), (1, -y), (2, np.zeros_like(y))):
+        with pytest.raises(ValueError, match=r"too small for the grid: 442 samples"):
+            _search(param_grid=grid, random_state=seed).fit(X, labels)
+
+
+def test_privacy_leak_warning_points_at_the_callers_line():
+    X, y = _data()
+    with pytest.warns(PrivacyLeakWarning) as record:
+        PrivateGridSearchCV(OPSRegressor(), GRID, random_state=0).fit(X, y)
+    leaks = [w for w in record if issubclass(w.category, PrivacyLeakWarning)]
+    assert len(leaks) == 2
+    assert {w.filename for w in leaks} == {__file__}
+
+
+@pytest.mark.parametrize("refit", [False, True])
+@pytest.mark.parametrize("own", [None, 7])
+def test_best_estimator_shows_the_estimators_random_state(refit, own):
+    X, y = _data(n=300)
+    ops = OPSRegressor(random_state=own, **BOUNDS)
+    search = PrivateGridSearchCV(ops, GRID, refit=refit, random_state=0).fit(X, y)
+    assert search.best_estimator_.random_state == own
+    assert "RandomState" not in repr(search.best_estimator_)
+    # the fits were still seeded by the search: its seed decides the release
+    other = PrivateGridSearchCV(ops, GRID, refit=refit, random_state=1).fit(X, y)
+    assert not np.array_equal(other.best_estimator_.coef_, search.best_estimator_.coef_)
 
 
 def test_secure_noise_covers_the_split_and_the_selection():
@@ -380,3 +459,22 @@ def test_secure_noise_covers_the_split_and_the_selection():
                 runs.append(_search(random_state=None, refit=False).fit(X, y))
     assert_array_equal(runs[0]._parts, runs[1]._parts)
     assert not np.array_equal(runs[2]._parts, runs[3]._parts)
+
+
+def test_pdp_epsilon_of_new_targets():
+    X, y = _data(n=400)
+    X_new, y_new = _data(n=20, seed=5)
+    search = _search().fit(X, y)
+    m, n = len(search.cv_results_["params"]), len(y)
+    # the search's bound on the data set with the target (n + 1 rows)
+    low, high = part_size_range(n + 1, m, SIZE_SHARE * search.delta)
+    G = _guarantee(search, high, (1 - SIZE_SHARE) * search.delta, low)
+    full = [
+        OPSRegressor(**BOUNDS, delta=search.delta, **params).fit(X, y)
+        for params in search.cv_results_["params"]
+    ]
+    for labels, selection in ((y_new, selection_epsilon(1.0, y_new, 3.0)), (None, 1.0)):
+        refit = np.max([est.pdp_epsilon(X_new, labels) for est in full], axis=0)
+        assert_allclose(
+            search.pdp_epsilon(X_new, labels), np.maximum(G, selection) + refit
+        )

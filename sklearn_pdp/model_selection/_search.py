@@ -8,10 +8,12 @@ exponential mechanism (doc/mechanisms/tuning.rst).
 """
 
 from copy import deepcopy
+from functools import reduce
 from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
+from scipy import stats
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils._param_validation import HasMethods, Interval
@@ -19,29 +21,65 @@ from sklearn.utils._tags import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._accounting import exponential_log_proba, exponential_pdp_epsilon
+from .._accounting import exponential_log_proba
 from .._base import PrivateRegressorMixin, noise_generator
-from .._data import is_dask_array
+from .._data import is_dask_array, label_range
 
 # One validation record adds at most (2 B)^2 to a candidate's summed squared
 # error when predictions and labels are clipped to [-B, B]; in units of B^2: 4.
 SENSITIVITY = 4.0
 # Parameters the search sets on every candidate itself.
 _RESERVED = ("y_bound", "random_state")
+# Share of ``delta`` for the event that every training part's size lies in the
+# range over which the candidates' guarantees are bounded; the candidates get
+# the rest.
+SIZE_SHARE = 0.5
+# Smallest training part the guarantee admits: a part and the same part
+# without one record must both be non-empty.
+_MIN_PART = 2
+
+
+def part_size_range(n_samples, n_candidates, failure):
+    """Range ``[low, high]`` holding the size of every training part, except
+    with probability at most ``failure``.
+
+    Each of the m training parts gets Binomial(n, 1 / (m + 1)) records; the
+    bound is a union over the m parts and the two tails (``failure / (2 m)``
+    each), from the exact binomial quantiles.
+    """
+    sizes = stats.binom(n_samples, 1.0 / (n_candidates + 1))
+    tail = failure / (2 * n_candidates)
+    return int(sizes.ppf(tail)), int(sizes.isf(tail))
+
+
+def selection_epsilon(epsilon, y, y_bound):
+    """Per-record bound on the selection's pure loss, whatever the candidates.
+
+    With the label range [low, high] of ``y_bound`` (midpoint m, half-width
+    h), a record adds at most ``(1 + |y - m| / h)^2`` (clipped predictions,
+    in units of ``h**2``) to each score, so its loss is at most ``epsilon``
+    times that over :data:`SENSITIVITY`; ``y`` None is the worst label.
+    """
+    if y is None:
+        return float(epsilon)
+    low, high = label_range(y_bound)
+    magnitude = np.minimum(np.abs(y - (low + high) / 2) / ((high - low) / 2), 1.0)
+    return epsilon * (1.0 + magnitude) ** 2 / SENSITIVITY
 
 
 def validation_losses(estimator, X, y, y_bound):
-    """Each record's squared error of clipped predictions, in units of ``y_bound**2``.
+    """Each record's squared error of clipped predictions, in units of h**2.
 
-    Rows longer than the estimator's ``data_norm_`` are scaled down to it
-    first, as its training rows were (a record far outside the domain is
-    scored as the record the model would have been trained on). Predictions
-    and labels are both clipped to [-y_bound, y_bound], so every value lies in
-    [0, :data:`SENSITIVITY`] whatever the model (noisy coefficients leave any
-    bounded set, erratum E7 in doc/errata.rst).
+    Rows are first moved into the estimator's declared bounds, as its
+    training rows were (a record far outside the domain is scored as the
+    record the model would have been trained on). Predictions and labels are
+    both clipped to the label range [low, high] of ``y_bound`` (half-width
+    h), so every value lies in [0, :data:`SENSITIVITY`] whatever the model
+    (noisy coefficients leave any bounded set, erratum E7 in doc/errata.rst).
     """
-    pred = np.clip(estimator.predict(estimator._scaler.clip(X)), -y_bound, y_bound)
-    return ((pred - np.clip(y, -y_bound, y_bound)) / y_bound) ** 2
+    low, high = label_range(y_bound)
+    pred = np.clip(estimator.predict(estimator._scaler.clip(X)), low, high)
+    return ((pred - np.clip(y, low, high)) / ((high - low) / 2)) ** 2
 
 
 def select(log_proba, rng, size=None):
@@ -81,7 +119,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     and labels clipped to ``[-y_bound, y_bound]``; the exponential
     mechanism picks one candidate. Every record is in exactly one part, so by
     parallel composition the search costs each record either its candidate's
-    guarantee or the selection's, never both.
+    guarantee or the selection's, never both. Every privacy number is a
+    function of the data (and ``n``) only: refitting with another
+    ``random_state`` reports the same ``dp_epsilon_`` and ``pdp_losses_``.
 
     Parameters
     ----------
@@ -98,19 +138,24 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``epsilon``-DP with respect to the validation records. If the
         estimator has an ``epsilon`` parameter, every candidate and the refit
         are also trained at this budget (unless the grid sets ``epsilon``), so
-        the search as a whole is (``epsilon``, ``delta``)-DP; estimators
-        without a budget (such as :class:`~sklearn_pdp.OPSRegressor`, tuned by
-        ``gamma``) contribute their own ``dp_epsilon_``.
+        the search without the refit is (``epsilon``, ``delta``)-DP;
+        estimators without a budget (such as :class:`~sklearn_pdp.OPSRegressor`,
+        tuned by ``gamma``) contribute their own guarantee.
     delta : float, default=1e-6
-        Passed to every candidate and the refit when the estimator has a
-        ``delta`` parameter (its budget, or the level at which it reports).
+        Half of it (``SIZE_SHARE``) bounds the probability that a training
+        part is larger or smaller than the range the guarantee covers; the
+        other half is passed to every candidate, and all of it to the refit,
+        when the estimator has a ``delta`` parameter (its budget, or the level
+        at which it reports), unless the grid sets ``delta``.
     refit : bool, default=True
         Retrain the selected parameters on all the data (as scikit-learn's
-        ``refit=True``). This is a second release of every record, so its
-        guarantee is added to ``dp_epsilon_``/``dp_delta_`` and its
-        per-instance losses to ``pdp_losses_`` (sequential composition). With
-        ``refit=False``, ``best_estimator_`` is the selected candidate, trained
-        on its part only (about 1 / (m + 1) of the data), at no extra cost.
+        ``refit=True``). This is a second release of every record, charged by
+        sequential composition; the selected index is released, so the charge
+        is the worst over the candidates: to know each record's, every
+        candidate is fitted on all the data (m full fits instead of one, run
+        by ``n_jobs``; the others are discarded). With ``refit=False``,
+        ``best_estimator_`` is the selected candidate, trained on its part
+        only (about 1 / (m + 1) of the data), at no extra cost.
     n_jobs : int, default=None
         Number of candidates trained in parallel (joblib). All seeds are drawn
         before any fit, so the results do not depend on ``n_jobs``.
@@ -124,6 +169,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     ----------
     best_estimator_ : estimator
         The refit estimator, or the selected candidate when ``refit=False``.
+        Its ``random_state`` is the wrapped estimator's own: the search seeds
+        every fit from its own ``random_state`` and then restores the
+        parameter, so that it reads like ``estimator`` with ``best_params_``.
     best_params_ : dict
         Parameter setting of the selected candidate.
     best_index_ : int
@@ -135,19 +183,28 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         functions of the private data that the privacy analysis does not
         cover. Only the selected index is released.
     pdp_losses_ : ndarray of shape (n_samples,)
-        Per-instance epsilon of each training row, valid at ``dp_delta_``: a
-        row in training part k has candidate k's per-instance loss; a
-        validation row has the exponential mechanism's pure per-instance loss
-        ``max_k |log P(k) - log P_{-i}(k)|`` (given the candidates, which do
-        not depend on it); with ``refit`` the refit's loss is added. Both
-        condition on the row's part, which is drawn independently of the data
-        and not released.
+        Upper bound on the per-instance epsilon of each training row, valid
+        at ``pdp_delta_``, that conditions on no draw (neither the row's part,
+        nor the others', nor the candidates' noise, none of which is
+        released). The search's term is ``max(G, epsilon * (1 + |y_i| /
+        y_bound)^2 / 4)``: by joint convexity over the row's part, the
+        largest of the candidates' guarantee ``G`` (the training parts: their
+        per-instance losses depend on the unreleased part contents, so only
+        the data-independent bound is reported) and the row's selection
+        bound (the validation part, valid whatever the candidates). With
+        ``refit``, the largest over the candidates of their exact
+        per-instance loss of the row on all the data is added.
+    pdp_delta_ : float
+        The delta of ``pdp_losses_`` and :meth:`pdp_epsilon`: ``dp_delta_``.
     dp_epsilon_ : float
-        Data-independent epsilon of the whole procedure: ``max(epsilon,
-        max_k candidate_k.dp_epsilon_)``, plus the refit's ``dp_epsilon_``.
+        Data-independent epsilon of the whole procedure: ``max(epsilon, G)``
+        with ``G`` the largest candidate ``dp_guarantee`` over the part sizes
+        (at the upper end of the size range, see Notes), plus, with
+        ``refit``, the largest candidate guarantee on all the data.
     dp_delta_ : float
-        Its delta: ``max_k candidate_k.dp_delta_`` (the selection is pure),
-        plus the refit's ``dp_delta_``.
+        Its delta: the candidates' largest delta plus ``SIZE_SHARE * delta``
+        for the part sizes (the selection is pure), plus, with ``refit``, the
+        refit candidates' largest delta.
     data_norm_, y_bound_ : float
         The bounds given to every fit (the estimator's, or read once from the
         data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`).
@@ -170,10 +227,16 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     The part of each record is drawn independently, so adding or removing one
     record moves no other record between parts. Like the wrapped estimators,
-    the search treats the sample size as public, and with it the sizes of the
-    parts; it raises an error when a training part is empty, which depends on
-    the sample size, the number of candidates and ``random_state`` only
-    (certain with fewer samples than candidates, likely with few more).
+    the search treats the sample size as public, but the part sizes are
+    random and not released: the guarantee holds on the event that every
+    training part holds between ``low`` and ``high`` records (binomial
+    quantiles), whose failure probability ``SIZE_SHARE * delta`` is added
+    to delta, and on it each candidate's guarantee is bounded by its
+    ``dp_guarantee`` at ``high`` (non-decreasing in the size). When ``low``
+    would be below 2 (too many candidates for the samples, e.g. 200
+    candidates on 442 rows) the search raises an error before any private
+    fit, from ``n``, the grid and ``delta`` only. A training part left
+    empty by the draw (within that failure probability) is an error too.
 
     Data beyond the declared bounds is treated as in the wrapped estimators:
     rows longer than ``data_norm`` are scaled down to it, for training and
@@ -238,14 +301,21 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "estimator must be a private regressor of sklearn_pdp, got "
                 f"{type(self.estimator).__name__}."
             )
-        self.data_norm_, bounds_X, self.y_bound_ = clone(self.estimator)._resolve_bounds(
-            X, y
-        )
-        common = {"data_norm": self.data_norm_, "bounds_X": bounds_X, "y_bound": self.y_bound_}
+        # a warning's stacklevel 5: here, _common_params, fit, the fit
+        # wrapper, the user's line
+        self.data_norm_, self.bounds_X_, self.y_bound_ = clone(
+            self.estimator
+        )._resolve_bounds(X, y, stacklevel=5)
+        common = {
+            "data_norm": self.data_norm_,
+            "bounds_X": self.bounds_X_,
+            "y_bound": self.y_bound_,
+        }
         names = self.estimator.get_params(deep=False)
-        for name in ("epsilon", "delta"):
-            if name in names:
-                common[name] = getattr(self, name)
+        if "epsilon" in names:
+            common["epsilon"] = self.epsilon
+        if "delta" in names:  # the rest of delta goes to the part sizes
+            common["delta"] = (1.0 - SIZE_SHARE) * self.delta
         return common
 
     def _candidates(self, common):
@@ -287,7 +357,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         common = self._common_params(X, y)
         grid, estimators = self._candidates(common)
-        m, n = len(grid), X.shape[0]
+        m, (n, d) = len(grid), X.shape
+        # from n, m and the parameters only, before any private fit
+        train_epsilon, train_delta = self._training_guarantee(estimators, n, d)
 
         # All randomness is fixed before any fit, so results do not depend on
         # n_jobs: seeds of the split, the selection, the refit, the candidates.
@@ -300,14 +372,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         # The split has its own generator, drawn row by row: removing the last
         # row leaves every other row in its part.
         parts = np.random.default_rng(split_seed).integers(m + 1, size=n)
-        sizes = np.bincount(parts, minlength=m + 1)
-        if sizes[:m].min() == 0:
+        if np.bincount(parts, minlength=m + 1)[:m].min() == 0:
+            # outside the size event (probability counted in dp_delta_)
             raise ValueError(
-                f"PrivateGridSearchCV needs at least one training sample for each "
-                f"of its {m} candidates, but the random split of {n} sample(s) "
-                f"into {m + 1} parts (drawn from random_state, independently of "
-                "the data) left a training part empty: use more samples or "
-                "fewer candidates."
+                f"The random split of {n} samples into {m + 1} parts (drawn "
+                "from random_state, independently of the data) left a training "
+                "part empty; fit again with another random_state."
             )
         seeded = "random_state" in self.estimator.get_params(deep=False)
         if seeded:
@@ -333,25 +403,41 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.best_index_ = int(select(log_proba, np.random.default_rng(select_seed)))
         self.best_params_ = grid[self.best_index_]
 
-        self.pdp_losses_ = np.empty(n)
-        for k, est in enumerate(fitted):
-            self.pdp_losses_[parts == k] = est.pdp_losses_
-        self.pdp_losses_[val] = exponential_pdp_epsilon(
-            scores, losses, self.epsilon, SENSITIVITY
+        # A record's part and the candidates' noise are not released: by joint
+        # convexity over the part, its loss is at most the largest over the
+        # parts, i.e. over the candidates' guarantees and its selection bound.
+        self.dp_epsilon_ = max(self.epsilon, train_epsilon)
+        self.dp_delta_ = train_delta
+        self.pdp_losses_ = np.maximum(
+            train_epsilon, selection_epsilon(self.epsilon, y, self.y_bound_)
         )
-        self.dp_epsilon_ = max(self.epsilon, *(est.dp_epsilon_ for est in fitted))
-        self.dp_delta_ = max(est.dp_delta_ for est in fitted)
-
+        self._part_fits = fitted
         if self.refit:
-            best = clone(estimators[self.best_index_])
+            # The selected index is released, so the refit costs the worst
+            # candidate's: every candidate is fitted on all the data (same seed;
+            # only the selected one is kept as best_estimator_).
+            refits = [clone(est).set_params(**self._refit_params()) for est in estimators]
             if seeded:
-                best.set_params(random_state=_random_state(refit_seed))
-            self.best_estimator_ = best.fit(X, y)
-            self.pdp_losses_ += best.pdp_losses_
-            self.dp_epsilon_ += best.dp_epsilon_
-            self.dp_delta_ += best.dp_delta_
+                for est in refits:
+                    est.set_params(random_state=_random_state(refit_seed))
+            self._full_fits = Parallel(n_jobs=self.n_jobs)(
+                delayed(_fit)(est, X, y) for est in refits
+            )
+            self.dp_epsilon_ += max(est.dp_epsilon_ for est in self._full_fits)
+            self.dp_delta_ += max(est.dp_delta_ for est in self._full_fits)
+            self.pdp_losses_ += reduce(
+                np.maximum, (est.pdp_losses_ for est in self._full_fits)
+            )
+            self.best_estimator_ = self._full_fits[self.best_index_]
         else:
+            self._full_fits = []
             self.best_estimator_ = fitted[self.best_index_]
+        self.pdp_delta_ = self.dp_delta_
+        if seeded:
+            # the search seeded every fit itself: show the estimator's own value
+            own = self.estimator.get_params()["random_state"]
+            for est in [*fitted, *self._full_fits]:
+                est.set_params(random_state=own)
 
         self.cv_results_ = _params_table(grid)
         # Kept for tests and audits, never to be published: the split (drawn
@@ -360,6 +446,78 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self._parts = parts
         self._log_proba = log_proba
         return self
+
+    def _refit_params(self):
+        """The refit's budget: the full ``delta`` (no part sizes to bound)."""
+        has_delta = "delta" in self.estimator.get_params(deep=False)
+        grid_delta = any("delta" in params for params in ParameterGrid(self.param_grid))
+        return {"delta": self.delta} if has_delta and not grid_delta else {}
+
+    def _training_guarantee(self, estimators, n_samples, n_features):
+        """(epsilon, delta) bounding every candidate over its possible part sizes.
+
+        The guarantee of candidate k holds for the size of its part;
+        ``dp_guarantee`` over the sizes of :func:`part_size_range` bounds
+        every size in the range, and the range's failure probability is added
+        to delta. It raises, before any private fit, the error of an
+        estimator that refuses such small parts.
+        """
+        m = len(estimators)
+        failure = SIZE_SHARE * self.delta
+        low, high = part_size_range(n_samples, m, failure)
+        if low < _MIN_PART:
+            raise ValueError(
+                f"The parts are too small for the grid: {n_samples} samples "
+                f"split into {m + 1} parts ({m} candidates and a validation "
+                f"part) give {n_samples / (m + 1):.3g} samples per part on "
+                f"average, and the guarantee needs every training part to hold "
+                f"at least {_MIN_PART} except with probability {failure:.3g} "
+                "(a share of delta); use more samples or fewer candidates."
+            )
+        bounds = [est.dp_guarantee(high, n_features, low) for est in estimators]
+        return (
+            max(eps for eps, _ in bounds),
+            max(delta for _, delta in bounds) + failure,
+        )
+
+    def pdp_epsilon(self, X, y=None):
+        """Per-instance epsilon, at ``pdp_delta_``, of adding new targets.
+
+        The bound of ``pdp_losses_`` for a person added to the training
+        data: the largest candidate guarantee over the part sizes of the
+        larger data set, or the person's selection bound if larger, plus,
+        with ``refit``, the largest of the candidates' exact per-instance
+        losses of the target on all the data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Feature vectors of the targets.
+        y : array-like of shape (n_samples,), default=None
+            Their labels. If None, the worst label in ``[-y_bound_, y_bound_]``.
+
+        Returns
+        -------
+        epsilon : ndarray of shape (n_samples,)
+            ``inf`` where no finite epsilon exists.
+        """
+        check_is_fitted(self)
+        if y is None:
+            X = validate_data(self, X, reset=False, dtype=np.float64)
+        else:
+            X, y = validate_data(self, X, y, reset=False, dtype=np.float64, y_numeric=True)
+        n_samples = self.pdp_losses_.shape[0] + 1
+        train_epsilon, _ = self._training_guarantee(
+            self._part_fits, n_samples, self.n_features_in_
+        )
+        eps = np.maximum(
+            train_epsilon, selection_epsilon(self.epsilon, y, self.y_bound_)
+        ) * np.ones(X.shape[0])
+        if self._full_fits:
+            eps = eps + reduce(
+                np.maximum, (est.pdp_epsilon(X, y) for est in self._full_fits)
+            )
+        return eps
 
     @available_if(_estimator_has("predict"))
     def predict(self, X):
