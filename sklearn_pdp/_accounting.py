@@ -23,7 +23,7 @@ from itertools import pairwise
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import log_ndtr, logsumexp, ndtr, ndtri_exp
+from scipy.special import log_ndtr, ndtr, ndtri_exp
 from scipy.stats import chi2
 
 __all__ = [
@@ -39,8 +39,6 @@ __all__ = [
     "chi2_delta",
     "chi2_epsilon",
     "chi2_noise_scale",
-    "exponential_log_proba",
-    "exponential_pdp_epsilon",
     "ops_gamma",
     "objpert_delta",
     "objpert_epsilon",
@@ -489,69 +487,6 @@ def chi2_noise_scale(epsilon, delta, df, sq_norm=2.0):
             return np.log(chi2_delta(epsilon, np.exp(log_tau), df)) - np.log(delta)
 
     return np.sqrt(sq_norm / np.exp(_largest_log_root(excess)))
-
-
-# ---------------------------------------------------------------------------
-# Exponential mechanism with a monotone loss (doc/mechanisms/tuning.rst)
-# ---------------------------------------------------------------------------
-
-
-def exponential_log_proba(scores, epsilon, sensitivity):
-    """Log selection probabilities of the exponential mechanism, low score wins.
-
-    P(k) is proportional to exp(-epsilon * scores[k] / sensitivity), where
-    each score is a sum over records of a per-record loss in
-    [0, sensitivity]. Adding a record raises every score by some amount in
-    [0, sensitivity] (all in the same direction), so
-    |log P(k) - log P'(k)| <= epsilon for every k: the selection is
-    epsilon-DP, and the bound is attained in the limit. The textbook factor
-    1/2 in the exponent is only needed when scores can move in opposite
-    directions; with it this mechanism would spend epsilon/2.
-
-    Parameters
-    ----------
-    scores : array-like of shape (..., n_candidates)
-        Summed losses, one per candidate (last axis).
-    epsilon : float
-        Privacy budget of the selection (pure DP).
-    sensitivity : float
-        Largest loss one record can contribute to a score.
-
-    Returns
-    -------
-    log_proba : ndarray of the shape of ``scores``
-    """
-    logits = -(epsilon / sensitivity) * np.asarray(scores, dtype=float)
-    return logits - logsumexp(logits, axis=-1, keepdims=True)
-
-
-def exponential_pdp_epsilon(scores, record_losses, epsilon, sensitivity):
-    """Pure per-instance epsilon of each record of the scored set.
-
-    eps_i = max_k |log P(k) - log P_{-i}(k)| with P_{-i} the selection
-    probabilities of the scores without record i (``scores - record_losses[i]``).
-    The candidates are taken as given (they do not depend on these records).
-
-    Parameters
-    ----------
-    scores : array-like of shape (n_candidates,)
-        Summed losses over all records.
-    record_losses : array-like of shape (n_records, n_candidates)
-        Each record's own loss under each candidate, in [0, sensitivity].
-    epsilon, sensitivity : float
-        As in :func:`exponential_log_proba`.
-
-    Returns
-    -------
-    epsilon : ndarray of shape (n_records,)
-        Each at most ``epsilon``.
-    """
-    scores = np.asarray(scores, dtype=float)
-    log_p = exponential_log_proba(scores, epsilon, sensitivity)
-    log_p_without = exponential_log_proba(
-        scores - np.asarray(record_losses, dtype=float), epsilon, sensitivity
-    )
-    return np.max(np.abs(log_p - log_p_without), axis=-1)
 
 
 # ---------------------------------------------------------------------------

@@ -21,9 +21,9 @@ from sklearn.utils._tags import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._accounting import exponential_log_proba
 from .._base import PrivateRegressorMixin, noise_generator
 from .._data import is_dask_array, label_range
+from ._exponential import exponential_log_proba, select
 
 # One validation record adds at most (2 B)^2 to a candidate's summed squared
 # error when predictions and labels are clipped to [-B, B]; in units of B^2: 4.
@@ -80,17 +80,6 @@ def validation_losses(estimator, X, y, y_bound):
     low, high = label_range(y_bound)
     pred = np.clip(estimator.predict(estimator._scaler.clip(X)), low, high)
     return ((pred - np.clip(y, low, high)) / ((high - low) / 2)) ** 2
-
-
-def select(log_proba, rng, size=None):
-    """Index(es) drawn with the log probabilities ``log_proba``.
-
-    Gumbel-max sampling: argmax_k (log P(k) + G_k) with G_k iid standard
-    Gumbel is distributed as P, and needs no normalisation in linear scale.
-    """
-    log_proba = np.asarray(log_proba, dtype=float)
-    shape = log_proba.shape if size is None else (size, log_proba.size)
-    return np.argmax(log_proba + rng.gumbel(size=shape), axis=-1)
 
 
 def _fit(estimator, X, y):
