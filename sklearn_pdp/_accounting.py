@@ -19,6 +19,7 @@ Nothing here knows about scikit-learn: the estimators feed it arrays of
 per-row statistics.
 """
 
+from functools import lru_cache
 from itertools import pairwise
 
 import numpy as np
@@ -313,6 +314,11 @@ def ops_epsilon(delta, mu, r, gamma, direction="both"):
     return _shaped(_ops_epsilon(*arrays, direction), shape)
 
 
+def _ops_nodes(delta, gamma, direction, log_mu, log_r):
+    mu, r = np.exp(log_mu), np.exp(log_r)
+    return _ops_epsilon(*_flat(delta, mu, r, gamma)[1], direction, table=False)
+
+
 def _ops_epsilon(delta, mu, r, gamma, direction, table=True):
     tails, zero, infinite = _ops_setup(mu, r, gamma, direction)
     # First guess, for many rows at one (delta, gamma), from a spline: the
@@ -328,11 +334,7 @@ def _ops_epsilon(delta, mu, r, gamma, direction, table=True):
             log_r = np.log(np.abs(r[regular]))
         log_r = np.maximum(log_r, np.log(1e-3 * np.sqrt(m.min() / g0)))
 
-        def exact(log_mu, log_r):
-            mu, r = np.exp(log_mu), np.exp(log_r)
-            return _ops_epsilon(*_flat(d0, mu, r, g0)[1], direction, table=False)
-
-        start = _spline_start(exact, np.log(m), log_r)
+        start = _spline_start(_ops_nodes, (d0, g0, direction), np.log(m), log_r)
     # Otherwise, and where the spline is far off (it can ring between nodes
     # of very different epsilons, and a start at an absurd epsilon costs many
     # iterations), the Gaussian mechanism whose loss has the same variance,
@@ -385,33 +387,51 @@ def gaussian_delta(eps, s):
     return _shaped(out, shape)
 
 
-def _spline_start(exact, *coords):
+def _spline_start(exact, params, *coords):
     """First guesses of eps(delta) for rows with statistics ``coords`` (one
     or two arrays, in coordinates in which eps is smooth), from a cubic
-    spline through ``exact(*axes)`` on an even grid over their range; None
-    for too few rows.
+    spline through the exact values ``exact(*params, *axes)`` on an even grid
+    over their range; None for too few rows.
 
     Only a start: the search verifies every answer, so a poor guess costs
     iterations, never validity. A good one (about 1e-8 relative for the
     Gaussian mechanism, 1e-5 for OPS, except near kinks such as eps = 0)
     leaves two or three evaluations per row instead of five to seven. The
-    spline runs through log(eps + 1e-8), nearly linear in the log
-    coordinates, so that a wide range of epsilons does not make it ring.
+    grid's range is rounded outward to whole units, so that the chunks of
+    one fit share one table (the last few are kept).
     """
-    if coords[0].size < _TABLE_MIN_ROWS or min(np.ptp(c) for c in coords) == 0:
+    if coords[0].size < _TABLE_MIN_ROWS:
         return None
-    axes = [np.linspace(c.min(), c.max(), _TABLE_NODES[len(coords)]) for c in coords]
+    bounds = tuple(
+        (float(np.floor(c.min())), float(max(np.ceil(c.max()), np.floor(c.min()) + 1)))
+        for c in coords
+    )
+    spline = _spline(exact, params, bounds)
+    return None if spline is None else spline(*coords)
+
+
+@lru_cache(maxsize=16)
+def _spline(exact, params, bounds):
+    """The spline of :func:`_spline_start`, through log(eps + 1e-8): that is
+    nearly linear in the log coordinates, so that a wide range of epsilons
+    does not make it ring. None if some node has no finite epsilon."""
+    axes = [np.linspace(lo, hi, _TABLE_NODES[len(bounds)]) for lo, hi in bounds]
     grid = np.meshgrid(*axes, indexing="ij")
-    values = exact(*(g.ravel() for g in grid))
+    values = exact(*params, *(g.ravel() for g in grid))
     if not np.all(np.isfinite(values)):
         return None
     values = np.log(values + _SPLINE_SHIFT).reshape(grid[0].shape)
-    if len(coords) == 1:
-        guess = CubicSpline(axes[0], values)(coords[0])
+    if len(bounds) == 1:
+        spline = CubicSpline(axes[0], values)
     else:
-        guess = RectBivariateSpline(*axes, values, s=0).ev(*coords)
-    # ringing cannot take the guess beyond the range of the exact values
-    return np.exp(np.clip(guess, values.min(), values.max())) - _SPLINE_SHIFT
+        spline = RectBivariateSpline(*axes, values, s=0).ev
+    low, high = values.min(), values.max()
+
+    def guess(*coords):
+        # ringing cannot take the guess beyond the range of the exact values
+        return np.exp(np.clip(spline(*coords), low, high)) - _SPLINE_SHIFT
+
+    return guess
 
 
 def gaussian_epsilon(delta, s):
@@ -420,16 +440,17 @@ def gaussian_epsilon(delta, s):
     return _shaped(_gaussian_epsilon(*arrays), shape)
 
 
+def _gaussian_nodes(delta, log_s):
+    return _gaussian_epsilon(*_flat(delta, np.exp(log_s))[1], table=False)
+
+
 def _gaussian_epsilon(delta, s, table=True):
     zero, infinite = s <= 0, ~np.isfinite(s)
     regular = np.flatnonzero(~(zero | infinite))
     start = None
     if table and regular.size and np.ptp(delta) == 0:
         # eps is smooth in log s: many rows at one delta share one spline
-        def exact(log_s):
-            return _gaussian_epsilon(*_flat(delta[0], np.exp(log_s))[1], table=False)
-
-        guess = _spline_start(exact, np.log(s[regular]))
+        guess = _spline_start(_gaussian_nodes, (delta[0],), np.log(s[regular]))
         if guess is not None:
             start = np.zeros(s.size)
             start[regular] = guess
