@@ -16,7 +16,6 @@ from functools import partial, reduce
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs, parallel_config
-from scipy.linalg import blas
 from sklearn import get_config
 from threadpoolctl import threadpool_limits
 from sklearn.utils import gen_batches
@@ -111,20 +110,27 @@ class DomainScaler:
         Returns the mask of the rows that were scaled down.
         """
         if self.bounds_X is None:
-            # A row with an entry beyond data_norm is too long and only its
-            # direction survives: dividing it by that entry first keeps every
-            # entry in [-1, 1], so squaring cannot overflow even near 1e308.
-            peak = np.abs(X).max(axis=1, initial=0.0)
-            np.divide(X, np.maximum(peak, self.data_norm)[:, None], out=out)
-        else:
-            np.clip(X, *self.bounds_X, out=out)
-            out -= self.x_mid
-            out /= self.x_scale
-            peak = 0.0
-        norms = np.sqrt(np.einsum("ij,ij->i", out, out))
-        # (with bounds_X only rounding can leave a row a hair outside)
-        out /= np.maximum(norms, 1.0)[:, None]
-        return (peak > (self.data_norm or np.inf)) | (norms > 1.0)
+            np.divide(X, self.data_norm, out=out)
+            # Rows outside the ball (or overflowing: inf and nan fail the
+            # test) are rare: only they take the careful path below.
+            long = np.flatnonzero(~(np.einsum("ij,ij->i", out, out) <= 1.0))
+            clipped = np.zeros(X.shape[0], dtype=bool)
+            if long.size:
+                rows = X[long]
+                # A row with an entry beyond data_norm is too long and only
+                # its direction survives: dividing it by that entry first
+                # keeps every entry in [-1, 1], so squaring cannot overflow
+                # even near 1e308.
+                peak = np.abs(rows).max(axis=1, initial=0.0)
+                rows /= np.maximum(peak, self.data_norm)[:, None]
+                clipped[long] = (peak > self.data_norm) | _to_unit_ball(rows)
+                out[long] = rows
+            return clipped
+        np.clip(X, *self.bounds_X, out=out)
+        out -= self.x_mid
+        out /= self.x_scale
+        # only rounding can leave a row a hair outside
+        return _to_unit_ball(out)
 
     def unscale_coef(self, theta):
         """``coef_`` and ``intercept_`` in the user's units for the scaled model ``theta``."""
@@ -134,6 +140,15 @@ class DomainScaler:
         if self.fit_intercept:
             intercept += self.y_half * theta[d]
         return coef, float(intercept)
+
+
+def _to_unit_ball(rows):
+    """Scale the rows longer than 1 to norm 1, in place; their mask."""
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    long = norms > 1.0
+    if long.any():
+        rows[long] /= norms[long, None]
+    return long
 
 
 def label_range(y_bound):
@@ -164,8 +179,7 @@ class _Rows:
 
     def gram(self):
         """Sufficient statistics X^T X and X^T y of the scaled data."""
-        XtX, Xty = self.reduce(_gram_part)
-        return np.triu(XtX) + np.triu(XtX, 1).T, Xty
+        return self.reduce(_gram_part)
 
 
 class ScaledData(_Rows):
@@ -234,10 +248,9 @@ class ScaledData(_Rows):
 
 
 def _gram_part(start, Xs, ys):
-    # syrk on the Fortran-ordered view Xs.T: no copy, half the flops of a
-    # general product (and much faster than numpy's Xs.T @ Xs); it fills the
-    # upper triangle only
-    return blas.dsyrk(1.0, Xs.T), Xs.T @ ys
+    # numpy computes Xs.T @ Xs by one syrk call on the array itself (no
+    # transposed copy), filling both triangles
+    return Xs.T @ Xs, Xs.T @ ys
 
 
 class DaskScaledData(_Rows):

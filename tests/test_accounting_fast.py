@@ -1,0 +1,106 @@
+"""Many rows at once: the searches started from a spline (per call, at one
+delta and gamma) return the same verified epsilons as the plain search."""
+
+import numpy as np
+import pytest
+
+from sklearn_pdp import _accounting
+from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon, ops_delta, ops_epsilon
+
+
+@pytest.fixture
+def plain_search(monkeypatch):
+    """Runs a function with the spline start switched off."""
+
+    def run(func, *args):
+        with monkeypatch.context() as m:
+            m.setattr(_accounting, "_TABLE_MIN_ROWS", np.inf)
+            return func(*args)
+
+    return run
+
+
+def _check(fast, slow, achieved, delta):
+    assert fast.shape == slow.shape
+    # +inf (valid, if useless) where the search passes its limit of 1e6: a
+    # root just below it may be reported as either
+    finite = np.isfinite(fast) & np.isfinite(slow)
+    assert np.all(np.where(finite, True, np.fmin(fast, slow) > 1e5) | (fast == slow))
+    assert np.array_equal(fast == 0, slow == 0)
+    # tight: the plain search's answer to 1e-9 relative (and 1e-14 absolute
+    # at epsilons near 0, where both resolve the root to ~1e-16 / B absolute,
+    # B = e^-eps times the slope of delta)
+    np.testing.assert_allclose(fast[finite], slow[finite], rtol=1e-9, atol=1e-14)
+    # never optimistic: delta at the reported epsilon is verified, in log
+    # space (exp of a verified log delta rounds by up to ~|log delta| ulps)
+    slack = 4 * np.finfo(float).eps * abs(np.log(delta))
+    assert np.all(achieved[np.isfinite(fast)] <= delta * (1 + slack))
+
+
+def _ops_rows(rng, n):
+    mu = 10.0 ** rng.uniform(-12, 3, n)
+    r = rng.normal(size=n) * 10.0 ** rng.uniform(-8, 3, n)
+    mu[:4] = [0.0, np.inf, 1e-3, 1e-3]
+    r[:4] = [1.0, 0.0, np.inf, 0.0]
+    return mu, r
+
+
+@pytest.mark.parametrize("gamma, delta", [(10.0, 1e-6), (3e4, 1e-10), (0.05, 1e-2)])
+def test_ops_many_rows_equal_the_plain_search(plain_search, gamma, delta):
+    rng = np.random.default_rng(0)
+    mu, r = _ops_rows(rng, 6000)
+    fast = ops_epsilon(delta, mu, r, gamma)
+    slow = plain_search(ops_epsilon, delta, mu, r, gamma)
+    _check(fast, slow, ops_delta(fast, mu, r, gamma), delta)
+    assert fast[0] == 0 and fast[1] == np.inf and fast[2] == np.inf
+
+
+def test_ops_rows_with_roots_near_zero(plain_search):
+    """Tiny leverages and residuals: many rows have eps = 0 or just above."""
+    rng = np.random.default_rng(1)
+    mu = 10.0 ** rng.uniform(-9, -5, 5000)
+    r = rng.normal(scale=1e-4, size=5000)
+    fast = ops_epsilon(1e-6, mu, r, 10.0)
+    slow = plain_search(ops_epsilon, 1e-6, mu, r, 10.0)
+    assert np.mean(fast == 0) > 0.05 and np.mean((fast > 0) & (fast < 1e-4)) > 0.05
+    _check(fast, slow, ops_delta(fast, mu, r, 10.0), 1e-6)
+
+
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_ops_single_direction(plain_search, direction):
+    rng = np.random.default_rng(2)
+    mu, r = _ops_rows(rng, 3000)
+    fast = ops_epsilon(1e-6, mu, r, 10.0, direction)
+    slow = plain_search(ops_epsilon, 1e-6, mu, r, 10.0, direction)
+    _check(fast, slow, ops_delta(fast, mu, r, 10.0, direction), 1e-6)
+
+
+@pytest.mark.parametrize("delta", [1e-12, 1e-6, 0.1])
+def test_gaussian_many_rows_equal_the_plain_search(plain_search, delta):
+    rng = np.random.default_rng(3)
+    s = 10.0 ** rng.uniform(-9, 3, 6000)
+    s[:3] = [0.0, np.inf, 1e-300]
+    fast = gaussian_epsilon(delta, s)
+    slow = plain_search(gaussian_epsilon, delta, s)
+    _check(fast, slow, gaussian_delta(fast, s), delta)
+
+
+def test_few_rows_or_mixed_parameters_skip_the_spline(monkeypatch):
+    """The spline is per call at one (delta, gamma): it is not built for few
+    rows or for rows with different gammas, which still get exact answers."""
+    built = []
+    spline_start = _accounting._spline_start
+
+    def recorded(*args):
+        guess = spline_start(*args)
+        built.append(guess is not None)
+        return guess
+
+    monkeypatch.setattr(_accounting, "_spline_start", recorded)
+    rng = np.random.default_rng(4)
+    mu, r = _ops_rows(rng, 3000)
+    ops_epsilon(1e-6, mu[:100], r[:100], 10.0)
+    eps = ops_epsilon(1e-6, mu, r, rng.uniform(1, 10, 3000))
+    assert not any(built) and np.all(np.isfinite(eps[4:]))
+    ops_epsilon(1e-6, mu, r, 10.0)
+    assert built[-1]
