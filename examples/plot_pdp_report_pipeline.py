@@ -29,7 +29,7 @@ report = PDPReport(
 pipe = make_pipeline(public_scaling, report).fit(X, y)
 
 summary = pipe[-1].summary_
-print(f"DP epsilon: {summary['pdp_for_all']:.3g}")
+print(f"DP epsilon: {summary['dp_epsilon']:.3g}")
 print(f"per-instance epsilon: median {summary['median']:.3g}, "
       f"99% {summary['q99']:.3g}, max {summary['max']:.3g}")
 

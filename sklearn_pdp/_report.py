@@ -60,7 +60,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         ``n_samples``; ``delta`` (of the per-instance epsilons); ``mean``,
         ``median``, ``q90``, ``q99`` and ``max`` of ``pdp_losses_``;
         ``below``, a dict mapping each threshold to the fraction of rows at or
-        below it; ``pdp_for_all`` and ``dp_delta``: the bound that holds for
+        below it; ``dp_epsilon`` and ``dp_delta``: the bound that holds for
         every possible person and every data set of this size in the declared
         domain, i.e. ``dp_epsilon_`` at ``dp_delta_``; ``dp_over_median``, the
         ratio of ``dp_epsilon_`` to the median per-instance epsilon (how much
@@ -193,7 +193,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             "q99": float(q99),
             "max": float(peak),
             "below": {float(t): float(b) for t, b in zip(thresholds, below)},
-            "pdp_for_all": self.dp_epsilon_,
+            "dp_epsilon": self.dp_epsilon_,
             "dp_delta": self.dp_delta_,
             # 0/0 (no guarantee, no loss) is meaningless: report inf
             "dp_over_median": np.inf if np.isnan(ratio) else float(ratio),
@@ -276,7 +276,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"kind must be 'box' or 'violin', got {kind!r}.")
         try:
             import matplotlib.pyplot as plt
-            from matplotlib.ticker import NullFormatter
+            from matplotlib.ticker import MaxNLocator, NullFormatter
         except ImportError as exc:
             raise ImportError(
                 "PDPReport.plot needs matplotlib: install it with "
@@ -284,7 +284,10 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             ) from exc
         n_axes = 2 if leverage else 1
         if ax is None:
-            _, ax = plt.subplots(1, n_axes, figsize=(4.5 * n_axes, 4), squeeze=False)
+            # constrained layout keeps the labels and the legend inside
+            figure, ax = plt.subplots(1, n_axes, figsize=(5 * n_axes, 4.2),
+                                      squeeze=False, layout="constrained")
+            figure.suptitle(self._title())
             ax = ax[0]
         axes = np.atleast_1d(np.asarray(ax, dtype=object))
         if axes.size != n_axes:
@@ -308,7 +311,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         if np.isfinite(self.dp_epsilon_):
             dist.axhline(to_axis(self.dp_epsilon_), color="C3", linestyle="--",
                          label=rf"DP $\varepsilon$ = {self.dp_epsilon_:.3g}")
-            dist.legend(loc="lower right")
+            # above the axes, where no box or whisker can be
+            dist.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False,
+                        fontsize="small")
         else:
             dist.set_title("no data-independent DP guarantee", fontsize="small")
         dist.set_title(
@@ -323,15 +328,28 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
                 hat[shown], eps[shown], c=residual,
                 cmap="coolwarm", s=8, vmin=-limit, vmax=limit,
             )
-            axes[1].set_xscale("log")
-            # minor labels collide when the leverages span less than a decade
-            axes[1].xaxis.set_minor_formatter(NullFormatter())
+            # a log axis only where the leverages span more than a decade: on
+            # less it would show a single label
+            spread = hat[shown][hat[shown] > 0]
+            if spread.size and spread.max() > 10 * spread.min():
+                axes[1].set_xscale("log")
+                axes[1].xaxis.set_minor_formatter(NullFormatter())
+            else:  # few labels, so that long decimals do not collide
+                axes[1].xaxis.set_major_locator(MaxNLocator(4))
             axes[1].set_yscale("log")
             axes[1].set_xlabel(r"leverage $x^T H^{-1} x$")
             axes[1].set_ylabel(r"per-instance $\varepsilon$")
             axes[1].figure.colorbar(scatter, ax=axes[1], label="residual (scaled y)")
             return axes
         return axes[0]
+
+    def _title(self):
+        """The model and its guarantee, for the plot."""
+        name = type(self._model()).__name__
+        if not np.isfinite(self.dp_epsilon_):
+            return f"{name}: no DP guarantee"
+        return (rf"{name}: ($\varepsilon$ = {self.dp_epsilon_:.3g}, "
+                rf"$\delta$ = {self.dp_delta_:.2g})-DP")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

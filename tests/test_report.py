@@ -53,7 +53,7 @@ def test_report_numbers_equal_the_wrapped_estimator():
         np.quantile(eps, [0.5, 0.9, 0.99]))
     assert s["max"] == eps.max()
     assert s["below"] == {0.5: np.mean(eps <= 0.5), 2.0: np.mean(eps <= 2.0)}
-    assert s["pdp_for_all"] == est.dp_epsilon_ and s["dp_delta"] == est.dp_delta_
+    assert s["dp_epsilon"] == est.dp_epsilon_ and s["dp_delta"] == est.dp_delta_
     assert s["dp_over_median"] == pytest.approx(est.dp_epsilon_ / np.median(eps))
     assert s["dp_over_median"] > 1
 
@@ -171,7 +171,7 @@ def test_no_guarantee_gives_infinite_ratio():
     X, y = _data()
     report = PDPReport(_ops(alpha=0.0)).fit(X, y)
     assert report.dp_epsilon_ == np.inf
-    assert report.summary_["pdp_for_all"] == np.inf
+    assert report.summary_["dp_epsilon"] == np.inf
     assert report.summary_["dp_over_median"] == np.inf
 
 
