@@ -5,6 +5,7 @@ from ._objective_perturbation import ObjPertRegressor
 from ._ops import AdaOPSRegressor, OPSRegressor
 from ._output_perturbation import OutputPerturbationRegressor
 from ._random_projection import RandomProjectionRegressor
+from ._public import PublicLinearModel
 from ._report import PDPReport
 from .exceptions import PrivacyLeakWarning
 
@@ -17,6 +18,7 @@ __all__ = [
     "OutputPerturbationRegressor",
     "PDPReport",
     "PrivacyLeakWarning",
+    "PublicLinearModel",
     "RandomProjectionRegressor",
     "config_context",
     "get_config",

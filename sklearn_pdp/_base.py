@@ -22,6 +22,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from ._config import get_config as _get_pdp_config
+from ._public import public_model
 from ._data import (
     DomainScaler,
     compute,
@@ -51,7 +52,7 @@ class Ridge:
     With rows in the unit ball this cannot happen once alpha >= 1e-9 n d.
 
     The fitted estimators keep this object (``_ridge``): it holds non-private
-    statistics, so publish ``coef_``/``intercept_`` or predictions, never the
+    statistics, so publish ``public_model()`` or predictions, never the
     pickled estimator.
     """
 
@@ -397,6 +398,31 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X, _ = validate_rows(self, X, reset=False)
         return X @ self.coef_ + self.intercept_
+
+    def public_model(self, decimals=None):
+        """The release alone, safe to publish: a :class:`PublicLinearModel`.
+
+        The fitted estimator keeps non-private statistics for its privacy
+        report (never publish or pickle it for others); the public model
+        holds only ``coef_``, ``intercept_``, the feature names and the
+        guarantee ``(dp_epsilon_, dp_delta_)``.
+
+        Parameters
+        ----------
+        decimals : int, default=None
+            Round the coefficients and the intercept to this many decimals
+            (post-processing: never weakens the guarantee, and discards the
+            low-order bits of the floating-point noise).
+
+        Returns
+        -------
+        model : PublicLinearModel
+        """
+        check_is_fitted(self)
+        return public_model(
+            self.coef_, self.intercept_, (self.dp_epsilon_, self.dp_delta_),
+            type(self).__name__, getattr(self, "feature_names_in_", None), decimals,
+        )
 
     def pdp_epsilon(self, X, y=None):
         """Exact per-instance epsilon, at ``delta``, of adding new targets.

@@ -115,8 +115,8 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     The released sketch rows have the distribution N(0, Sigma) whatever S is
     drawn from, so the privacy analysis covers every draw. The fitted
     estimator keeps Sigma (non-private) for :meth:`pdp_epsilon`: publish
-    ``coef_``, ``intercept_``, ``sketch_`` or predictions, not the estimator
-    object. The sample size is treated as public.
+    :meth:`public_model` (or ``sketch_``), never the estimator object. The
+    sample size is treated as public.
 
     Examples
     --------

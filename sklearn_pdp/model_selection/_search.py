@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import PrivateRegressorMixin, noise_generator
 from .._data import is_dask_array, label_range
+from .._public import public_model
 from ._exponential import exponential_log_proba, select
 
 # One validation record adds at most (2 B)^2 to a candidate's summed squared
@@ -525,6 +526,30 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         check_is_fitted(self)
         return self.best_estimator_.predict(
             validate_data(self, X, reset=False, dtype=np.float64)
+        )
+
+    def public_model(self, decimals=None):
+        """The selected model alone, under the guarantee of the whole search.
+
+        ``best_estimator_``'s coefficients with ``(dp_epsilon_, dp_delta_)``
+        of the search (selection, candidates and refit): see
+        :meth:`sklearn_pdp.OPSRegressor.public_model`.
+
+        Parameters
+        ----------
+        decimals : int, default=None
+            Round the coefficients and the intercept to this many decimals.
+
+        Returns
+        -------
+        model : PublicLinearModel
+        """
+        check_is_fitted(self)
+        best = self.best_estimator_
+        return public_model(
+            best.coef_, best.intercept_, (self.dp_epsilon_, self.dp_delta_),
+            f"PrivateGridSearchCV({type(best).__name__})",
+            getattr(self, "feature_names_in_", None), decimals,
         )
 
     @available_if(_estimator_has("score"))
