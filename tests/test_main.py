@@ -2,6 +2,7 @@
 error handling in-process (an uncaught exception fails the test as a
 traceback would)."""
 
+import json
 import subprocess
 import sys
 
@@ -10,8 +11,8 @@ import pytest
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
-from sklearn_pdp import OPSRegressor, PrivacyLeakWarning
-from sklearn_pdp.__main__ import main
+import sklearn_pdp
+from sklearn_pdp.__main__ import DEFAULT_ESTIMATOR, DIABETES_BOUNDS, ESTIMATORS, main
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -23,11 +24,6 @@ def _run(*args):
     )
 
 
-def _number(out, label):
-    line = next(line for line in out.splitlines() if line.strip().startswith(label))
-    return float(line.split(":", 1)[1].split()[0].rstrip(",%x"))
-
-
 def _assert_one_line_error(capsys, args, message):
     with pytest.raises(SystemExit) as exc:
         main(list(args))
@@ -36,52 +32,89 @@ def _assert_one_line_error(capsys, args, message):
     assert last.startswith("python -m sklearn_pdp: error:") and message in last
 
 
-def test_bundled_data_report(tmp_path):
+def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path):
     plot = tmp_path / "report.png"
     res = _run("--plot", str(plot))
     assert res.returncode == 0, res.stderr
-    for label in ("test R^2", "per-instance eps", "mean", "median", "90%", "99%",
-                  "max", "<= 0.1", "<= 1", "DP epsilon", "DP / median pDP"):
-        assert label in res.stdout
-    # the same fit in-process: the table prints its numbers
-    X, y = load_diabetes(return_X_y=True)
-    X_train, _, y_train, _ = train_test_split(X, y, test_size=0.25, random_state=0)
-    with pytest.warns(PrivacyLeakWarning):
-        est = OPSRegressor(random_state=0).fit(X_train, y_train)
-    eps = est.pdp_losses_
-    assert _number(res.stdout, "median") == pytest.approx(np.median(eps), rel=1e-3)
-    assert _number(res.stdout, "max") == pytest.approx(eps.max(), rel=1e-3)
-    assert _number(res.stdout, "<= 1") == pytest.approx(100 * np.mean(eps <= 1), abs=0.05)
-    assert _number(res.stdout, "DP epsilon") == pytest.approx(est.dp_epsilon_, rel=1e-3)
-    assert _number(res.stdout, "DP / median pDP") == pytest.approx(
-        est.dp_epsilon_ / np.median(eps), rel=1e-2)
+    for words in ("DP epsilon 1 at delta 1e-06", "per-instance epsilon", "median",
+                  "90% of people", "less than a tenth", "least squares"):
+        assert words in res.stdout
+    assert "WARNING" not in res.stdout and "read from the data" not in res.stdout
     assert plot.read_bytes()[:8] == PNG_SIGNATURE and plot.stat().st_size > 5000
+    # the JSON numbers are those of the same fit in-process
+    report = json.loads(_run("--json").stdout)
+    X, y = load_diabetes(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.25, random_state=0)
+    est = getattr(sklearn_pdp, ESTIMATORS[DEFAULT_ESTIMATOR])(
+        epsilon=1.0, delta=1e-6, random_state=0, **DIABETES_BOUNDS).fit(X_train, y_train)
+    eps = est.pdp_losses_
+    assert report["dp_epsilon"] == est.dp_epsilon_ <= 1.0
+    assert report["dp_delta"] == est.dp_delta_ == 1e-6
+    assert report["pdp_epsilon"]["median"] == pytest.approx(np.median(eps), rel=1e-9)
+    assert report["pdp_epsilon"]["max"] == pytest.approx(eps.max(), rel=1e-9)
+    assert report["fraction_below"]["1"] == pytest.approx(np.mean(eps <= 1.0))
+    assert report["fraction_below_tenth_of_dp"] == pytest.approx(
+        np.mean(eps <= est.dp_epsilon_ / 10))
+    assert report["test_r2"] == pytest.approx(est.score(X_test, y_test))
+    assert 0.3 < report["test_r2_least_squares"] < 0.6
+
+
+@pytest.mark.parametrize("estimator", sorted(ESTIMATORS))
+def test_every_estimator_meets_the_budget(capsys, estimator):
+    assert main(["--estimator", estimator, "--epsilon", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["dp_epsilon"] <= 1.0 and report["dp_delta"] <= 1e-6
+    assert report["pdp_epsilon"]["max"] <= report["dp_epsilon"]
+    assert report["estimator"] == ESTIMATORS[estimator]
+
+
+def test_large_epsilon_is_flagged(capsys):
+    assert main(["--epsilon", "20"]) == 0
+    assert "WARNING" in capsys.readouterr().out
 
 
 def test_csv_report(tmp_path):
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(200, 3))
-    y = X @ [1.0, -1.0, 0.5] + 0.1 * rng.normal(size=200)
+    X = rng.uniform(0, 10, size=(3000, 3))
+    y = 20 + X @ [1.0, -1.0, 0.5] + 0.1 * rng.normal(size=3000)
     path = tmp_path / "data.csv"
-    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,c,label", comments="")
+    rows = ["a,b,c,city,label"] + [
+        ",".join(f"{v:.6g}" for v in x) + f",Paris,{t:.6g}" for x, t in zip(X, y)
+    ]
+    path.write_text("\n".join(rows) + "\n")
     plot = tmp_path / "out.png"
-    res = _run(str(path), "--target", "label", "--data-norm", "5", "--y-bound", "5",
-               "--delta", "1e-5", "--gamma", "50", "--thresholds", "0.5", "2",
-               "--plot", str(plot))
+    res = _run(str(path), "--target", "label", "--features", "a,b,c",
+               "--bounds-x", "0", "10", "--y-bound", "0,40", "--epsilon", "3",
+               "--delta", "1e-5", "--thresholds", "0.5", "2", "--plot", str(plot), "--json")
     assert res.returncode == 0, res.stderr
-    assert _number(res.stdout, "test R^2") > 0.5
-    assert "read from the data" not in res.stdout
-    assert "delta = 1e-05" in res.stdout and "gamma=50" in res.stdout
-    assert "<= 0.5" in res.stdout and "<= 2" in res.stdout
+    report = json.loads(res.stdout)
+    assert report["test_r2"] > 0.5 and report["bounds_read_from_data"] == []
+    assert report["dp_epsilon"] <= 3 and report["dp_delta"] <= 1e-5
+    assert set(report["fraction_below"]) == {"0.5", "2"}
     assert plot.read_bytes()[:8] == PNG_SIGNATURE
+    # without --features the text column is named, with the way out
+    res = _run(str(path), "--target", "label")
+    assert res.returncode == 2
+    assert "column 'city'" in res.stderr and "--features" in res.stderr
+
+
+def test_bounds_read_from_the_data_are_reported(tmp_path):
+    path = tmp_path / "data.csv"
+    rng = np.random.default_rng(1)
+    np.savetxt(path, rng.normal(size=(100, 3)), delimiter=",", header="a,b,label",
+               comments="")
+    report = json.loads(_run(str(path), "--target", "label", "--json").stdout)
+    assert report["bounds_read_from_data"] == ["data_norm", "y_bound"]
 
 
 @pytest.mark.parametrize(
     "args, message",
-    [(("--epsilon", "1"), "--epsilon does not apply to --estimator ops"),
+    [(("--gamma", "1"), "--gamma does not apply to --estimator adaops"),
      (("--delta", "2"), "'delta' parameter"),
-     (("--alpha", "-1"), "'alpha' parameter"),
-     (("--target", "y"), "--target needs a CSV file")],
+     (("--estimator", "ops", "--alpha", "-1"), "'alpha' parameter"),
+     (("--bounds-x", "0", "x"), "not a number"),
+     (("--target", "y"), "need a CSV file")],
 )
 def test_bad_options_are_one_clear_line(capsys, args, message):
     _assert_one_line_error(capsys, args, message)
@@ -102,7 +135,7 @@ def test_unwritable_plot_file_is_one_clear_line(capsys, tmp_path):
 
 @pytest.mark.parametrize(
     "content, message",
-    [("a,b\n1,2\n3,4\n", "not in"), ("a,label\n1,x\n2,3\n", "non-numeric"),
+    [("a,b\n1,2\n3,4\n", "not in"), ("a,label\n1,x\n2,3\n", "column 'label'"),
      ("a,label\n1,\n2,3\n", "non-numeric"), ("a,label\n1,nan\n2,3\n", "missing"),
      ("a,label\n1,2\n3\n", "ragged"), ("label\n1\n2\n", "feature column"),
      ("a,label\n1,2\n", "two data rows"), ("", "empty")],
@@ -130,12 +163,3 @@ def test_report_without_matplotlib(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main([]) == 0
     assert "DP epsilon" in capsys.readouterr().out
-
-
-@pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
-def test_adaops_report_stays_within_its_budget(capsys):
-    args = ["--estimator", "adaops", "--epsilon", "2", "--data-norm", "0.3", "--y-bound", "350"]
-    assert main(args) == 0
-    out = capsys.readouterr().out
-    assert 0 < _number(out, "DP epsilon") <= 2
-    assert _number(out, "max") <= 2
