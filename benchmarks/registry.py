@@ -14,7 +14,6 @@ import numpy as np
 from scipy.optimize import brentq
 
 import sklearn_pdp
-from sklearn_pdp._objective_perturbation import objpert_dp_epsilon
 from sklearn_pdp._ops import ops_dp_epsilon
 
 
@@ -93,23 +92,6 @@ def half_wu_alpha(epsilon, delta, n_samples, n_features):
     return 0.5 * np.sqrt(n_samples * (n_features + 1) / epsilon)
 
 
-def objpert_alpha(epsilon, delta, n_samples, n_features):
-    """alpha = sqrt(n d / epsilon) / 2 as for output perturbation, raised if needed so that epsilon can be reached (the loss floor as sigma -> inf is at most epsilon / 2)
-
-    Objective perturbation loses about log(1 + 1/alpha) however much noise it
-    adds (the noise covariance H^{-2} itself depends on the data), so small
-    budgets need more regularisation, as for OPS (:func:`ops_alpha`).
-    """
-    alpha = half_wu_alpha(epsilon, delta, n_samples, n_features)
-
-    def floor(inv_alpha):
-        return objpert_dp_epsilon(delta, 1 / inv_alpha, 1.0, n_samples, residual=0.0)
-
-    if floor(1 / alpha) <= epsilon / 2:
-        return alpha
-    return 1.0 / _largest(floor, epsilon / 2, hi=-np.log(alpha))
-
-
 def with_epsilon(class_name, **params):
     """Factory of an estimator that takes the budget as ``epsilon`` directly.
 
@@ -149,6 +131,6 @@ FACTORIES = {
     "ops": make_ops,
     "adaops": with_epsilon("AdaOPSRegressor"),
     "outpert": with_epsilon("OutputPerturbationRegressor", alpha=half_wu_alpha),
-    "objpert": with_epsilon("ObjPertRegressor", sigma=None, alpha=objpert_alpha),
+    "objpert": with_epsilon("ObjPertRegressor"),
     "randproj": with_epsilon("RandomProjectionRegressor"),
 }

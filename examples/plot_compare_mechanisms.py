@@ -51,9 +51,7 @@ factories = {
     "output perturbation": lambda eps: OutputPerturbationRegressor(
         epsilon=eps, alpha=np.sqrt(len(y_train) * (d + 1) / eps) / 2, **bounds
     ),
-    "objective perturbation": lambda eps: ObjPertRegressor(
-        epsilon=eps, sigma=None, alpha=50.0, **bounds
-    ),
+    "objective perturbation": lambda eps: ObjPertRegressor(epsilon=eps, **bounds),
     "random projection": lambda eps: RandomProjectionRegressor(epsilon=eps, **bounds),
 }
 budgets = [1.0, 3.0, 10.0]

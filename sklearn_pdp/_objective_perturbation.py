@@ -6,82 +6,70 @@ from numbers import Real
 import numpy as np
 from scipy import linalg
 from scipy.optimize import brentq, minimize_scalar
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._accounting import objpert_epsilon
-from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._base import PrivateRegressorMixin, Ridge, domain_bounds, leave_one_out
+from ._docstrings import fill_doc
 
 
+@fill_doc
 class ObjPertRegressor(PrivateRegressorMixin):
     """Ridge regression by objective perturbation, with per-instance privacy.
 
     The released coefficients minimise
     ``1/2 ||y - X theta||^2 + alpha/2 ||theta||^2 + b^T theta`` with
     ``b ~ N(0, sigma^2 I)``, on the data scaled into the privacy domain (rows
-    in the unit ball, labels in [-1, 1]); that is, one draw from
-    ``N(theta_hat, sigma^2 H^{-2})``, ``H = X^T X + alpha I``. Every training
-    row's exact per-instance epsilon is reported in ``pdp_losses_``;
-    ``dp_epsilon_`` is the data-independent guarantee.
+    in the unit ball, labels in [-1, 1], with an intercept the constant
+    feature 1, which the penalty leaves out); that is, one draw from
+    ``N(theta_hat, sigma^2 H^{-2})``, ``H = X^T X + alpha P``. The noise
+    enters every coordinate, the intercept's too. Every training row's exact
+    per-instance epsilon is reported in ``pdp_losses_``; ``dp_epsilon_`` is
+    the data-independent guarantee.
 
     Parameters
     ----------
-    epsilon : float or None, default=None
+    epsilon : float or None, default=1.0
         Privacy budget at ``delta``: ``sigma`` is calibrated so that
-        ``dp_epsilon_ <= epsilon`` (pass ``sigma=None`` with it). Exactly one
-        of ``epsilon`` and ``sigma`` must be given.
-    sigma : float or None, default=1.0
-        Standard deviation of the linear noise term ``b``, used as given
-        (scaled data: rows in the unit ball, labels in [-1, 1]).
-    alpha : float, default=50.0
-        Ridge strength on the scaled data, as ``Ridge(alpha=alpha,
-        fit_intercept=False)`` would use it there. Objective perturbation
-        loses about ``log(1 + 1/alpha)`` plus a tail term however large
-        ``sigma`` is, so an ``epsilon`` budget needs ``alpha`` large enough;
-        ``alpha=0`` gives no data-independent guarantee.
+        ``dp_epsilon_ <= epsilon``. None to give ``sigma`` instead.
     delta : float, default=1e-6
-        The delta at which ``pdp_losses_`` and ``dp_epsilon_`` are reported.
-    data_norm : float, default=None
-        Bound on the l2 norm of the rows of X. Longer rows are scaled down to it
-        (on a copy). If None it is read from the data with a
-        :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
-    y_bound : float, default=None
-        Bound on ``|y|``; larger labels are clipped. If None it is read from the
-        data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
-    fit_intercept : bool, default=True
-        Fit an intercept as a constant feature inside the privacy analysis,
-        never by centring with data means.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the noise. Pass an int for a reproducible fit.
-    n_jobs : int, default=None
-        Threads that process chunks of rows in parallel in the passes over
-        the data (numpy and scipy release the GIL there; BLAS is limited to
-        one thread each meanwhile). ``None`` means 1 unless in a
-        :func:`joblib.parallel_config` context, -1 means all processors.
-        Results agree up to floating-point rounding. Dask input is
-        parallelised by its scheduler instead.
+        The delta of the budget, of ``pdp_losses_`` and of ``dp_epsilon_``.
+    alpha : float or "auto", default="auto"
+        Ridge strength on the scaled data (the intercept is not penalised).
+        Objective perturbation loses about ``log(1 + 4/alpha)`` plus a tail
+        term however large ``sigma`` is, so a budget needs ``alpha`` large
+        enough. "auto" (with ``epsilon``) chooses it from public quantities
+        only: the smallest alpha whose loss floor is a quarter of
+        ``epsilon``, raised by ``100 / (n_samples * epsilon)`` when the data
+        are too few for slopes (then a large alpha shrinks the slopes towards
+        0 while the unpenalised intercept stays at the label mean); see
+        :func:`objpert_auto_alpha`. ``alpha=0`` gives no data-independent
+        guarantee.
+    sigma : float or None, default=None
+        For experts, with ``epsilon=None``: the standard deviation of the
+        noise ``b``, used as given (scaled data), and ``dp_epsilon_`` is
+        whatever it gives. Needs a numeric ``alpha``.
+    {bounds}
+    {random_state}
+    {n_jobs}
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-        Released coefficients, in the units of the input.
-    intercept_ : float
-        Released intercept (0.0 when ``fit_intercept=False``).
+    {model}
+    alpha_ : float
+        The ridge strength used (``alpha``, or the "auto" choice).
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
         row (maximum of both directions of the hockey-stick divergence).
     dp_epsilon_ : float
         Data-independent epsilon at ``delta`` for any data set of this size in
-        the declared domain; ``inf`` when ``alpha=0``.
+        the declared domain (``epsilon`` when calibrated); ``inf`` when
+        ``alpha=0``.
     dp_delta_ : float
         The delta of ``dp_epsilon_``.
     noise_scale_ : float
         The ``sigma`` used (given, or calibrated for ``epsilon``).
-    data_norm_, y_bound_ : float
-        The bounds used (the parameters, or the data's own when not given).
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit, when X has string column names.
+    {fitted_bounds}
 
     See Also
     --------
@@ -99,13 +87,15 @@ class ObjPertRegressor(PrivateRegressorMixin):
     for ridge (erratum E6 in doc/errata.rst).
 
     ``dp_epsilon_`` is the exact loss at the worst statistics the domain
-    allows: ``||x|| = 1``, ``|r| = 1 + sqrt(n)/(2 sqrt(alpha))`` and
-    ``(mu, s)`` on the arc ``mu^2 + s^2 = 1/alpha^2`` where
-    ``s^2 = ||x||^2 x^T H^{-2} x - mu^2``; the loss grows in ``|r|``, in
-    ``||x||`` and towards that arc (checked numerically in the tests), and
-    the arc is searched on a grid refined by bounded scalar maximisation.
-    The sample size is treated as public. The fitted estimator keeps the
-    non-private ridge solution for :meth:`pdp_epsilon`; publish ``coef_``,
+    allows (:func:`objpert_dp_epsilon`): the loss depends on a row through
+    ``m0 = ||x|| r / sigma``, the leverage ``mu`` and
+    ``s = sqrt(||x||^2 x^T H^{-2} x - mu^2)``; it grows with ``|m0|`` and
+    with ``s`` at fixed ``mu`` (checked numerically in the tests), so the
+    worst case is at the largest ``||x||`` and ``|r|`` and on the arc
+    ``mu^2 + s^2 = max ||x||^2 x^T H^{-2} x`` with ``mu`` at most its bound,
+    searched on a grid refined by bounded scalar maximisation. The sample
+    size is treated as public. The fitted estimator keeps the non-private
+    ridge solution for :meth:`pdp_epsilon`; publish ``coef_``,
     ``intercept_`` or predictions, not the estimator object.
 
     Examples
@@ -113,11 +103,11 @@ class ObjPertRegressor(PrivateRegressorMixin):
     >>> import numpy as np
     >>> from sklearn_pdp import ObjPertRegressor
     >>> rng = np.random.RandomState(0)
-    >>> X = rng.uniform(-1, 1, size=(500, 3)) / np.sqrt(3)
-    >>> y = np.clip(X @ [1.0, -0.5, 0.2] + 0.1 * rng.randn(500), -1, 1)
-    >>> reg = ObjPertRegressor(epsilon=2.0, sigma=None, alpha=50.0, data_norm=1.0,
-    ...                        y_bound=1.0, random_state=0).fit(X, y)
-    >>> bool(reg.dp_epsilon_ <= 2.0)
+    >>> X = rng.uniform(-1, 1, size=(2000, 3)) / np.sqrt(3)
+    >>> y = np.clip(0.3 + X @ [1.0, -0.5, 0.2] + 0.1 * rng.randn(2000), -1, 1)
+    >>> reg = ObjPertRegressor(epsilon=1.0, data_norm=1.0, y_bound=1.0,
+    ...                        random_state=0).fit(X, y)
+    >>> bool(reg.dp_epsilon_ <= 1.0)
     True
     >>> bool(np.all(reg.pdp_losses_ <= reg.dp_epsilon_))
     True
@@ -126,18 +116,18 @@ class ObjPertRegressor(PrivateRegressorMixin):
     _parameter_constraints: dict = {
         **PrivateRegressorMixin._parameter_constraints,
         "epsilon": [Interval(Real, 0, None, closed="neither"), None],
-        "sigma": [Interval(Real, 0, None, closed="neither"), None],
-        "alpha": [Interval(Real, 0, None, closed="left")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "sigma": [Interval(Real, 0, None, closed="neither"), None],
     }
 
     def __init__(
         self,
-        epsilon=None,
+        epsilon=1.0,
         *,
-        sigma=1.0,
-        alpha=50.0,
         delta=1e-6,
+        alpha="auto",
+        sigma=None,
         data_norm=None,
         bounds_X=None,
         y_bound=None,
@@ -146,9 +136,9 @@ class ObjPertRegressor(PrivateRegressorMixin):
         n_jobs=None,
     ):
         self.epsilon = epsilon
-        self.sigma = sigma
-        self.alpha = alpha
         self.delta = delta
+        self.alpha = alpha
+        self.sigma = sigma
         self.data_norm = data_norm
         self.bounds_X = bounds_X
         self.y_bound = y_bound
@@ -156,29 +146,46 @@ class ObjPertRegressor(PrivateRegressorMixin):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _noise_scale(self, n_samples):
-        """sigma as given, or calibrated from public quantities only."""
+    def _noise(self, n_samples, n_features):
+        """(alpha, sigma) of a fit of this size, from public quantities only."""
         if (self.epsilon is None) == (self.sigma is None):
             raise ValueError(
-                "Give exactly one of epsilon and sigma (got "
-                f"epsilon={self.epsilon!r}, sigma={self.sigma!r}); set "
-                "sigma=None to calibrate sigma for an epsilon budget."
+                "Give a budget epsilon, or epsilon=None and a noise level sigma "
+                f"(got epsilon={self.epsilon!r}, sigma={self.sigma!r})."
             )
         if self.sigma is not None:
-            return float(self.sigma)
-        return objpert_noise_scale(self.epsilon, self.delta, self.alpha, n_samples)
+            if self.alpha == "auto":
+                raise ValueError(
+                    "alpha='auto' is chosen for an epsilon budget: give a "
+                    "numeric alpha with sigma."
+                )
+            return float(self.alpha), float(self.sigma)
+        alpha = (
+            objpert_auto_alpha(
+                self.epsilon, self.delta, n_samples, n_features, self.fit_intercept
+            )
+            if self.alpha == "auto" else float(self.alpha)
+        )
+        sigma = objpert_noise_scale(
+            self.epsilon, self.delta, alpha, n_samples, self.fit_intercept
+        )
+        return alpha, sigma
 
     def dp_guarantee(self, n_samples, n_features, min_samples=None):
-        sigma = self._noise_scale(n_samples)
         if self.sigma is None:
-            # objpert_noise_scale verified the budget at this size
+            # every size gets its own alpha and sigma, calibrated and checked
+            # there; a size refused is refused below every accepted one
+            for n in {n_samples, min_samples or n_samples}:
+                self._noise(n, n_features)
             return float(self.epsilon), self.delta
-        # a fixed sigma: the worst corner, growing with n_samples
-        return objpert_dp_epsilon(self.delta, self.alpha, sigma, n_samples), self.delta
+        alpha, sigma = self._noise(n_samples, n_features)
+        return objpert_dp_epsilon(
+            self.delta, alpha, sigma, n_samples, self.fit_intercept, min_samples
+        ), self.delta
 
     def _fit_scaled(self, data, rng):
-        self.noise_scale_ = self._noise_scale(data.n_samples)
-        self._ridge = Ridge(*data.gram(), self.alpha, self.fit_intercept)
+        self.alpha_, self.noise_scale_ = self._noise(data.n_samples, self.n_features_in_)
+        self._ridge = Ridge(*data.gram(), self.alpha_, self.fit_intercept)
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
             data.n_samples, self.n_features_in_
         )
@@ -187,7 +194,8 @@ class ObjPertRegressor(PrivateRegressorMixin):
     def _release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled coordinates).
 
-        theta = H^{-1}(X^T y - b) = theta_hat - H^{-1} b, b ~ N(0, sigma^2 I).
+        theta = H^{-1}(X^T y - b) = theta_hat - H^{-1} b, b ~ N(0, sigma^2 I)
+        in every coordinate, the intercept's included.
         """
         d = self._ridge.chol.shape[0]
         b = self.noise_scale_ * rng.standard_normal(d if size is None else (d, size))
@@ -223,48 +231,103 @@ def _remove_row(stats):
     return stats["norm2"], mu, w, r
 
 
-# Angles of the worst-case search on the arc mu^2 + s^2 = 1/alpha^2 (the end
-# pi/2 is mu = 0, i.e. x = 0, which loses nothing).
-_ARC = np.linspace(0.0, 0.5 * np.pi * (1.0 - 1e-9), 17)
+# Fractions of the arc searched for the worst case (its end is mu = 0, where
+# the loss is smallest).
+_ARC = np.linspace(0.0, 1.0 - 1e-9, 17)
 
 
-def _arc_epsilon(theta, delta, alpha, r, sigma):
-    """Loss of ||x|| = 1, mu = cos(theta)/alpha, s = sin(theta)/alpha, residual r."""
-    return objpert_epsilon(delta, 1.0, np.cos(theta) / alpha, alpha**-2.0, r, sigma)
-
-
-def objpert_dp_epsilon(delta, alpha, sigma, n_samples, *, residual=None, refine=True):
+def objpert_dp_epsilon(delta, alpha, sigma, n_samples, intercept=False,
+                       min_samples=None, *, residual=None, refine=True):
     """Data-independent epsilon of objective perturbation (doc/mechanisms/objective_perturbation.rst).
 
-    The worst exact loss over the statistics the domain allows: ||x|| <= 1,
-    mu <= ||x||^2/alpha, x^T H^{-2} x <= ||x||^2/alpha^2 and
-    |r| <= 1 + sqrt(n)/(2 sqrt(alpha)). The loss grows with ||x||, |r| and the
-    radius of (mu, s), s^2 = ||x||^2 x^T H^{-2} x - mu^2, so the search runs
-    over the arc ||x|| = 1, mu^2 + s^2 = 1/alpha^2 at the largest residual: a
-    grid of 17 angles, then a bounded maximisation around the best of them,
-    reporting the largest value seen. No guarantee without ridge.
-    ``residual`` overrides the residual bound (0 gives the floor of the loss
-    as sigma grows); ``refine=False`` skips the maximisation (a lower value,
-    used only inside the calibration, which then checks the refined one).
+    The worst exact loss over the statistics the domain allows
+    (:func:`domain_bounds`): ||x||^2 <= N, mu <= mu_max, x^T H^{-2} x <= w_max,
+    mu^2 <= ||x||^2 x^T H^{-2} x and |r| <= r_max. The loss depends on the
+    row only through m0 = ||x|| r / sigma, mu and
+    s = sqrt(||x||^2 x^T H^{-2} x - mu^2), and it grows with |m0| and with s
+    at fixed mu (checked in the tests), so the worst case lies at
+    ||x||^2 = N, |r| = r_max and on the arc mu^2 + s^2 = N w_max with
+    mu <= mu_max (without intercept mu_max = sqrt(N w_max) = 1/alpha: the
+    whole quarter circle). The arc's angle is searched on a grid of 17
+    points, then by a bounded maximisation around the best of them,
+    reporting the largest value seen. No guarantee without ridge, nor with
+    an intercept and a single row.
+    ``residual`` overrides r_max (0 gives the floor of the loss as sigma
+    grows); ``refine=False`` skips the maximisation (a lower value, used
+    only inside the calibration, which then checks the refined one).
     """
     if alpha <= 0:
         return np.inf
-    if residual is None:
-        residual = 1.0 + np.sqrt(n_samples) / (2.0 * np.sqrt(alpha))
-    grid = _arc_epsilon(_ARC, delta, alpha, residual, sigma)
+    bound = domain_bounds(n_samples, alpha, intercept, min_samples)
+    if not np.isfinite(bound["leverage"]):
+        return np.inf
+    norm2 = bound["norm2"]
+    radius = np.sqrt(norm2) * bound["inverse_norm"]
+    residual = bound["residual"] if residual is None else residual
+    # angles from the axis mu: the arc starts where mu = mu_max
+    first = np.arccos(min(bound["leverage"] / radius, 1.0))
+
+    def arc(t):
+        angle = first + (0.5 * np.pi - first) * t
+        return objpert_epsilon(
+            delta, norm2, radius * np.cos(angle), radius**2 / norm2, residual, sigma
+        )
+
+    grid = arc(_ARC)
     best = int(np.argmax(grid))
     if not refine:
         return float(grid[best])
     lo, hi = _ARC[max(best - 1, 0)], _ARC[min(best + 1, _ARC.size - 1)]
     refined = minimize_scalar(
-        lambda t: -_arc_epsilon(t, delta, alpha, residual, sigma),
-        bounds=(lo, hi), method="bounded", options={"xatol": 1e-5},
+        lambda t: -arc(t), bounds=(lo, hi), method="bounded", options={"xatol": 1e-5},
     )
     return float(max(grid[best], -refined.fun))
 
 
+# The "auto" rule: the share of the budget the loss floor may take, the
+# n * epsilon below which alpha grows as (_FEW / (n * epsilon))^3, and the
+# cap of that growth (all chosen by measurement:
+# doc/mechanisms/objective_perturbation.rst).
+_FLOOR_SHARE = 0.25
+_FEW = 1000.0
+_MAX_GROWTH = 1000.0
+
+
 @lru_cache(maxsize=64)
-def objpert_noise_scale(epsilon, delta, alpha, n_samples):
+def objpert_auto_alpha(epsilon, delta, n_samples, n_features, intercept=False):
+    """The ridge strength of ``alpha="auto"``, from public quantities only.
+
+    The floor of the loss (its worst case at zero residual, which no sigma
+    removes) falls with alpha towards its limit f_inf (0 without intercept;
+    with one, the unpenalised intercept's leverage 1/(n - 1) remains).
+    alpha is where the floor is f_inf + epsilon / 4, times
+    ``(1000 / (n epsilon))^3`` when n epsilon < 1000 (at most 1000 times):
+    with few data the slopes cannot be learnt and a large alpha shrinks them
+    to 0 (the intercept is not penalised). A size whose f_inf is above 3/4
+    of the budget is refused.
+    ``n_features`` is part of the signature of the rule; it does not use it.
+    """
+    def floor(alpha):
+        return objpert_dp_epsilon(
+            delta, alpha, 1.0, n_samples, intercept, residual=0.0, refine=False
+        )
+
+    limit = floor(np.inf) if intercept else 0.0
+    if not limit < (1.0 - _FLOOR_SHARE) * epsilon:
+        raise ValueError(
+            f"n_samples={n_samples} is too few for objective perturbation with an "
+            f"intercept at epsilon={epsilon}, delta={delta}: it loses at least "
+            f"{limit:.4g} however large alpha is. Use more samples or a larger "
+            "epsilon."
+        )
+    target = limit + _FLOOR_SHARE * epsilon
+    log_alpha = brentq(lambda t: floor(np.exp(t)) - target, -10.0, 40.0, xtol=1e-4)
+    growth = np.clip((_FEW / (n_samples * epsilon)) ** 3, 1.0, _MAX_GROWTH)
+    return float(np.exp(log_alpha) * growth)
+
+
+@lru_cache(maxsize=64)
+def objpert_noise_scale(epsilon, delta, alpha, n_samples, intercept=False):
     """Smallest sigma (to 1e-7 relative) with ``objpert_dp_epsilon <= epsilon``.
 
     Depends on public quantities only, hence the cache.
@@ -272,17 +335,20 @@ def objpert_noise_scale(epsilon, delta, alpha, n_samples):
     if alpha <= 0:
         raise ValueError("An epsilon budget needs alpha > 0; give sigma instead.")
     # The loss stays positive as sigma -> inf (zero residual): its floor.
-    floor = objpert_dp_epsilon(delta, alpha, 1.0, n_samples, residual=0.0)
+    floor = objpert_dp_epsilon(delta, alpha, 1.0, n_samples, intercept, residual=0.0)
     if epsilon <= floor * (1 + 1e-6):
         raise ValueError(
             f"epsilon={epsilon} cannot be reached with alpha={alpha} at "
-            f"delta={delta}: objective perturbation loses at least {floor:.4g} "
-            "however much noise it adds. Increase alpha or epsilon."
+            f"delta={delta} and n_samples={n_samples}: objective perturbation "
+            f"loses at least {floor:.4g} however much noise it adds. Increase "
+            "alpha or epsilon."
         )
 
     def excess(log_sigma, refine=False):
         sigma = np.exp(log_sigma)
-        return objpert_dp_epsilon(delta, alpha, sigma, n_samples, refine=refine) - epsilon
+        return objpert_dp_epsilon(
+            delta, alpha, sigma, n_samples, intercept, refine=refine
+        ) - epsilon
 
     lo, hi = -5.0, 5.0
     while excess(hi) > 0:

@@ -16,9 +16,15 @@ from sklearn_pdp._accounting import (
     objpert_epsilon,
 )
 from sklearn_pdp._data import DomainScaler
-from sklearn_pdp._objective_perturbation import objpert_dp_epsilon, objpert_noise_scale
+from sklearn_pdp._base import domain_bounds
+from sklearn_pdp._objective_perturbation import (
+    objpert_auto_alpha,
+    objpert_dp_epsilon,
+    objpert_noise_scale,
+)
 
 from ._mc import assert_matches_mc
+from ._reference import ridge_penalty
 
 
 def _data(n=60, d=3, seed=0):
@@ -35,7 +41,7 @@ def _scaled(X, y, reg):
 def _brute_force_statistics(Xs, ys, alpha, i):
     """(||x||^2, mu, x^T H^{-2} x, r) of row i w.r.t. the data without it."""
     keep = np.arange(len(ys)) != i
-    H = Xs[keep].T @ Xs[keep] + alpha * np.eye(Xs.shape[1])
+    H = Xs[keep].T @ Xs[keep] + alpha * ridge_penalty(Xs, True)
     Hx = np.linalg.solve(H, Xs[i])
     r = ys[i] - Xs[i] @ np.linalg.solve(H, Xs[keep].T @ ys[keep])
     return Xs[i] @ Xs[i], Xs[i] @ Hx, Hx @ Hx, r
@@ -163,8 +169,8 @@ def test_stopping_rules_match_a_high_order_rule_on_training_rows(calibrated):
     X = rng.normal(size=(3000, 10))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     y = np.clip(X @ rng.normal(size=10) * 0.3 + 0.1 * rng.normal(size=3000), -1, 1)
-    params = {"epsilon": 1.0, "sigma": None} if calibrated else {"sigma": 1.0}
-    reg = ObjPertRegressor(alpha=50.0, data_norm=1.0, y_bound=1.0, **params).fit(X, y)
+    params = {} if calibrated else {"epsilon": None, "sigma": 1.0, "alpha": 50.0}
+    reg = ObjPertRegressor(data_norm=1.0, y_bound=1.0, **params).fit(X, y)
     from sklearn_pdp._objective_perturbation import _remove_row
 
     Xs, ys = _scaled(X, y, reg)
@@ -240,26 +246,45 @@ def test_limits():
     assert floor > 0
 
 
-def test_loss_grows_towards_the_corner_of_the_domain():
-    """What the worst-case search relies on: the loss grows with |r|, with
-    ||x|| (all bounds scale with it) and with the radius of (mu, s_perp)."""
-    alpha, sigma, delta, n = 4.0, 3.0, 1e-6, 100
-    r_max = 1 + np.sqrt(n) / (2 * np.sqrt(alpha))
-    r = np.linspace(0, 12, 25)
-    eps_r = objpert_epsilon(delta, 1.0, 0.1, 0.02, r, sigma)
-    assert np.all(np.diff(eps_r) > 0)
-    rad, ang = np.meshgrid(np.linspace(0.05, 1, 12) / alpha, np.linspace(0.01, 1.5, 12))
-    mu, s = rad * np.cos(ang), rad * np.sin(ang)
-    eps = objpert_epsilon(delta, 1.0, mu, mu**2 + s**2, r_max, sigma)
-    assert np.all(np.diff(eps, axis=1) > 0)  # along every ray
-    # shrinking ||x|| scales mu, w and the residual term down
-    for a in (0.2, 0.5, 0.9):
-        small = objpert_epsilon(delta, a, a * mu, a * (mu**2 + s**2), r_max, sigma)
-        assert np.all(small <= eps)
-    # no point of the disc beats the reported worst case, which is attained
-    worst = objpert_dp_epsilon(delta, alpha, sigma, n)
+@pytest.mark.parametrize(
+    "alpha, sigma, n, intercept",
+    [(4.0, 3.0, 100, False), (4.0, 3.0, 100, True), (300.0, 30.0, 1000, True)],
+)
+def test_loss_grows_towards_the_corner_of_the_domain(alpha, sigma, n, intercept):
+    """What the worst-case search relies on: the loss depends on a row
+    through m0 = ||x|| r / sigma, mu and s = sqrt(||x||^2 w - mu^2); it grows
+    with |r| and with s at fixed mu, so over the region the domain allows
+    (||x||^2 <= N, mu <= mu_max, mu^2 + s^2 <= N w_max, |r| <= r_max) no
+    point beats the searched arc, and the reported worst case is attained."""
+    delta = 1e-6
+    bound = domain_bounds(n, alpha, intercept)
+    N, mu_max, r_max = bound["norm2"], bound["leverage"], bound["residual"]
+    radius = np.sqrt(N) * bound["inverse_norm"]
+    r = np.linspace(0, 2 * r_max, 25)
+    assert np.all(np.diff(objpert_epsilon(delta, N, mu_max / 2, radius**2 / N, r, sigma)) > 0)
+    # (mu, s) on a grid of the region: mu in (0, mu_max], s up to the arc
+    mu = np.linspace(0.05, 1.0, 10)[:, None] * min(mu_max, 0.99 * radius)
+    s = np.linspace(0.0, 1.0, 12)[None, :] * np.sqrt(radius**2 - mu**2)
+    eps = objpert_epsilon(delta, N, mu, (mu**2 + s**2) / N, r_max, sigma)
+    assert np.all(np.diff(eps, axis=1) > 0)  # up every vertical line
+    # a smaller ||x|| (m0 and s scale with it) or residual loses less
+    for a in (0.3, 0.7):
+        assert np.all(objpert_epsilon(delta, a * N, mu, (mu**2 + a * s**2) / (a * N), r_max, sigma) <= eps)
+        assert np.all(objpert_epsilon(delta, N, mu, (mu**2 + s**2) / N, a * r_max, sigma) <= eps)
+    worst = objpert_dp_epsilon(delta, alpha, sigma, n, intercept)
     assert np.all(eps <= worst)
-    assert eps[:, -1].max() > worst * (1 - 1e-3)
+    assert eps[:, -1].max() > worst * (1 - 1e-2)
+
+
+def test_dp_epsilon_without_intercept_is_the_quarter_circle():
+    """Without intercept mu_max = sqrt(N w_max) = 1/alpha: the whole arc
+    is searched, and the result is its maximum."""
+    alpha, sigma, n, delta = 4.0, 3.0, 100, 1e-6
+    r_max = domain_bounds(n, alpha, False)["residual"]
+    angle = np.linspace(0, 0.5 * np.pi, 401)[1:-1]
+    arc = objpert_epsilon(delta, 1.0, np.cos(angle) / alpha, alpha**-2.0, r_max, sigma)
+    worst = objpert_dp_epsilon(delta, alpha, sigma, n)
+    assert arc.max() <= worst < arc.max() * (1 + 1e-4)
 
 
 # ----------------------------------------------------------- estimator ------
@@ -268,7 +293,7 @@ def test_loss_grows_towards_the_corner_of_the_domain():
 def test_sherman_morrison_statistics_and_pdp_losses_match_brute_force():
     X, y = _data(n=40)
     reg = ObjPertRegressor(
-        sigma=0.8, alpha=0.5, data_norm=3.0, y_bound=4.0, random_state=0
+        epsilon=None, sigma=0.8, alpha=0.5, data_norm=3.0, y_bound=4.0, random_state=0
     ).fit(X, y)
     Xs, ys = _scaled(X, y, reg)
     brute = np.array([_brute_force_statistics(Xs, ys, 0.5, i) for i in range(len(y))])
@@ -281,15 +306,16 @@ def test_sherman_morrison_statistics_and_pdp_losses_match_brute_force():
 
 def test_pdp_epsilon_of_new_targets():
     X, y = _data()
-    reg = ObjPertRegressor(sigma=1.0, data_norm=3.0, y_bound=4.0).fit(X, y)
+    reg = ObjPertRegressor(data_norm=3.0, y_bound=4.0).fit(X, y)
     X_new, y_new = _data(n=7, seed=1)
     Xs, ys = _scaled(X, y, reg)
     Xn, yn = _scaled(X_new, y_new, reg)
-    H = Xs.T @ Xs + reg.alpha * np.eye(Xs.shape[1])
+    H = Xs.T @ Xs + reg.alpha_ * ridge_penalty(Xs, True)
     Hx = np.linalg.solve(H, Xn.T).T
     expected = objpert_epsilon(
         1e-6, np.einsum("ij,ij->i", Xn, Xn), np.einsum("ij,ij->i", Xn, Hx),
-        np.einsum("ij,ij->i", Hx, Hx), yn - Xn @ np.linalg.solve(H, Xs.T @ ys), 1.0,
+        np.einsum("ij,ij->i", Hx, Hx), yn - Xn @ np.linalg.solve(H, Xs.T @ ys),
+        reg.noise_scale_,
     )
     assert_allclose(reg.pdp_epsilon(X_new, y_new), expected, rtol=1e-7)
     worst = reg.pdp_epsilon(X_new)
@@ -309,7 +335,7 @@ def test_dp_epsilon_bounds_adversarial_data_sets():
         X[1:] *= [1.0, 0.02, 0.5][trial % 3]
         y[0] = -np.sign(X[0, 0])
         reg = ObjPertRegressor(
-            sigma=2.0, alpha=alpha, data_norm=1.0, y_bound=1.0,
+            epsilon=None, sigma=2.0, alpha=alpha, data_norm=1.0, y_bound=1.0,
             fit_intercept=False,
         ).fit(X, y)
         assert np.all(reg.pdp_losses_ <= reg.dp_epsilon_)
@@ -320,19 +346,19 @@ def test_dp_epsilon_bounds_adversarial_data_sets():
     # not vacuous: the worst target comes within a factor 4 (the residual
     # bound 1 + sqrt(n)/(2 sqrt(alpha)) is not attained by real data)
     assert worst > 0.25
-    reg0 = ObjPertRegressor(sigma=1.0, alpha=0.0, data_norm=1.0, y_bound=1.0)
+    reg0 = ObjPertRegressor(epsilon=None, sigma=1.0, alpha=0.0, data_norm=1.0, y_bound=1.0)
     assert reg0.fit(X, y).dp_epsilon_ == np.inf
 
 
 def test_epsilon_budget_calibrates_sigma():
     X, y = _data(n=200)
-    reg = ObjPertRegressor(epsilon=3.0, sigma=None, alpha=20.0, data_norm=3.0, y_bound=4.0).fit(X, y)
-    assert reg.dp_epsilon_ <= 3.0
-    assert reg.dp_epsilon_ == pytest.approx(3.0, rel=1e-6)
-    # a little less noise would break the budget
-    assert objpert_dp_epsilon(1e-6, 20.0, reg.noise_scale_ * (1 - 1e-6), 200) > 3.0
+    reg = ObjPertRegressor(epsilon=3.0, alpha=50.0, data_norm=3.0, y_bound=4.0).fit(X, y)
+    assert reg.dp_epsilon_ == 3.0
+    # the budget is met, and a little less noise would break it
+    assert objpert_dp_epsilon(1e-6, 50.0, reg.noise_scale_, 200, True) <= 3.0
+    assert objpert_dp_epsilon(1e-6, 50.0, reg.noise_scale_ * (1 - 1e-6), 200, True) > 3.0
     fixed = ObjPertRegressor(
-        sigma=reg.noise_scale_, alpha=20.0, data_norm=3.0, y_bound=4.0
+        epsilon=None, sigma=reg.noise_scale_, alpha=50.0, data_norm=3.0, y_bound=4.0
     ).fit(X, y)
     assert_allclose(fixed.pdp_losses_, reg.pdp_losses_)
 
@@ -340,21 +366,29 @@ def test_epsilon_budget_calibrates_sigma():
 def test_budget_below_the_floor_is_a_clear_error():
     X, y = _data()
     with pytest.raises(ValueError, match="epsilon=0.5 cannot be reached with alpha=1.0"):
-        ObjPertRegressor(epsilon=0.5, sigma=None, alpha=1.0, data_norm=3.0, y_bound=4.0).fit(X, y)
+        ObjPertRegressor(epsilon=0.5, alpha=1.0, data_norm=3.0, y_bound=4.0).fit(X, y)
     with pytest.raises(ValueError, match="alpha > 0"):
         objpert_noise_scale(1.0, 1e-6, 0.0, 10)
 
 
-@pytest.mark.parametrize("epsilon, sigma", [(None, None), (1.0, 2.0)])
-def test_exactly_one_of_epsilon_and_sigma(epsilon, sigma):
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"epsilon": None}, "epsilon=None and a noise level sigma"),
+        ({"sigma": 2.0}, "epsilon=None and a noise level sigma"),
+        ({"epsilon": None, "sigma": 2.0}, "alpha='auto' is chosen for an epsilon budget"),
+    ],
+)
+def test_epsilon_or_sigma(params, message):
     X, y = _data()
-    with pytest.raises(ValueError, match="exactly one of epsilon and sigma"):
-        ObjPertRegressor(epsilon=epsilon, sigma=sigma, data_norm=3.0, y_bound=4.0).fit(X, y)
+    with pytest.raises(ValueError, match=message):
+        ObjPertRegressor(data_norm=3.0, y_bound=4.0, **params).fit(X, y)
 
 
 @pytest.mark.parametrize(
     "param, value",
-    [("epsilon", 0.0), ("sigma", 0.0), ("sigma", -1.0), ("alpha", -0.1), ("delta", 1.0), ("delta", 0.0),
+    [("epsilon", 0.0), ("sigma", 0.0), ("sigma", -1.0), ("alpha", -0.1), ("alpha", "best"),
+     ("delta", 1.0), ("delta", 0.0),
      ("data_norm", 0.0), ("y_bound", -1.0), ("sigma", "big")],
 )
 def test_invalid_parameters_name_the_parameter(param, value):
@@ -366,11 +400,12 @@ def test_invalid_parameters_name_the_parameter(param, value):
 def test_converges_to_ridge_as_sigma_vanishes():
     X, y = _data(n=200)
     reg = ObjPertRegressor(
-        sigma=1e-10, alpha=2.0, data_norm=4.0, y_bound=5.0, random_state=0
+        epsilon=None, sigma=1e-10, alpha=2.0, data_norm=4.0, y_bound=5.0, random_state=0
     ).fit(X, y)
     Xs, ys = _scaled(X, y, reg)
-    ridge = Ridge(alpha=2.0, fit_intercept=False).fit(Xs, ys)
-    assert_allclose(reg.predict(X) / 5.0, ridge.predict(Xs), atol=1e-8)
+    # the constant feature is not penalised: Ridge's own intercept
+    ridge = Ridge(alpha=2.0).fit(Xs[:, :-1], ys)
+    assert_allclose(reg.predict(X) / 5.0, ridge.predict(Xs[:, :-1]), atol=1e-8)
 
 
 def test_release_has_the_stated_distribution():
@@ -378,7 +413,7 @@ def test_release_has_the_stated_distribution():
     X, y = _data(n=30, d=2)
     sigma = 0.7
     reg = ObjPertRegressor(
-        sigma=sigma, alpha=1.0, data_norm=3.0, y_bound=4.0, fit_intercept=False
+        epsilon=None, sigma=sigma, alpha=1.0, data_norm=3.0, y_bound=4.0, fit_intercept=False
     ).fit(X, y)
     draws = reg._release(np.random.default_rng(0), size=4000)
     Xs, ys = _scaled(X, y, reg)
@@ -388,27 +423,76 @@ def test_release_has_the_stated_distribution():
     assert 1e-6 < p < 1 - 1e-6
     assert np.all(np.abs(z.mean(axis=0)) * np.sqrt(len(z)) < 4.9)
     assert abs(np.corrcoef(z.T)[0, 1]) * np.sqrt(len(z)) < 4.9
-    a = ObjPertRegressor(sigma=1.0, data_norm=3.0, y_bound=4.0, random_state=3)
-    b = ObjPertRegressor(sigma=1.0, data_norm=3.0, y_bound=4.0, random_state=3)
+    a = ObjPertRegressor(epsilon=3.0, data_norm=3.0, y_bound=4.0, random_state=3)
+    b = ObjPertRegressor(epsilon=3.0, data_norm=3.0, y_bound=4.0, random_state=3)
     assert_allclose(a.fit(X, y).coef_, b.fit(X, y).coef_)
 
 
 def test_missing_bounds_warn():
     X, y = _data()
     with pytest.warns(PrivacyLeakWarning):
-        ObjPertRegressor(sigma=1.0).fit(X, y)
+        ObjPertRegressor().fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        ObjPertRegressor(sigma=1.0, data_norm=1.0, y_bound=1.0).fit(X, y)
+        ObjPertRegressor(data_norm=1.0, y_bound=1.0).fit(X, y)
 
 
 def test_chunked_passes_do_not_depend_on_chunk_size():
     import sklearn
 
     X, y = _data(n=2000, d=4)
-    params = dict(epsilon=None, sigma=1.0, data_norm=4.0, y_bound=5.0, random_state=0)
+    params = dict(data_norm=4.0, y_bound=5.0, random_state=0)
     whole = ObjPertRegressor(**params).fit(X, y)
     with sklearn.config_context(working_memory=0.01):
         small = ObjPertRegressor(**params).fit(X, y)
     assert_allclose(small.coef_, whole.coef_, rtol=1e-10)
     assert_allclose(small.pdp_losses_, whole.pdp_losses_, rtol=1e-8)
+
+
+def test_defaults_meet_the_budget_whatever_the_seed():
+    """Given only epsilon: alpha and sigma come from public quantities, the
+    budget is met, and the privacy numbers do not depend on the noise draw."""
+    X, y = _data(n=300)
+    fits = [
+        ObjPertRegressor(epsilon=0.5, data_norm=3.0, y_bound=4.0, random_state=seed).fit(X, y)
+        for seed in (0, 1)
+    ]
+    for reg in fits:
+        assert reg.alpha_ == objpert_auto_alpha(0.5, 1e-6, 300, 3, True)
+        assert reg.dp_epsilon_ == 0.5
+        assert objpert_dp_epsilon(1e-6, reg.alpha_, reg.noise_scale_, 300, True) <= 0.5
+        assert np.all(reg.pdp_losses_ <= 0.5)
+    assert_allclose(fits[0].pdp_losses_, fits[1].pdp_losses_, rtol=1e-12)
+    assert not np.allclose(fits[0].coef_, fits[1].coef_)
+
+
+def test_auto_alpha_rule():
+    """The floor (worst loss at zero residual) falls with alpha, which the
+    rule's root search relies on; the rule puts it a quarter of the budget
+    above its limit, grows alpha below n epsilon = 1000, and refuses sizes
+    whose limit alone takes 3/4 of the budget, with a public message."""
+    delta, n = 1e-6, 2000
+    alphas = np.geomspace(30, 1e6, 12)
+    for intercept in (False, True):
+        floor = [objpert_dp_epsilon(delta, a, 1.0, n, intercept, residual=0.0) for a in alphas]
+        assert np.all(np.diff(floor) < 0)
+    limit = objpert_dp_epsilon(delta, np.inf, 1.0, n, True, residual=0.0, refine=False)
+    alpha = objpert_auto_alpha(1.0, delta, n, 5, True)  # n epsilon >= 1000: no growth
+    floor = objpert_dp_epsilon(delta, alpha, 1.0, n, True, residual=0.0, refine=False)
+    assert floor == pytest.approx(limit + 0.25, rel=1e-3)
+    assert objpert_auto_alpha(0.25, delta, n, 5, True) > 8 * objpert_auto_alpha(0.5, delta, n, 5, True)
+    with pytest.raises(ValueError, match="n_samples=10 is too few"):
+        objpert_auto_alpha(1.0, delta, 10, 5, True)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_too_few_samples_is_a_public_refusal(n):
+    """With an intercept the leverage 1/(n - 1) costs a loss no alpha removes:
+    given only epsilon, a small data set is refused by its size alone."""
+    messages = set()
+    for seed in (0, 1):
+        X, y = _data(n=n, seed=seed)
+        with pytest.raises(ValueError, match=f"n_samples={n} is too few") as exc:
+            ObjPertRegressor(data_norm=3.0, y_bound=4.0).fit(X, y)
+        messages.add(str(exc.value))
+    assert len(messages) == 1
