@@ -398,11 +398,18 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     the eigenvalue release at delta_1 with the row's exact change of
     lambda_min as its sensitivity (rank-one secular equation, all rows from
     one eigendecomposition), the Gaussian loss of the label sum at delta_0
-    with sensitivity ``|y_i|``, and the exact OPS loss at the remaining delta
-    at the released ``alpha_`` and ``gamma_`` (so the OPS part is the loss
-    of the sample given the released eigenvalue and mean, the pair of data
-    sets sharing them). It is capped at ``dp_epsilon_``, which bounds every
-    instance. The sample size is treated as public.
+    with sensitivity ``|y_i|``, and the posterior sample's share eps_2 of
+    the guarantee (at delta_2, its margin event's delta_3 included). The
+    sample's own per-instance loss at the released ``alpha_`` and
+    ``gamma_`` would be conditioned on the released eigenvalue and mean,
+    which can under-report (SPEC correction, issue 17); its data-independent
+    bound holds whatever was released. The losses are the same for every
+    ``random_state``, and capped at ``dp_epsilon_``. The sample size is
+    treated as public.
+
+    With ``fit_intercept=True`` the analysis runs on the rows
+    ``[x, 1] / sqrt(2)`` (in the unit ball) with the intercept penalised like
+    the slopes; the private label mean keeps the intercept from shrinking.
 
     The fitted estimator keeps non-private statistics for
     :meth:`pdp_epsilon`; publish ``coef_``, ``intercept_`` or predictions, not
@@ -514,6 +521,8 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(n, self.n_features_in_)
         kappa_max = self._kappa_max(n, d)
         XtX, Xty = data.gram()
+        w = self._weight()
+        XtX, Xty = w**2 * XtX, w * Xty
         self._eig = linalg.eigh(XtX, check_finite=False)
         self._sigma = {"eigen": gaussian_noise_scale(*budget["eigen"])}
         if budget["mean"][0] > 0:
@@ -521,7 +530,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
             total = data.reduce(lambda start, Xs, ys: ys.sum())
             noisy = total + self._sigma["mean"] * rng.standard_normal()
             data.scaler.y_offset = float(np.clip(noisy / n, -1.0, 1.0))
-            Xty = data.reduce(lambda start, Xs, ys: Xs.T @ ys)
+            Xty = w * data.reduce(lambda start, Xs, ys: Xs.T @ ys)
         self._Xty, self._n = Xty, n
         self._margin = -self._sigma["eigen"] * ndtri(budget["margin"])
         self._gammas = {}
@@ -538,7 +547,12 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         self.noise_scale_ = 1.0 / np.sqrt(self.gamma_)
 
         self._ridge = Ridge(XtX, Xty, self.alpha_)
-        return draw["theta"][0]
+        return w * draw["theta"][0]
+
+    def _weight(self):
+        """Weight of the scaled rows [x, 1] (norm up to sqrt(2)) that puts them
+        in the unit ball, where this analysis (a penalised intercept) holds."""
+        return np.sqrt(0.5) if self.fit_intercept else 1.0
 
     def _regularisation(self, lambda_tilde):
         """Eigenvalue floor h and ridge alpha for released eigenvalue(s)."""
@@ -613,17 +627,25 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         """Draw(s) of the released coefficients (scaled coordinates) of the
         whole mechanism: eigenvalue release, regularisation and sample. The
         private label mean stays at its fitted value."""
-        theta = self._mechanism(rng, 1 if size is None else size)["theta"]
+        theta = self._weight() * self._mechanism(rng, 1 if size is None else size)["theta"]
         return theta[0] if size is None else theta
 
     def _training_epsilon(self, Xs, ys):
+        sens = {"eigen": lambda_min_change(*self._eig, self._weight() * Xs),
+                "mean": np.abs(ys)}
+        return self._composed_epsilon(sens)
+
+    def _composed_epsilon(self, sens):
+        """Per-instance loss of the whole release by basic composition: the
+        exact Gaussian losses of the eigenvalue and label-mean releases (row
+        sensitivities ``sens``) plus the posterior sample's share of the
+        guarantee. The sample's own per-instance loss depends on the ridge
+        and gamma chosen from the released eigenvalue and on the released
+        mean: evaluated at the released values it would be conditioned on a
+        draw (SPEC section 4), so its data-independent bound is used, which
+        holds whatever was released (its margin event's delta included)."""
         budget = self._budget()
-        # Per instance the margin event is not needed: its delta goes to OPS.
-        eps = ops_training_epsilon(
-            self._ridge, Xs, self._scaler.centre(ys),
-            budget["sample"][1] + budget["margin"], self.gamma_,
-        )
-        sens = {"eigen": lambda_min_change(*self._eig, Xs), "mean": np.abs(ys)}
+        eps = np.full(len(sens["eigen"]), float(budget["sample"][0]))
         for key, sigma in self._sigma.items():
             eps += gaussian_epsilon(budget[key][1], sens[key] / sigma)
         return np.minimum(eps, self.dp_epsilon_)
@@ -636,14 +658,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         return np.where(np.abs(ys) < 1.0, exact, 1.0)
 
     def _target_epsilon(self, Xs, ys):
-        budget = self._budget()
-        eps = ops_target_epsilon(
-            self._ridge, Xs, ys, budget["sample"][1] + budget["margin"], self.gamma_
-        )
-        sens = {
-            "eigen": lambda_min_change(*self._eig, Xs, add=True),
+        return self._composed_epsilon({
+            "eigen": lambda_min_change(*self._eig, self._weight() * Xs, add=True),
             "mean": np.ones(Xs.shape[0]) if ys is None else self._label_magnitude(ys),
-        }
-        for key, sigma in self._sigma.items():
-            eps += gaussian_epsilon(budget[key][1], sens[key] / sigma)
-        return np.minimum(eps, self.dp_epsilon_)
+        })

@@ -273,9 +273,12 @@ def test_audit_adaops():
     }
     reported = reg.pdp_losses_[target]
     assert max(lower.values()) <= min(reported, reg.dp_epsilon_), (lower, reported)
-    # the audit is not vacuous: each part shows a sizeable loss
-    assert lower["lambda_min"] > 0.3 * reported, (lower, reported)
-    assert lower["theta"] > 0.1 * reported, (lower, reported)
+    # the audit is not vacuous: each part shows a sizeable loss, measured
+    # against the exact per-instance part (the eigenvalue release's; the
+    # sample contributes its share of the guarantee)
+    exact_part = reported - reg._budget()["sample"][0]
+    assert lower["lambda_min"] > 0.3 * exact_part, (lower, reported)
+    assert lower["theta"] > 0.1 * exact_part, (lower, reported)
 
 
 @pytest.mark.audit
