@@ -216,10 +216,20 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         return tags
 
     def dp_guarantee(self, n_samples, n_features, min_samples=None):
+        if self.fit_intercept and min(n_samples, min_samples or n_samples) < 2:
+            # without its only row the data set has no intercept direction:
+            # the sensitivity is unbounded (a function of the public size)
+            raise ValueError(
+                "OutputPerturbationRegressor with fit_intercept=True needs at "
+                f"least 2 samples, got n_samples={min(n_samples, min_samples or n_samples)}."
+            )
         # calibrated to the budget at every size; "laplace" is pure
         return float(self.epsilon), float(self.delta) if self.noise == "gaussian" else 0.0
 
     def _fit_scaled(self, data, rng):
+        self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
+            data.n_samples, self.n_features_in_
+        )
         XtX, Xty = data.gram()
         self._n = data.n_samples
         self._ridge = Ridge(XtX, Xty, self.alpha, self.fit_intercept)
@@ -247,9 +257,6 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             )
         else:  # norm-exponential: pure epsilon = c * sensitivity
             self.noise_scale_ = self.sensitivity_ / self.epsilon
-        self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
-            data.n_samples, self.n_features_in_
-        )
         return self._release(rng)
 
     def _training_epsilon(self, Xs, ys):

@@ -8,6 +8,7 @@ from sklearn_pdp import OutputPerturbationRegressor
 from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon
 from sklearn_pdp._data import DomainScaler
 from sklearn_pdp._output_perturbation import ball_ridge, norm_exponential_noise
+from tests._reference import ridge_penalty
 
 from ._mc import assert_matches_mc
 
@@ -26,9 +27,10 @@ def _scaled(X, y, reg):
     return DomainScaler(reg.data_norm_, reg.y_bound_, reg.fit_intercept).scale(X, y)
 
 
-def _ridge(Xs, ys, alpha, radius=None):
-    """Reference solution: plain solve, or SLSQP on the ball constraint."""
-    H = Xs.T @ Xs + alpha * np.eye(Xs.shape[1])
+def _ridge(Xs, ys, alpha, radius=None, intercept=False):
+    """Reference solution: plain solve, or SLSQP on the ball constraint; with
+    ``intercept`` the last column (the constant feature) is not penalised."""
+    H = Xs.T @ Xs + alpha * ridge_penalty(Xs, intercept)
     theta = np.linalg.solve(H, Xs.T @ ys)
     if radius is None or np.linalg.norm(theta) <= radius:
         return theta
@@ -43,12 +45,13 @@ def _ridge(Xs, ys, alpha, radius=None):
     return res.x
 
 
-def _brute_sensitivities(Xs, ys, alpha, radius=None):
+def _brute_sensitivities(Xs, ys, alpha, radius=None, intercept=False):
     """||theta(Z) - theta(Z without row i)|| by refitting for every row."""
-    full = _ridge(Xs, ys, alpha, radius)
+    full = _ridge(Xs, ys, alpha, radius, intercept)
     keep = ~np.eye(len(ys), dtype=bool)
     return np.array(
-        [np.linalg.norm(full - _ridge(Xs[k], ys[k], alpha, radius)) for k in keep]
+        [np.linalg.norm(full - _ridge(Xs[k], ys[k], alpha, radius, intercept))
+         for k in keep]
     )
 
 
@@ -64,7 +67,7 @@ def test_pdp_losses_equal_brute_force_refits(noise, fit_intercept):
         **_params(alpha=0.5, noise=noise, fit_intercept=fit_intercept)
     ).fit(X, y)
     Xs, ys = _scaled(X, y, reg)
-    sens = _brute_sensitivities(Xs, ys, 0.5)
+    sens = _brute_sensitivities(Xs, ys, 0.5, intercept=fit_intercept)
     if noise == "gaussian":
         expected = gaussian_epsilon(1e-6, sens / reg.noise_scale_)
     else:
@@ -78,7 +81,7 @@ def test_ball_ridge_satisfies_the_kkt_conditions():
     XtX, Xty = X.T @ X, X.T @ y
     alpha, unconstrained = 0.7, np.linalg.solve(X.T @ X + 0.7 * np.eye(4), X.T @ y)
     radius = 0.4 * np.linalg.norm(unconstrained)
-    theta = ball_ridge(XtX, Xty, alpha, radius)
+    theta = ball_ridge(XtX + alpha * np.eye(4), Xty, radius)
     # active constraint: on the sphere, with the objective's gradient equal to
     # -nu theta for some nu > 0
     assert np.linalg.norm(theta) == pytest.approx(radius, rel=1e-12)
@@ -88,7 +91,7 @@ def test_ball_ridge_satisfies_the_kkt_conditions():
     assert_allclose(grad, -nu * theta, atol=1e-9 * np.linalg.norm(Xty))
     assert_allclose(theta, _ridge(X, y, alpha, radius), atol=1e-6)
     # inactive constraint: the ridge solution itself
-    assert_allclose(ball_ridge(XtX, Xty, alpha, 2 * radius / 0.4), unconstrained)
+    assert_allclose(ball_ridge(XtX + alpha * np.eye(4), Xty, 2 * radius / 0.4), unconstrained)
 
 
 def test_constrained_losses_exact_where_inside_and_bounds_elsewhere():
@@ -118,9 +121,10 @@ def test_constrained_losses_exact_where_inside_and_bounds_elsewhere():
     assert np.all(bound >= sens - 1e-9)
 
 
+@pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("radius", [None, 0.2, 1.0])
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
-def test_dp_epsilon_bounds_adversarial_data_sets(noise, radius):
+def test_dp_epsilon_bounds_adversarial_data_sets(noise, radius, fit_intercept):
     """Rows at norm 1, labels at the bound against the fit, one row the only
     support of its direction: the global sensitivity still bounds them."""
     rng = np.random.default_rng(4)
@@ -133,11 +137,14 @@ def test_dp_epsilon_bounds_adversarial_data_sets(noise, radius):
         X[1:] *= 0.01
         reg = OutputPerturbationRegressor(
             noise=noise, alpha=alpha, radius=radius, data_norm=1.0, y_bound=1.0,
-            fit_intercept=False, random_state=0,
+            fit_intercept=fit_intercept, random_state=0,
         ).fit(X, y)
         assert reg.pdp_losses_.max() <= reg.dp_epsilon_
         Xs, ys = _scaled(X, y, reg)
-        assert _brute_sensitivities(Xs, ys, alpha, radius).max() <= reg.sensitivity_
+        brute = _brute_sensitivities(Xs, ys, alpha, radius, fit_intercept)
+        assert brute.max() <= reg.sensitivity_
+        # and every row's reported sensitivity bounds its own
+        assert np.all(reg._row_sensitivity(Xs, ys, in_sample=True) >= brute - 1e-9)
     assert reg.dp_epsilon_ == 1.0
 
 
@@ -148,9 +155,11 @@ def test_pdp_epsilon_of_new_targets(radius):
     X_new, y_new = _data(n=7, seed=1)
     Xs, ys = _scaled(X, y, reg)
     Xn, yn = _scaled(X_new, y_new, reg)
-    theta = _ridge(Xs, ys, 2.0, radius)
+    theta = _ridge(Xs, ys, 2.0, radius, intercept=True)
     sens = np.array([
-        np.linalg.norm(_ridge(np.vstack([Xs, x]), np.append(ys, t), 2.0, radius) - theta)
+        np.linalg.norm(
+            _ridge(np.vstack([Xs, x]), np.append(ys, t), 2.0, radius, intercept=True) - theta
+        )
         for x, t in zip(Xn, yn)
     ])
     reported = reg.pdp_epsilon(X_new, y_new)
@@ -158,7 +167,7 @@ def test_pdp_epsilon_of_new_targets(radius):
     # radius 1 is inactive here (also with any target added): exact; radius
     # 0.4 is active: an upper bound
     if radius == 0.4:
-        assert np.linalg.norm(_ridge(Xs, ys, 2.0)) > radius
+        assert np.linalg.norm(_ridge(Xs, ys, 2.0, intercept=True)) > radius
         assert np.all(reported > expected)
     else:
         assert_allclose(reported, expected, rtol=1e-7)
@@ -274,7 +283,8 @@ def test_released_noise_has_the_calibrated_law(noise):
     X, y = _data(n=50, d=3)
     reg = OutputPerturbationRegressor(**_params(noise=noise, alpha=3.0)).fit(X, y)
     Xs, ys = _scaled(X, y, reg)
-    noise_draws = reg._release(np.random.default_rng(5), size=20_000) - _ridge(Xs, ys, 3.0)
+    noise_draws = reg._release(np.random.default_rng(5), size=20_000) - _ridge(
+        Xs, ys, 3.0, intercept=True)
     d = Xs.shape[1]
     if noise == "gaussian":
         e = np.arange(1, d + 1) / np.linalg.norm(np.arange(1, d + 1))
@@ -298,11 +308,12 @@ def test_converges_to_ridge_as_epsilon_grows(radius):
     params = _params(data_norm=10.0, alpha=2.0, radius=radius)
     reg = OutputPerturbationRegressor(epsilon=1e14, **params).fit(X, y)
     Xs, ys = _scaled(X, y, reg)
-    if radius is None:
-        expected = Ridge(alpha=2.0, fit_intercept=False).fit(Xs, ys).predict(Xs)
+    if radius is None:  # scikit-learn's Ridge leaves its intercept unpenalised too
+        expected = Ridge(alpha=2.0).fit(Xs[:, :-1], ys).predict(Xs[:, :-1])
     else:
-        assert np.linalg.norm(_ridge(Xs, ys, 2.0)) > 1.5 * radius  # the constraint binds
-        expected = Xs @ _ridge(Xs, ys, 2.0, radius)
+        # the constraint binds
+        assert np.linalg.norm(_ridge(Xs, ys, 2.0, intercept=True)) > 1.5 * radius
+        expected = Xs @ _ridge(Xs, ys, 2.0, radius, intercept=True)
     assert_allclose(reg.predict(X) / 4.0, expected, atol=1e-5)
     errors = [
         np.abs(OutputPerturbationRegressor(epsilon=eps, **params).fit(X, y).predict(X) / 4.0
@@ -314,13 +325,23 @@ def test_converges_to_ridge_as_epsilon_grows(radius):
 
 def test_global_sensitivity_formulas():
     X, y = _data(n=100)
-    fit = OutputPerturbationRegressor(**_params(alpha=4.0)).fit(X, y)
+    fit = OutputPerturbationRegressor(**_params(alpha=4.0, fit_intercept=False)).fit(X, y)
     assert fit.sensitivity_ == pytest.approx((1 + np.sqrt(100) / 4.0) / 4.0)
     # constrained: (R + 1)/alpha, or the ball's diameter when smaller
     fit.set_params(radius=1.0).fit(X, y)
     assert fit.sensitivity_ == pytest.approx(0.5)
     fit.set_params(alpha=0.5).fit(X, y)
     assert fit.sensitivity_ == pytest.approx(2.0)
+    # unpenalised intercept: largest |residual| 2 + sqrt(n / alpha) times the
+    # largest ||H^{-1} x||, sqrt(4 / alpha^2 + (1/(n - 1) + 2 / alpha)^2)
+    fit.set_params(alpha=4.0, radius=None, fit_intercept=True).fit(X, y)
+    assert fit.sensitivity_ == pytest.approx(
+        (2 + np.sqrt(100 / 4.0)) * np.hypot(2 / 4.0, 1 / 99 + 2 / 4.0))
+    # constrained: gradient bound sqrt(2) (sqrt(2) R + 1) over convexity
+    # min(alpha, n - 1) / 5, or the diameter 2 R
+    fit.set_params(radius=1.0).fit(X, y)
+    assert fit.sensitivity_ == pytest.approx(
+        min(np.sqrt(2) * (np.sqrt(2) + 1) / (4.0 / 5), 2.0))
 
 
 def test_random_state_makes_fit_reproducible():
