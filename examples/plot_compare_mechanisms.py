@@ -42,7 +42,7 @@ def ops_for(epsilon):
         lambda g: ops_dp_epsilon(1e-6, alpha, np.exp(g), len(y_train)) - epsilon,
         -30, 10,
     )
-    return OPSRegressor(gamma=np.exp(log_gamma) * (1 - 1e-9), alpha=alpha, **bounds)
+    return OPSRegressor(epsilon=None, gamma=np.exp(log_gamma) * (1 - 1e-9), alpha=alpha, **bounds)
 
 
 factories = {

@@ -52,7 +52,7 @@ for gamma in gammas:
     excess = []
     for seed in range(n_draws):
         reg = OPSRegressor(
-            gamma=gamma, alpha=1.0, delta=1e-6, data_norm=1.0, y_bound=1.0,
+            epsilon=None, gamma=gamma, alpha=1.0, delta=1e-6, data_norm=1.0, y_bound=1.0,
             random_state=seed,
         ).fit(X_train, y_train)
         excess.append(np.mean((reg.predict(X_test) - y_test) ** 2) - best_mse)
@@ -91,7 +91,7 @@ for gamma, eps, (_, med, _, top) in zip(gammas[::5], dp[::5], pdp[::5]):
 # features are) and with their residual (how badly the others predict their
 # label). Here, at one ``gamma``, the loss against the absolute residual of
 # the released model: the most exposed people are the poorly predicted ones.
-reg = OPSRegressor(gamma=100.0, alpha=1.0, data_norm=1.0, y_bound=1.0,
+reg = OPSRegressor(epsilon=None, gamma=100.0, alpha=1.0, data_norm=1.0, y_bound=1.0,
                    random_state=0).fit(X_train, y_train)
 residual = np.abs(y_train - reg.predict(X_train))
 fig, ax = plt.subplots(figsize=(6, 4))

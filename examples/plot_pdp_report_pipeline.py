@@ -23,7 +23,7 @@ from sklearn_pdp import OPSRegressor, PDPReport
 X, y = load_diabetes(return_X_y=True)
 public_scaling = FunctionTransformer(lambda X: X * 10.0)  # fixed, data-free
 report = PDPReport(
-    OPSRegressor(gamma=100.0, alpha=10.0, data_norm=3.5, y_bound=350.0, random_state=0),
+    OPSRegressor(epsilon=None, gamma=100.0, alpha=10.0, data_norm=3.5, y_bound=350.0, random_state=0),
     delta=1e-6,
 )
 pipe = make_pipeline(public_scaling, report).fit(X, y)

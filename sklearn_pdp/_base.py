@@ -143,6 +143,7 @@ def domain_bounds(n_samples, alpha, intercept, min_samples=None):
     and ``norm2``; ``inf`` where alpha = 0, and with an intercept where
     n = 1 (the data set without the row has no intercept direction at all).
     """
+    alpha = np.float64(alpha)
     with np.errstate(divide="ignore"):
         if not intercept:
             return {

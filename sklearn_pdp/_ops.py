@@ -6,7 +6,7 @@ import numpy as np
 from scipy import linalg
 from scipy.optimize import brentq
 from scipy.special import ndtri
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._accounting import (
     gaussian_epsilon,
@@ -15,59 +15,49 @@ from ._accounting import (
     ops_gamma,
 )
 from ._base import PrivateRegressorMixin, Ridge, domain_bounds, leave_one_out
+from ._docstrings import fill_doc
 
 
+@fill_doc
 class OPSRegressor(PrivateRegressorMixin):
     """Linear regression by One Posterior Sample, with per-instance privacy.
 
     The released coefficients are one draw from the scaled ridge posterior
-    ``N(theta_hat, (gamma H)^{-1})``, ``H = X^T X + alpha I``, computed on the
-    data scaled into the privacy domain (rows in the unit ball, labels in
-    [-1, 1]). Every training row's exact per-instance epsilon is reported in
-    ``pdp_losses_``; ``dp_epsilon_`` is the data-independent guarantee.
+    ``N(theta_hat, (gamma H)^{-1})``, ``H = X^T X + alpha P`` (P: the
+    identity without the intercept's entry), computed on the data scaled
+    into the privacy domain (rows in the unit ball, labels in [-1, 1]).
+    Given a budget ``epsilon``, ``gamma_`` is the largest posterior scaling
+    whose data-independent guarantee is within it. Every training row's
+    exact per-instance epsilon is reported in ``pdp_losses_``.
 
     Parameters
     ----------
-    gamma : float, default=10.0
-        Posterior scaling: the draw has covariance (gamma H)^{-1}. Larger values
-        mean less noise and more privacy loss; gamma=1 is the Bayesian posterior
-        of a model with unit noise variance, far noisier than labels scaled
-        into [-1, 1] need, hence the default of 10.
-    alpha : float, default=1.0
-        Ridge strength on the scaled data (rows of norm <= 1, labels in
-        [-1, 1]), as ``Ridge(alpha=alpha, fit_intercept=False)`` would use it
-        there. ``alpha=0`` gives no data-independent guarantee.
+    epsilon : float or None, default=1.0
+        Privacy budget: ``gamma_`` is calibrated so that ``dp_epsilon_ <=
+        epsilon`` at ``delta``. None (experts) uses ``gamma`` instead.
     delta : float, default=1e-6
-        The delta at which ``pdp_losses_`` and ``dp_epsilon_`` are reported.
-    data_norm : float, default=None
-        Bound on the l2 norm of the rows of X. Longer rows are scaled down to it
-        (on a copy). If None it is read from the data with a
-        :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
-    y_bound : float, default=None
-        Bound on ``|y|``; larger labels are clipped. If None it is read from the
-        data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
-    fit_intercept : bool, default=True
-        Fit an intercept as a constant feature inside the privacy analysis (the
-        scaled row is ``[x / data_norm, 1] / sqrt(2)``), never by centring with
-        data means.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the posterior draw. Pass an int for a reproducible fit; with
-        None, :func:`sklearn_pdp.set_config` ``(secure_noise=True)`` seeds it
-        from :mod:`secrets` instead of numpy's global generator.
-    n_jobs : int, default=None
-        Threads that process chunks of rows in parallel in the passes over
-        the data (numpy and scipy release the GIL there; BLAS is limited to
-        one thread each meanwhile). ``None`` means 1 unless in a
-        :func:`joblib.parallel_config` context, -1 means all processors.
-        Results agree up to floating-point rounding. Dask input is
-        parallelised by its scheduler instead.
+        The delta of the budget, of ``pdp_losses_`` and of ``dp_epsilon_``.
+    alpha : float or "auto", default="auto"
+        Ridge strength on the scaled data (rows of norm <= 1, labels in
+        [-1, 1]), as ``Ridge(alpha=alpha)`` would use it there (intercept not
+        penalised). "auto" (needs ``epsilon``): ``100 (d + 1) / epsilon``,
+        raised where the budget needs it (``ops_auto_alpha``). ``alpha=0`` gives no
+        data-independent guarantee.
+    gamma : float or None, default=None
+        Posterior scaling, for experts, only with ``epsilon=None``: the draw
+        has covariance (gamma H)^{-1}; ``dp_epsilon_`` is then whatever it
+        gives.
+    {bounds}
+    {random_state}
+    {n_jobs}
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-        Released coefficients, in the units of the input.
-    intercept_ : float
-        Released intercept (0.0 when ``fit_intercept=False``).
+    {model}
+    alpha_ : float
+        The ridge strength used.
+    gamma_ : float
+        The posterior scaling used.
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
         row (maximum of both directions of the hockey-stick divergence).
@@ -77,13 +67,8 @@ class OPSRegressor(PrivateRegressorMixin):
     dp_delta_ : float
         The delta of ``dp_epsilon_``.
     noise_scale_ : float
-        ``1 / sqrt(gamma)``: the draw is ``theta_hat + noise_scale_ * N(0, H^{-1})``.
-    data_norm_, y_bound_ : float
-        The bounds used (the parameters, or the data's own when not given).
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit, when X has string column names.
+        ``1 / sqrt(gamma_)``: the draw is ``theta_hat + noise_scale_ * N(0, H^{-1})``.
+    {fitted_bounds}
 
     See Also
     --------
@@ -91,38 +76,44 @@ class OPSRegressor(PrivateRegressorMixin):
 
     Notes
     -----
-    The fitted estimator keeps the non-private ridge solution for
-    :meth:`pdp_epsilon`; publish ``coef_``, ``intercept_`` or predictions, not
-    the estimator object. The sample size is treated as public.
+    The guarantee is the exact loss at the worst corner of the domain
+    (largest leverage and residual, :func:`sklearn_pdp._base.domain_bounds`):
+    with an unpenalised intercept, leverage ``1/(n - 1) + 4/alpha`` and
+    residual ``2 + sqrt(n/alpha)``. The fitted estimator keeps the
+    non-private ridge solution for :meth:`pdp_epsilon`; publish
+    :meth:`public_model`, never the estimator object. The sample size is
+    treated as public.
 
     Examples
     --------
     >>> import numpy as np
     >>> from sklearn_pdp import OPSRegressor
     >>> rng = np.random.RandomState(0)
-    >>> X = rng.uniform(-1, 1, size=(500, 3)) / np.sqrt(3)
-    >>> y = np.clip(X @ [1.0, -0.5, 0.2] + 0.1 * rng.randn(500), -1, 1)
-    >>> reg = OPSRegressor(gamma=10.0, data_norm=1.0, y_bound=1.0,
+    >>> X = rng.uniform(-1, 1, size=(5000, 3)) / np.sqrt(3)
+    >>> y = np.clip(X @ [1.0, -0.5, 0.2] + 0.1 * rng.randn(5000), -1, 1)
+    >>> reg = OPSRegressor(epsilon=1.0, data_norm=1.0, y_bound=1.0,
     ...                    random_state=0).fit(X, y)
-    >>> bool(np.median(reg.pdp_losses_) < reg.dp_epsilon_)
+    >>> bool(reg.dp_epsilon_ <= 1.0)
     True
-    >>> reg.pdp_losses_.shape
-    (500,)
+    >>> bool(np.median(reg.pdp_losses_) < reg.dp_epsilon_ / 10)
+    True
     """
 
     _parameter_constraints: dict = {
         **PrivateRegressorMixin._parameter_constraints,
-        "gamma": [Interval(Real, 0, None, closed="neither")],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "epsilon": [Interval(Real, 0, None, closed="neither"), None],
+        "gamma": [Interval(Real, 0, None, closed="neither"), None],
+        "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "delta": [Interval(Real, 0, 1, closed="neither")],
     }
 
     def __init__(
         self,
-        gamma=10.0,
+        epsilon=1.0,
         *,
-        alpha=1.0,
         delta=1e-6,
+        alpha="auto",
+        gamma=None,
         data_norm=None,
         bounds_X=None,
         y_bound=None,
@@ -130,9 +121,10 @@ class OPSRegressor(PrivateRegressorMixin):
         random_state=None,
         n_jobs=None,
     ):
-        self.gamma = gamma
-        self.alpha = alpha
+        self.epsilon = epsilon
         self.delta = delta
+        self.alpha = alpha
+        self.gamma = gamma
         self.data_norm = data_norm
         self.bounds_X = bounds_X
         self.y_bound = y_bound
@@ -140,18 +132,58 @@ class OPSRegressor(PrivateRegressorMixin):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
+    def _calibrate(self, n_samples, n_features):
+        """(alpha, gamma) for a data set of ``n_samples`` rows (public)."""
+        if (self.epsilon is None) == (self.gamma is None):
+            raise ValueError(
+                "Give exactly one of epsilon (a privacy budget) and gamma (a raw "
+                f"posterior scaling, for experts); got epsilon={self.epsilon!r}, "
+                f"gamma={self.gamma!r}."
+            )
+        if self.alpha == "auto":
+            if self.epsilon is None:
+                raise ValueError("alpha='auto' needs epsilon; give alpha with gamma.")
+            alpha = ops_auto_alpha(
+                self.epsilon, self.delta, n_samples, n_features, self.fit_intercept
+            )
+        else:
+            alpha = float(self.alpha)
+        if self.epsilon is None:
+            return alpha, float(self.gamma)
+        corner = domain_bounds(n_samples, alpha, self.fit_intercept)
+        try:
+            gamma = ops_gamma(
+                self.epsilon, self.delta, corner["leverage"], corner["residual"]
+            )
+        except ValueError:
+            raise ValueError(
+                f"OPSRegressor cannot meet epsilon={self.epsilon} at alpha={alpha:.4g} "
+                f"with n_samples={n_samples}: its loss at the worst leverage stays "
+                "above the budget however much noise it adds. Raise alpha or "
+                "epsilon (alpha='auto' does so where n allows)."
+            ) from None
+        return alpha, gamma
+
     def dp_guarantee(self, n_samples, n_features, min_samples=None):
+        if self.epsilon is not None:
+            # calibrated at the fitted size, verified there: the budget holds
+            # at every size it accepts (each refusal is raised here)
+            for n in {n_samples, min_samples or n_samples}:
+                self._calibrate(n, n_features)
+            return float(self.epsilon), self.delta
+        alpha, gamma = self._calibrate(n_samples, n_features)
         # the corner of the domain over the sizes (ops_dp_epsilon)
         return ops_dp_epsilon(
-            self.delta, self.alpha, self.gamma, n_samples, self.fit_intercept, min_samples
+            self.delta, alpha, gamma, n_samples, self.fit_intercept, min_samples
         ), self.delta
 
     def _fit_scaled(self, data, rng):
-        self._ridge = Ridge(*data.gram(), self.alpha, self.fit_intercept)
+        self.alpha_, self.gamma_ = self._calibrate(data.n_samples, self.n_features_in_)
+        self._ridge = Ridge(*data.gram(), self.alpha_, self.fit_intercept)
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
             data.n_samples, self.n_features_in_
         )
-        self.noise_scale_ = 1.0 / np.sqrt(self.gamma)
+        self.noise_scale_ = 1.0 / np.sqrt(self.gamma_)
         return self._release(rng)
 
     def _release(self, rng, size=None):
@@ -159,10 +191,51 @@ class OPSRegressor(PrivateRegressorMixin):
         return self._ridge.coef + self._ridge.sample(rng, self.noise_scale_, size)
 
     def _training_epsilon(self, Xs, ys):
-        return ops_training_epsilon(self._ridge, Xs, ys, self.delta, self.gamma)
+        return self._capped(ops_training_epsilon(self._ridge, Xs, ys, self.delta, self.gamma_))
 
     def _target_epsilon(self, Xs, ys):
-        return ops_target_epsilon(self._ridge, Xs, ys, self.delta, self.gamma)
+        return self._capped(ops_target_epsilon(self._ridge, Xs, ys, self.delta, self.gamma_))
+
+    def _capped(self, eps):
+        # a row at the calibration corner costs exactly the budget: the root
+        # search's tolerance must not report more
+        return eps if self.epsilon is None else np.minimum(eps, self.dp_epsilon_)
+
+
+# Multiplier of the automatic ridge (d + 1) / epsilon, chosen on the utility
+# grid: 30 left the off-centre data 20-50% worse than the mean predictor, 100
+# met the 10% target in every cell with n epsilon >= 240 (doc/benchmarks/utility.md).
+_AUTO_ALPHA_SCALE = 100.0
+
+
+def ops_auto_alpha(epsilon, delta, n_samples, n_features, intercept):
+    """The ridge of ``alpha="auto"``: a function of public quantities only.
+
+    ``100 (d + 1) / epsilon``. OPS is calibrated at the worst leverage
+    ``~ 4 / alpha`` and residual ``~ sqrt(n / alpha)`` of the domain, so
+    its noise falls steeply with alpha; a ridge of this size (measured on the
+    utility grid against multiples of n and of sqrt(n)) shrinks the slopes,
+    never the intercept, and keeps the fit near or below the mean
+    predictor's error. Raised, if needed, until the loss limit as gamma -> 0
+    (the posterior covariance itself reveals the leverage) is at most half
+    the budget, so that the budget can be met.
+    """
+    alpha = _AUTO_ALPHA_SCALE * (n_features + 1) / epsilon
+
+    def floor(log_alpha):
+        return ops_dp_epsilon(delta, np.exp(log_alpha), 1e-12, n_samples, intercept)
+
+    if floor(np.log(alpha)) <= epsilon / 2:
+        return float(alpha)
+    lo, hi = np.log(alpha), np.log(alpha) + 1.0
+    while floor(hi) > epsilon / 2:
+        if hi > np.log(alpha) + 20:  # the intercept's 1/(n - 1) alone exceeds it
+            raise ValueError(
+                f"OPSRegressor cannot meet epsilon={epsilon} with n_samples={n_samples}"
+                " and an intercept: too few samples (a function of the public size)."
+            )
+        lo, hi = hi, hi + 1.0
+    return float(np.exp(brentq(lambda t: floor(t) - epsilon / 2, lo, hi, xtol=1e-6)) * 1.001)
 
 
 def ops_dp_epsilon(delta, alpha, gamma, n_samples, intercept=False, min_samples=None):

@@ -20,7 +20,10 @@ from sklearn_pdp import (
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 ESTIMATORS = [
-    OPSRegressor(),
+    # scikit-learn's checks fit 10 rows, where no budget of 1 can be met with
+    # an intercept: the raw noise level of the expert API (the budget path is
+    # covered by tests/test_ops.py and the tests below)
+    OPSRegressor(epsilon=None, gamma=10.0, alpha=1.0),
     AdaOPSRegressor(),
     OutputPerturbationRegressor(),
     # the expert parameters: scikit-learn's checks fit 10 rows (where the
@@ -32,12 +35,12 @@ ESTIMATORS = [
     RandomProjectionRegressor(),
     # the default estimator made explicit, so that the bad-input matrix can
     # declare its bounds and seed (PDPReport() itself: tests/test_report.py)
-    PDPReport(OPSRegressor()),
+    PDPReport(OPSRegressor(epsilon=None, gamma=10.0, alpha=1.0)),
     # scikit-learn's checks fit as few as 10 rows: a large delta lets the
     # part-size event admit parts of 2 rows there (refit=False keeps the
     # total delta below 1)
     PrivateGridSearchCV(
-        OPSRegressor(), {"gamma": [1.0, 10.0], "alpha": [1.0]}, delta=0.9,
+        OPSRegressor(epsilon=None), {"gamma": [1.0, 10.0], "alpha": [1.0]}, delta=0.9,
         refit=False,
         random_state=0,
     ),
@@ -124,8 +127,8 @@ def _seeded(estimator, seed):
 
 
 GUARANTEED = [
-    OPSRegressor(gamma=5.0, alpha=2.0),
-    OPSRegressor(alpha=0.0),
+    OPSRegressor(epsilon=None, gamma=5.0, alpha=2.0),
+    OPSRegressor(epsilon=None, gamma=1.0, alpha=0.0),
     AdaOPSRegressor(),
     AdaOPSRegressor(epsilon=4.0, kappa=2.0),
     OutputPerturbationRegressor(),

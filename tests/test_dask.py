@@ -38,6 +38,10 @@ COEF_RTOL = 1e-10
 # projection at eps = 8e-5, 6e-16 for OPS at eps = 1.6e-6, both ~4e-10
 # relative); elsewhere the relative agreement is ~1e-11 (measured).
 LOSS_TOL = {"rtol": 1e-10, "atol": 1e-13}
+# Objective perturbation's losses come from a quadrature whose stopping rule
+# may take one more rule on one side of a rounding difference (measured:
+# 1.9e-10 relative at eps = 1.3e-3): the exactness bar of the package, 1e-9.
+OBJPERT_LOSS_TOL = {"rtol": 1e-9, "atol": 1e-13}
 
 ESTIMATORS = [
     OPSRegressor(**BOUNDS),
@@ -84,7 +88,8 @@ def test_fit_matches_in_memory(client, data, est):
     # lazy, with the row chunks of X
     assert isinstance(fit.pdp_losses_, da.Array)
     assert fit.pdp_losses_.chunks == (ROW_CHUNKS,)
-    assert_allclose(fit.pdp_losses_.compute(), ref.pdp_losses_, **LOSS_TOL)
+    tol = OBJPERT_LOSS_TOL if isinstance(est, ObjPertRegressor) else LOSS_TOL
+    assert_allclose(fit.pdp_losses_.compute(), ref.pdp_losses_, **tol)
     pred = fit.predict(Xd)
     assert isinstance(pred, da.Array)
     assert_allclose(pred.compute(), ref.predict(X), rtol=1e-9, atol=1e-12)
@@ -142,7 +147,7 @@ def test_lazy_losses_belong_to_their_fit(client, data):
     X, y, Xd, yd = data
     est = OPSRegressor(random_state=0, **BOUNDS)
     lazy = est.fit(Xd[:20_000], yd[:20_000]).pdp_losses_
-    est.set_params(delta=1e-2, gamma=1e3).fit(Xd[:30_000], yd[:30_000])
+    est.set_params(delta=1e-2, epsilon=None, gamma=1e3, alpha=1.0).fit(Xd[:30_000], yd[:30_000])
     ref = OPSRegressor(random_state=0, **BOUNDS).fit(X[:20_000], y[:20_000])
     assert_allclose(lazy.compute(), ref.pdp_losses_, **LOSS_TOL)
 

@@ -27,7 +27,7 @@ def _scaled(X, y, reg):
 def test_pdp_losses_equal_brute_force_leave_one_out(fit_intercept):
     X, y = _data()
     reg = OPSRegressor(
-        gamma=30.0, alpha=0.5, data_norm=3.0, y_bound=4.0,
+        epsilon=None, gamma=30.0, alpha=0.5, data_norm=3.0, y_bound=4.0,
         fit_intercept=fit_intercept, random_state=0,
     ).fit(X, y)
     Xs, ys = _scaled(X, y, reg)
@@ -44,7 +44,7 @@ def test_pdp_losses_equal_brute_force_leave_one_out(fit_intercept):
 
 def test_pdp_epsilon_of_new_targets():
     X, y = _data()
-    reg = OPSRegressor(gamma=5.0, data_norm=3.0, y_bound=4.0, random_state=0).fit(X, y)
+    reg = OPSRegressor(epsilon=None, alpha=1.0, gamma=5.0, data_norm=3.0, y_bound=4.0, random_state=0).fit(X, y)
     X_new, y_new = _data(n=7, seed=1)
     Xs, ys = _scaled(X, y, reg)
     Xn, yn = _scaled(X_new, y_new, reg)
@@ -72,18 +72,19 @@ def test_dp_epsilon_bounds_adversarial_data_sets():
         y[0] = -np.sign(X[0, 0])
         X[1:] *= 0.01  # make row 0 the only support of its direction
         reg = OPSRegressor(
-            gamma=10.0, alpha=alpha, data_norm=1.0, y_bound=1.0,
+            epsilon=None, gamma=10.0, alpha=alpha, data_norm=1.0, y_bound=1.0,
             fit_intercept=False, random_state=0,
         ).fit(X, y)
         assert reg.pdp_losses_.max() <= reg.dp_epsilon_
     assert np.isfinite(reg.dp_epsilon_)
-    reg0 = OPSRegressor(alpha=0.0, data_norm=1.0, y_bound=1.0, fit_intercept=False)
+    reg0 = OPSRegressor(epsilon=None, gamma=10.0, alpha=0.0, data_norm=1.0, y_bound=1.0,
+                        fit_intercept=False)
     assert reg0.fit(X * 100 + rng.normal(size=X.shape), y).dp_epsilon_ == np.inf
 
 
 def test_converges_to_ridge_as_gamma_grows():
     X, y = _data(n=200)
-    reg = OPSRegressor(gamma=1e12, alpha=2.0, data_norm=4.0, y_bound=5.0, random_state=0)
+    reg = OPSRegressor(epsilon=None, gamma=1e12, alpha=2.0, data_norm=4.0, y_bound=5.0, random_state=0)
     reg.fit(X, y)
     Xs, ys = _scaled(X, y, reg)
     # scikit-learn's Ridge does not penalise its intercept either
@@ -105,7 +106,7 @@ def test_posterior_draw_has_the_stated_distribution():
     their squared norms sum to a chi-square with (draws x d) degrees of freedom."""
     X, y = _data(n=30, d=2)
     gamma, draws = 4.0, 400
-    reg = OPSRegressor(gamma=gamma, data_norm=3.0, y_bound=4.0, fit_intercept=False)
+    reg = OPSRegressor(epsilon=None, alpha=1.0, gamma=gamma, data_norm=3.0, y_bound=4.0, fit_intercept=False)
     thetas = np.array(
         [reg.set_params(random_state=s).fit(X, y).coef_ for s in range(draws)]
     ) * (3.0 / 4.0)  # back to the scaled coordinates of the mechanism
@@ -155,15 +156,15 @@ def test_out_of_bound_rows_are_clipped_on_a_copy():
 def test_singular_without_ridge_is_a_clear_error():
     X = np.ones((10, 2))
     with pytest.raises(ValueError, match="alpha"):
-        OPSRegressor(alpha=0.0, data_norm=2.0, y_bound=1.0, fit_intercept=False).fit(
-            X, np.ones(10)
-        )
+        OPSRegressor(epsilon=None, gamma=10.0, alpha=0.0, data_norm=2.0, y_bound=1.0,
+                     fit_intercept=False).fit(X, np.ones(10))
 
 
 @pytest.mark.parametrize(
     "param, value",
     [("gamma", 0.0), ("gamma", -1.0), ("alpha", -0.1), ("delta", 1.0), ("delta", 0.0),
-     ("data_norm", 0.0), ("y_bound", -1.0), ("gamma", "big")],
+     ("data_norm", 0.0), ("y_bound", -1.0), ("gamma", "big"), ("epsilon", 0.0),
+     ("alpha", "manual")],
 )
 def test_invalid_parameters_name_the_parameter(param, value):
     X, y = _data()

@@ -21,7 +21,8 @@ def _data(n=80, d=3, seed=0):
 
 
 def _ops(**params):
-    return OPSRegressor(**{"data_norm": 4.0, "y_bound": 5.0, "random_state": 0, **params})
+    return OPSRegressor(**{"epsilon": None, "gamma": 10.0, "alpha": 1.0, "data_norm": 4.0,
+                           "y_bound": 5.0, "random_state": 0, **params})
 
 
 def _one_direction_data():
@@ -257,7 +258,8 @@ class _NoRidgeOPS(OPSRegressor):
 def test_leverage_without_the_estimators_ridge():
     X, y = _data()
     expected = PDPReport(_ops(alpha=0.3)).fit(X, y).transform(X)[:, 1]
-    report = PDPReport(_NoRidgeOPS(alpha=0.3, data_norm=4.0, y_bound=5.0)).fit(X, y)
+    report = PDPReport(_NoRidgeOPS(epsilon=None, gamma=10.0, alpha=0.3, data_norm=4.0,
+                                   y_bound=5.0)).fit(X, y)
     assert not hasattr(report.estimator_, "_ridge")
     assert_allclose(report.transform(X)[:, 1], expected, rtol=1e-10)
 

@@ -36,7 +36,7 @@ def _data(n=600, d=3, seed=0):
 
 def _search(**kwargs):
     kwargs = {"param_grid": GRID, "epsilon": 1.0, "random_state": 0, **kwargs}
-    return PrivateGridSearchCV(OPSRegressor(**BOUNDS), **kwargs)
+    return PrivateGridSearchCV(OPSRegressor(epsilon=None, alpha=1.0, **BOUNDS), **kwargs)
 
 
 def test_selection_frequencies_match_probabilities():
@@ -96,7 +96,7 @@ def test_selection_loss_approaches_epsilon():
 def noisy_candidates():
     X, y = _data(n=40)
     return [
-        OPSRegressor(gamma=g, alpha=0.1, random_state=s, **BOUNDS).fit(X, y)
+        OPSRegressor(epsilon=None, gamma=g, alpha=0.1, random_state=s, **BOUNDS).fit(X, y)
         for g, s in ((1e-3, 0), (1e-2, 1), (10.0, 2))
     ]
 
@@ -169,7 +169,7 @@ def test_refit_adds_the_worst_candidate():
     best = search.best_estimator_
     assert best.pdp_losses_.shape == (len(y),)
     full = [
-        OPSRegressor(**BOUNDS, delta=search.delta, **params).fit(X, y)
+        OPSRegressor(epsilon=None, **BOUNDS, delta=search.delta, **params).fit(X, y)
         for params in search.cv_results_["params"]
     ]
     worst = np.max([est.pdp_losses_ for est in full], axis=0)
@@ -199,7 +199,7 @@ def test_refit_guarantee_does_not_depend_on_the_winner():
     """Issue case: OPS at alpha=200 with gamma 0.5 or 20 on 600 rows used to
     report 2.6 or 4.9 depending on which candidate won."""
     X, y = _data(n=600)
-    ops = OPSRegressor(alpha=200.0, **BOUNDS)
+    ops = OPSRegressor(epsilon=None, alpha=200.0, **BOUNDS)
     fits = [
         PrivateGridSearchCV(ops, {"gamma": [0.5, 20.0]}, random_state=seed).fit(X, y)
         for seed in range(12)
@@ -268,7 +268,7 @@ def test_bounds_read_once_from_data():
     X, y = _data()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        search = PrivateGridSearchCV(OPSRegressor(), GRID, random_state=0).fit(X, y)
+        search = PrivateGridSearchCV(OPSRegressor(epsilon=None, alpha=1.0), GRID, random_state=0).fit(X, y)
     leaks = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
     assert len(leaks) == 2  # data_norm and y_bound, not once per candidate
     assert search.y_bound_ == pytest.approx(np.abs(y).max())
@@ -423,7 +423,7 @@ def test_too_small_parts_are_an_error_before_any_fit(monkeypatch):
 def test_privacy_leak_warning_points_at_the_callers_line():
     X, y = _data()
     with pytest.warns(PrivacyLeakWarning) as record:
-        PrivateGridSearchCV(OPSRegressor(), GRID, random_state=0).fit(X, y)
+        PrivateGridSearchCV(OPSRegressor(epsilon=None, alpha=1.0), GRID, random_state=0).fit(X, y)
     leaks = [w for w in record if issubclass(w.category, PrivacyLeakWarning)]
     assert len(leaks) == 2
     assert {w.filename for w in leaks} == {__file__}
@@ -433,7 +433,7 @@ def test_privacy_leak_warning_points_at_the_callers_line():
 @pytest.mark.parametrize("own", [None, 7])
 def test_best_estimator_shows_the_estimators_random_state(refit, own):
     X, y = _data(n=300)
-    ops = OPSRegressor(random_state=own, **BOUNDS)
+    ops = OPSRegressor(epsilon=None, alpha=1.0, random_state=own, **BOUNDS)
     search = PrivateGridSearchCV(ops, GRID, refit=refit, random_state=0).fit(X, y)
     assert search.best_estimator_.random_state == own
     assert "RandomState" not in repr(search.best_estimator_)
@@ -463,7 +463,7 @@ def test_pdp_epsilon_of_new_targets():
     low, high = part_size_range(n + 1, m, SIZE_SHARE * search.delta)
     G = _guarantee(search, high, (1 - SIZE_SHARE) * search.delta, low)
     full = [
-        OPSRegressor(**BOUNDS, delta=search.delta, **params).fit(X, y)
+        OPSRegressor(epsilon=None, **BOUNDS, delta=search.delta, **params).fit(X, y)
         for params in search.cv_results_["params"]
     ]
     for labels, selection in ((y_new, selection_epsilon(1.0, y_new, 3.0)), (None, 1.0)):

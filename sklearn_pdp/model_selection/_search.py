@@ -302,7 +302,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             "y_bound": self.y_bound_,
         }
         names = self.estimator.get_params(deep=False)
-        if "epsilon" in names:
+        # an estimator set to a raw noise level (epsilon=None) keeps it
+        if names.get("epsilon") is not None:
             common["epsilon"] = self.epsilon
         if "delta" in names:  # the rest of delta goes to the part sizes
             common["delta"] = (1.0 - SIZE_SHARE) * self.delta
