@@ -42,11 +42,13 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         norm-exponential distribution of Wu et al., density proportional to
         ``exp(-||k||_2 / noise_scale_)``, sampled as a
         ``Gamma(d, noise_scale_)`` radius times a uniform direction.
-    alpha : float, default=1.0
-        Ridge strength on the scaled data, as ``Ridge(alpha=alpha,
-        fit_intercept=False)`` would use it there (sum of squared errors
-        convention). The sensitivity, hence the noise, shrinks like 1/alpha:
-        useful values grow with the sample size.
+    alpha : float or "auto", default="auto"
+        Ridge strength on the scaled data, as ``Ridge(alpha=alpha)`` would use
+        it there (sum of squared errors convention, intercept not penalised).
+        The sensitivity, hence the noise, shrinks like 1/alpha^1.5 (about
+        sqrt(n) / alpha^1.5 without ``radius``): useful values grow with the
+        sample size. "auto": :func:`output_perturbation_auto_alpha`, a rule in
+        the public (n, d, epsilon).
     radius : float, default=None
         Constrain the solution to ``||theta|| <= radius`` (scaled coordinates),
         as rls-out does. The sensitivity is then independent of the sample
@@ -129,14 +131,9 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
     strong-convexity argument as above with the gradient of row i alone.
 
     Choosing ``alpha`` and ``radius`` (they must not be tuned on the private
-    data, or tuned privately): the noise shrinks like 1/alpha while the
-    shrinkage bias grows with alpha, so useful values grow with n. Wu et al.'s
-    data-independent rule, ``alpha`` about ``sqrt(n d / epsilon)`` in this
-    convention (d counting the constant feature), is a reasonable start; on
-    unit-norm synthetic data half of it worked better. A radius below the
-    norm of the scaled true coefficients biases the fit: with the intercept
-    feature the scaled coefficients are ``sqrt(2) [data_norm * coef,
-    intercept] / y_bound``.
+    data, or tuned privately): ``alpha="auto"`` is ``10 (d + 1) n^(1/3) /
+    epsilon^(2/3)``, measured on the utility grid. A radius below the norm of the
+    scaled true coefficients biases the fit.
 
     The fitted estimator keeps the non-private ridge solution for
     :meth:`pdp_epsilon`; publish ``coef_``, ``intercept_`` or predictions, not
@@ -175,7 +172,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "noise": [StrOptions({"gaussian", "laplace"})],
         # alpha > 0: the sensitivity comes from strong convexity
-        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "radius": [Interval(Real, 0, None, closed="neither"), None],
     }
 
@@ -185,7 +182,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         *,
         delta=1e-6,
         noise="gaussian",
-        alpha=1.0,
+        alpha="auto",
         radius=None,
         data_norm=None,
         bounds_X=None,
@@ -232,14 +229,18 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         )
         XtX, Xty = data.gram()
         self._n = data.n_samples
-        self._ridge = Ridge(XtX, Xty, self.alpha, self.fit_intercept)
+        self.alpha_ = (
+            output_perturbation_auto_alpha(self.epsilon, data.n_samples, self.n_features_in_)
+            if self.alpha == "auto" else float(self.alpha)
+        )
+        self._ridge = Ridge(XtX, Xty, self.alpha_, self.fit_intercept)
         self._center = self._ridge.coef
         self._inside = self.radius is None or (
             linalg.norm(self._center) <= self.radius * (1 - _INSIDE_RTOL)
         )
         if not self._inside:
             self._center = ball_ridge(
-                XtX + self.alpha * penalty(XtX.shape[0], self.fit_intercept),
+                XtX + self.alpha_ * penalty(XtX.shape[0], self.fit_intercept),
                 Xty, self.radius,
             )
         elif self.radius is not None:
@@ -249,7 +250,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             )
 
         self.sensitivity_ = output_perturbation_sensitivity(
-            self.alpha, data.n_samples, self.radius, self.fit_intercept
+            self.alpha_, data.n_samples, self.radius, self.fit_intercept
         )
         if self.noise == "gaussian":
             self.noise_scale_ = gaussian_noise_scale(
@@ -282,7 +283,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             return exact
         R = self.radius
         norm_x = np.sqrt(np.einsum("ij,ij->i", Xs, Xs))
-        _, convexity = _ball_constants(self.alpha, self._n, R, self.fit_intercept)
+        _, convexity = _ball_constants(self.alpha_, self._n, R, self.fit_intercept)
         bound = np.minimum(norm_x * (R * norm_x + np.abs(ys)) / convexity, 2.0 * R)
         if not self._inside:
             return bound
@@ -325,6 +326,24 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             for end in (-1.0, 1.0)
         ]
         return self._epsilon(np.maximum(*ends))
+
+
+# Constant of the automatic ridge, measured on the utility grid.
+_AUTO_ALPHA_SCALE = 10.0
+
+
+def output_perturbation_auto_alpha(epsilon, n_samples, n_features):
+    """``alpha="auto"``: ``10 (d + 1) n^(1/3) / epsilon^(2/3)``, public quantities only.
+
+    The sensitivity is about ``sqrt(n / alpha) / alpha`` and the noise that
+    sensitivity over epsilon: this alpha keeps the noise of a prediction the
+    same at every n and epsilon, and shrinks the slopes (never the
+    intercept) less as n grows. Measured on the utility grid against rules
+    in n^0.6 and in 1 / epsilon, whose noise grew with n or with epsilon.
+    """
+    return float(
+        _AUTO_ALPHA_SCALE * (n_features + 1) * n_samples ** (1 / 3) / epsilon ** (2 / 3)
+    )
 
 
 def output_perturbation_sensitivity(alpha, n_samples, radius=None, intercept=False):

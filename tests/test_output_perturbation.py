@@ -376,3 +376,19 @@ def test_chunked_passes_do_not_depend_on_chunk_size(radius):
         small = OutputPerturbationRegressor(**params).fit(X, y)
     assert_allclose(small.coef_, whole.coef_, rtol=1e-10)
     assert_allclose(small.pdp_losses_, whole.pdp_losses_, rtol=1e-8, atol=1e-12)
+
+
+def test_auto_alpha_is_a_public_rule_and_falls_back_to_the_mean():
+    """alpha="auto" depends on (n, d, epsilon) only; at a small budget the
+    slopes shrink and the fit stays near the label mean (not near 0)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(2000, 3))
+    y = 30 + X @ [1.0, -1.0, 0.5] + rng.normal(size=2000)
+    fits = [
+        OutputPerturbationRegressor(epsilon=0.1, bounds_X=(-1, 1), y_bound=(0, 60),
+                                    random_state=s).fit(X + shift, y)
+        for s, shift in ((0, 0.0), (1, 0.1))
+    ]
+    assert fits[0].alpha_ == fits[1].alpha_ == pytest.approx(10 * 4 * 2000 ** (1 / 3) / 0.1 ** (2 / 3))
+    mse = np.mean((fits[0].predict(X) - y) ** 2)
+    assert mse <= 1.1 * np.var(y)
