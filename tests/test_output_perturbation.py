@@ -379,8 +379,8 @@ def test_chunked_passes_do_not_depend_on_chunk_size(radius):
 
 
 def test_auto_alpha_is_a_public_rule_and_falls_back_to_the_mean():
-    """alpha="auto" depends on (n, d, epsilon) only; the slopes shrink, the
-    intercept does not."""
+    """alpha="auto" depends on (n, d, epsilon) only; a ridge shrinks the
+    slopes, never the intercept."""
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(2000, 3))
     y = 30 + X @ [1.0, -1.0, 0.5] + rng.normal(size=2000)
@@ -390,5 +390,9 @@ def test_auto_alpha_is_a_public_rule_and_falls_back_to_the_mean():
         for s, shift in ((0, 0.0), (1, 0.1))
     ]
     assert fits[0].alpha_ == fits[1].alpha_ == pytest.approx(10 * 4 * 2000 ** (1 / 3))
-    # the intercept is not shrunk towards the midpoint 20 of the label range
-    assert abs(fits[0].predict(X).mean() - y.mean()) < 0.5
+    # a ridge strong enough to silence the slopes leaves the intercept at the
+    # label mean, not at the midpoint 20 of the label range
+    strong = OutputPerturbationRegressor(epsilon=1.0, alpha=1e6, bounds_X=(-1, 1),
+                                         y_bound=(0, 40), random_state=0).fit(X, y)
+    assert abs(strong.predict(X).mean() - y.mean()) < 0.5
+    assert np.all(np.abs(strong.coef_) < 0.5)
