@@ -4,16 +4,14 @@ Utility against privacy for the mechanisms
 ==========================================
 
 Test error of every private regressor of the package on one synthetic data
-set, as a function of the data-independent guarantee ``dp_epsilon_`` (at
-``delta = 1e-6``), next to non-private least squares and the mean predictor.
-OPS has no budget parameter: its ``gamma`` is chosen as the largest value
-whose ``dp_epsilon_`` meets the budget (a root search on the public bound).
+set, as a function of the privacy budget ``epsilon`` (at ``delta = 1e-6``), next
+to non-private least squares and the mean predictor. Every estimator is given
+the budget and the bounds only: the noise and the ridge follow from them.
 """
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from scipy.optimize import brentq
 from sklearn.linear_model import LinearRegression
 from sklearn.metrics import mean_squared_error
 from sklearn.model_selection import train_test_split
@@ -25,7 +23,6 @@ from sklearn_pdp import (
     OutputPerturbationRegressor,
     RandomProjectionRegressor,
 )
-from sklearn_pdp._ops import ops_dp_epsilon
 
 rng = np.random.default_rng(0)
 n, d = 4000, 5
@@ -36,29 +33,18 @@ X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
 bounds = dict(data_norm=1.0, y_bound=1.0, delta=1e-6, random_state=0)
 
 
-def ops_for(epsilon):
-    alpha = np.sqrt(len(y_train))
-    log_gamma = brentq(
-        lambda g: ops_dp_epsilon(1e-6, alpha, np.exp(g), len(y_train)) - epsilon,
-        -30, 10,
-    )
-    return OPSRegressor(epsilon=None, gamma=np.exp(log_gamma) * (1 - 1e-9), alpha=alpha, **bounds)
-
-
 factories = {
-    "OPS": ops_for,
-    "AdaOPS": lambda eps: AdaOPSRegressor(epsilon=eps, **bounds),
-    "output perturbation": lambda eps: OutputPerturbationRegressor(
-        epsilon=eps, alpha=np.sqrt(len(y_train) * (d + 1) / eps) / 2, **bounds
-    ),
-    "objective perturbation": lambda eps: ObjPertRegressor(epsilon=eps, **bounds),
-    "random projection": lambda eps: RandomProjectionRegressor(epsilon=eps, **bounds),
+    "OPS": OPSRegressor,
+    "AdaOPS": AdaOPSRegressor,
+    "output perturbation": OutputPerturbationRegressor,
+    "objective perturbation": ObjPertRegressor,
+    "random projection": RandomProjectionRegressor,
 }
 budgets = [1.0, 3.0, 10.0]
 errors = {name: [] for name in factories}
 for name, make in factories.items():
     for eps in budgets:
-        reg = make(eps).fit(X_train, y_train)
+        reg = make(epsilon=eps, **bounds).fit(X_train, y_train)
         assert reg.dp_epsilon_ <= eps * (1 + 1e-6)
         errors[name].append(mean_squared_error(y_test, reg.predict(X_test)))
         print(f"{name:24s} eps={eps:4g}  test MSE {errors[name][-1]:.4f}  "
