@@ -73,9 +73,10 @@ def config_context(**new_config):
     --------
     >>> import numpy as np
     >>> from sklearn_pdp import OPSRegressor, config_context
-    >>> X, y = np.eye(3), np.array([0.5, -0.5, 0.0])
+    >>> rng = np.random.RandomState(0)
+    >>> X, y = rng.uniform(-1, 1, size=(500, 2)), rng.uniform(-1, 1, size=500)
     >>> with config_context(secure_noise=True):
-    ...     reg = OPSRegressor(data_norm=1.0, y_bound=1.0).fit(X, y)
+    ...     reg = OPSRegressor(data_norm=2.0, y_bound=1.0).fit(X, y)
     """
     old = get_config()
     set_config(**new_config)

@@ -246,7 +246,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-1, 1, size=(3000, 3)) / np.sqrt(3)
     >>> y = np.clip(X @ [1.0, -0.5, 0.2] + 0.1 * rng.randn(3000), -1, 1)
-    >>> ops = OPSRegressor(data_norm=1.0, y_bound=1.0)
+    >>> ops = OPSRegressor(epsilon=None, alpha=10.0, data_norm=1.0, y_bound=1.0)
     >>> search = PrivateGridSearchCV(ops, {"gamma": [1.0, 100.0]}, epsilon=1.0,
     ...                              random_state=0).fit(X, y)
     >>> search.best_params_
