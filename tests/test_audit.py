@@ -110,7 +110,8 @@ def test_audit_ops():
     y = np.clip(X[:, 0] + 0.05 * rng.normal(size=n), -1, 1)
     X[0], y[0] = 0.4, -1.0  # an outlier with large leverage and residual
     params = dict(
-        gamma=1.0, alpha=0.5, delta=delta, data_norm=1.0, y_bound=1.0, fit_intercept=False
+        epsilon=None, gamma=1.0, alpha=0.5, delta=delta, data_norm=1.0, y_bound=1.0,
+        fit_intercept=False
     )
     reg = OPSRegressor(**params).fit(X, y)
     target = int(np.argmax(reg.pdp_losses_))
@@ -204,7 +205,7 @@ def test_audit_search_selection():
     y = np.clip(X @ [1.0, -1.0] + 0.1 * rng.normal(size=n), -1, 1)
 
     def search(seed):
-        ops = OPSRegressor(alpha=1.0, data_norm=1.0, y_bound=1.0)
+        ops = OPSRegressor(epsilon=None, alpha=1.0, data_norm=1.0, y_bound=1.0)
         # 30 rows: a large delta admits the parts' sizes
         return PrivateGridSearchCV(
             ops, {"gamma": [0.5, 50.0]}, epsilon=2.0, delta=0.5, refit=False,
@@ -289,7 +290,8 @@ def test_audit_objective_perturbation():
     y = np.clip(X @ [1.0, -0.5] + 0.05 * rng.normal(size=n), -1, 1)
     X[0], y[0] = [0.5, 0.3], -1.0  # an outlier with large leverage and residual
     params = dict(
-        sigma=1.0, alpha=4.0, delta=delta, data_norm=1.0, y_bound=1.0, fit_intercept=False
+        epsilon=None, sigma=1.0, alpha=4.0, delta=delta, data_norm=1.0, y_bound=1.0,
+        fit_intercept=False
     )
     reg = ObjPertRegressor(**params).fit(X, y)
     target = int(np.argmax(reg.pdp_losses_))

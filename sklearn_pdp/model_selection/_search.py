@@ -129,8 +129,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         estimator has an ``epsilon`` parameter, every candidate and the refit
         are also trained at this budget (unless the grid sets ``epsilon``), so
         the search without the refit is (``epsilon``, ``delta``)-DP;
-        estimators without a budget (such as :class:`~sklearn_pdp.OPSRegressor`,
-        tuned by ``gamma``) contribute their own guarantee.
+        estimators set to a raw noise level (such as
+        :class:`~sklearn_pdp.OPSRegressor` with ``epsilon=None``, tuned by
+        ``gamma``) contribute their own guarantee.
     delta : float, default=1e-6
         Half of it (``SIZE_SHARE``) bounds the probability that a training
         part is larger or smaller than the range the guarantee covers; the
