@@ -5,6 +5,7 @@ from ._objective_perturbation import ObjPertRegressor
 from ._ops import AdaOPSRegressor, OPSRegressor
 from ._output_perturbation import OutputPerturbationRegressor
 from ._random_projection import RandomProjectionRegressor
+from ._ssp import AdaSSPRegressor
 from ._public import PublicLinearModel
 from ._report import PDPReport
 from .exceptions import PrivacyLeakWarning
@@ -13,6 +14,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "AdaOPSRegressor",
+    "AdaSSPRegressor",
     "OPSRegressor",
     "ObjPertRegressor",
     "OutputPerturbationRegressor",

@@ -1,0 +1,351 @@
+"""AdaSSP: sufficient statistics perturbation with a privately chosen ridge
+(Wang 2018, Algorithm 2; doc/mechanisms/adassp.rst).
+
+Every released statistic is a sum over the rows plus independent Gaussian
+noise, so the whole release is one Gaussian mechanism: a row's privacy loss
+is that of the analytic Gaussian mechanism at the ratio
+s^2 = sum over blocks of (the row's l2 change of the block / its sigma)^2,
+exact and the same in both directions. The model is post-processing.
+"""
+
+from numbers import Real
+
+import numpy as np
+from scipy import linalg
+from sklearn.utils._param_validation import Interval
+
+from ._accounting import gaussian_epsilon, gaussian_noise_scale
+from ._base import PrivateRegressorMixin
+from ._docstrings import fill_doc
+from ._ops import lambda_min_change
+
+# The released blocks, in the order of ``budget_split``.
+_BLOCKS = ("gram", "xy", "ysum", "eigen")
+
+
+def ssp_statistics(XtX, Xty, n_samples, intercept):
+    """The exact (noiseless) statistics that AdaSSP releases, as a dict.
+
+    From the sufficient statistics of the scaled rows z (the constant
+    feature last when ``intercept``) and labels: ``gram`` = Z^T Z with the
+    constant's own entry set to the public size, ``xy`` = X^T y (slopes
+    part), ``ysum`` = sum y (intercept only) and ``eigen`` = the smallest
+    eigenvalue of the matrix that governs the slopes: X^T X, or with an
+    intercept the centred scatter S = sum (x_i - x_bar)(x_i - x_bar)^T.
+    ``n_samples`` is the data set's own count (it centres S). Also returns
+    the eigendecomposition of that matrix and the feature mean (keys
+    ``_eig`` and ``_mean``) for the per-row changes.
+    """
+    d = XtX.shape[0] - int(intercept)
+    stats = {"gram": XtX.copy(), "xy": Xty[:d].copy()}
+    mean = np.zeros(d)
+    scatter = XtX[:d, :d]
+    if intercept:
+        stats["gram"][d, d] = n_samples
+        stats["ysum"] = np.float64(Xty[d])
+        if n_samples > 0:
+            mean = XtX[:d, d] / n_samples
+            scatter = scatter - n_samples * np.outer(mean, mean)
+    eig = linalg.eigh(scatter, check_finite=False)
+    stats["eigen"] = eig[0][0]
+    return stats, eig, mean
+
+
+@fill_doc
+class AdaSSPRegressor(PrivateRegressorMixin):
+    """Linear regression by noisy sufficient statistics and adaptive ridge.
+
+    AdaSSP (Wang 2018, Algorithm 2) with exact per-instance privacy losses.
+    On the data scaled into the privacy domain (rows ``z`` in the unit ball
+    plus the constant feature 1, labels in [-1, 1]) it releases, with
+    independent Gaussian noise, the Gram matrix ``Z^T Z`` (upper triangle;
+    the constant's own entry is the public size ``n``), ``X^T y``, the
+    label sum and the smallest eigenvalue of the centred scatter matrix of
+    the features. The coefficients solve the ridge system built from these
+    noisy statistics, with a ridge ``alpha_`` chosen from them and no
+    penalty on the intercept: pure post-processing, so the ridge costs no
+    privacy.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy budget: the noise is calibrated so that ``dp_epsilon_ <=
+        epsilon`` at ``delta``.
+    delta : float, default=1e-6
+        The delta of the budget, of ``pdp_losses_`` and of ``dp_epsilon_``.
+    budget_split : array-like of shape (4,) or None, default=None
+        Non-negative weights (normalised to sum 1) of the Gram matrix, of
+        ``X^T y``, of the label sum and of the eigenvalue in the squared
+        privacy ratio ``s^2`` of the whole release (see Notes); the first,
+        second and fourth must be positive, the third is ignored without
+        intercept. None: the measured rule of Notes, a function of the public
+        ``n * epsilon``.
+    {bounds}
+    {random_state}
+    {n_jobs}
+
+    Attributes
+    ----------
+    {model}
+    alpha_ : float
+        The ridge chosen from the noisy statistics (scaled domain).
+    lambda_min_ : float
+        The released (noisy) smallest eigenvalue.
+    noise_scale_ : dict
+        Standard deviation of the noise of each released block: ``"gram"``,
+        ``"xy"``, ``"ysum"`` (with an intercept) and ``"eigen"``.
+    pdp_losses_ : ndarray of shape (n_samples,)
+        Exact per-instance epsilon, at ``delta``, of removing each training
+        row from the whole release.
+    dp_epsilon_ : float
+        Data-independent epsilon at ``delta`` for any data set of this size
+        in the declared domain (the budget, met exactly at the domain's
+        worst case).
+    dp_delta_ : float
+        The delta of ``dp_epsilon_``.
+    {fitted_bounds}
+
+    See Also
+    --------
+    AdaOPSRegressor : One posterior sample with a privately chosen ridge.
+
+    Notes
+    -----
+    Releases (the constant feature's own Gram entry is the public size, not
+    computed from the data; the sample size is treated as public):
+
+    - ``Z^T Z + sigma_G E``, ``E`` symmetric with independent N(0, 1)
+      entries on and above the diagonal; a row's change of these entries
+      has squared norm ``sum_(j <= k) (z_j z_k)^2`` (less the constant's own
+      entry), at most 2 with an intercept and 1 without;
+    - ``X^T y + sigma_xy N(0, I)``: change ``|y| ||x||``, at most 1;
+    - with an intercept, ``sum y + sigma_y N(0, 1)``: change ``|y|``;
+    - ``lambda_min(S) + sigma_lambda N(0, 1)``, S the centred scatter matrix
+      (``X^T X`` without intercept). Removing row i changes S by the rank
+      one matrix ``n/(n-1) (x_i - x_bar)(x_i - x_bar)^T``, and
+      ``lambda_min`` by the root of the rank-one secular equation; at most
+      ``4 (n - 1)/n`` (1 without intercept), attained in one dimension.
+
+    The noise is independent, so the release is one Gaussian mechanism with
+    ``s_i^2 = sum_b (Delta_b(i) / sigma_b)^2`` and ``pdp_losses_[i]`` is the
+    analytic Gaussian epsilon at ``s_i`` (Balle and Wang 2018), identical
+    in both directions. All the largest changes are reached together (a row
+    ``x = e_1``, ``|y| = 1`` against rows near ``-e_1``), so the domain's
+    worst ratio is ``s_max^2 = sum_b (max Delta_b / sigma_b)^2``; the sigmas
+    are ``max Delta_b / (sqrt(w_b) s*)`` with ``s*`` the largest ratio whose
+    epsilon at ``delta`` is ``epsilon`` and ``w`` the budget split.
+
+    Model: with the noisy Schur complement ``S~ = G~_xx - s~ s~^T / n`` (the
+    centred Gram) and cross term ``b~ = (X^T y)~ - s~ (sum y)~ / n``, slopes
+    ``(S~ + alpha_ I)^{{-1}} b~`` and intercept ``((sum y)~ - s~^T beta) / n``:
+    the ridge shrinks the slopes only, towards the private label mean.
+    ``alpha_ = max(0, t - lambda_min_, t/4 - lambda_min(S~))`` with the
+    noise level ``t = 3 sigma_G sqrt(d)`` (Wang's rule, with the last term
+    keeping the noisy system positive definite).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_pdp import AdaSSPRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-1, 1, size=(20000, 3)) / np.sqrt(3)
+    >>> y = np.clip(0.3 + X @ [1.0, -0.5, 0.2] + 0.1 * rng.randn(20000), -1, 1)
+    >>> reg = AdaSSPRegressor(epsilon=1.0, data_norm=1.0, y_bound=1.0,
+    ...                       random_state=0).fit(X, y)
+    >>> bool(reg.dp_epsilon_ <= 1.0)
+    True
+    >>> bool(np.all(reg.pdp_losses_ <= reg.dp_epsilon_))
+    True
+    >>> bool(reg.score(X, y) > 0.9)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **PrivateRegressorMixin._parameter_constraints,
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "budget_split": ["array-like", None],
+    }
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        *,
+        delta=1e-6,
+        budget_split=None,
+        data_norm=None,
+        bounds_X=None,
+        y_bound=None,
+        fit_intercept=True,
+        random_state=None,
+        n_jobs=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.budget_split = budget_split
+        self.data_norm = data_norm
+        self.bounds_X = bounds_X
+        self.y_bound = y_bound
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # scikit-learn's check data (200 rows, 10 features) at epsilon=1 is
+        # mostly noise: the model falls back towards the label mean
+        tags.regressor_tags.poor_score = True
+        return tags
+
+    def _weights(self, n_samples):
+        """Shares of s*^2 of the blocks in ``_BLOCKS`` (zero for an absent block)."""
+        if self.budget_split is None:
+            weights = _auto_split(n_samples * self.epsilon)
+        else:
+            weights = np.array(self.budget_split, dtype=float)
+            if weights.shape != (4,) or not np.all(weights >= 0) or weights[[0, 1, 3]].min() <= 0:
+                raise ValueError(
+                    "budget_split must be four non-negative weights (Gram matrix, "
+                    "X^T y, label sum, eigenvalue), all but the label sum positive; "
+                    f"got {self.budget_split!r}."
+                )
+        weights[2] *= self.fit_intercept
+        return weights / weights.sum()
+
+    def _max_change(self, n_samples):
+        """Largest l2 change of each block by one row, over the domain."""
+        if not self.fit_intercept:
+            return np.array([1.0, 1.0, 0.0, 1.0])
+        return np.array([np.sqrt(2.0), 1.0, 1.0, 4.0 * max(n_samples - 1, 0) / n_samples])
+
+    def _noise_scales(self, n_samples):
+        """Noise standard deviation of each released block, for the public size.
+
+        A block without a share is not released; one that no row can change
+        (the eigenvalue of a single row's scatter) gets no noise.
+        """
+        ratio = 1.0 / gaussian_noise_scale(self.epsilon, self.delta)
+        weights = self._weights(n_samples)
+        change = self._max_change(n_samples)
+        return {
+            key: float(c / (np.sqrt(w) * ratio))
+            for key, c, w in zip(_BLOCKS, change, weights) if w > 0
+        }
+
+    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+        # the noise is calibrated at every size so that the domain's worst
+        # ratio is exactly the budget's
+        self._weights(n_samples)
+        return float(self.epsilon), self.delta
+
+    def _fit_scaled(self, data, rng):
+        n = data.n_samples
+        self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(n, self.n_features_in_)
+        XtX, Xty = data.gram()
+        self._stats, self._eig, self._mean = ssp_statistics(XtX, Xty, n, self.fit_intercept)
+        self._n = n
+        self.noise_scale_ = self._noise_scales(n)
+        noisy = self._noisy(rng)
+        self.lambda_min_ = float(noisy["eigen"][0])
+        theta, alpha = self._model(noisy)
+        self.alpha_ = float(alpha[0])
+        return theta[0]
+
+    def _noisy(self, rng, size=1):
+        """``size`` independent noisy releases of the statistics (leading axis)."""
+        sigma = self.noise_scale_
+        gram = self._stats["gram"]
+        p = gram.shape[0]
+        E = rng.standard_normal((size, p, p))
+        E = np.triu(E) + np.swapaxes(np.triu(E, 1), 1, 2)
+        if self.fit_intercept:
+            E[:, -1, -1] = 0.0  # the public size
+        out = {
+            "gram": gram + sigma["gram"] * E,
+            "xy": self._stats["xy"]
+            + sigma["xy"] * rng.standard_normal((size, self._mean.shape[0])),
+            "eigen": self._stats["eigen"] + sigma["eigen"] * rng.standard_normal(size),
+        }
+        if self.fit_intercept:
+            out["ysum"] = self._stats["ysum"] + sigma["ysum"] * rng.standard_normal(size)
+        return out
+
+    def _model(self, noisy):
+        """Coefficients (scaled) and ridge of noisy releases: post-processing."""
+        G, xy = noisy["gram"], noisy["xy"]
+        d = xy.shape[1]
+        if self.fit_intercept:
+            s = G[:, :d, d]
+            scatter = G[:, :d, :d] - s[:, :, None] * s[:, None, :] / self._n
+            cross = xy - s * (noisy["ysum"] / self._n)[:, None]
+        else:
+            scatter, cross = G, xy
+        level = _RIDGE_SCALE * self.noise_scale_["gram"] * np.sqrt(d)
+        noisy_min = np.linalg.eigvalsh(scatter)[:, 0]
+        alpha = np.maximum.reduce([
+            np.zeros_like(noisy_min),
+            level - noisy["eigen"],
+            _PD_FRACTION * level - noisy_min,
+        ])
+        system = scatter + alpha[:, None, None] * np.eye(d)
+        beta = np.linalg.solve(system, cross[:, :, None])[:, :, 0]
+        if not self.fit_intercept:
+            return beta, alpha
+        intercept = (noisy["ysum"] - np.einsum("ij,ij->i", s, beta)) / self._n
+        return np.column_stack([beta, intercept]), alpha
+
+    def _release(self, rng, size=None):
+        """Draw(s) of the released coefficients (scaled coordinates)."""
+        theta = self._model(self._noisy(rng, 1 if size is None else size))[0]
+        return theta[0] if size is None else theta
+
+    def _row_ratio(self, Xs, ys, add):
+        """The privacy ratio s of each row: removing it (or adding, ``add``)."""
+        d = self._mean.shape[0]
+        x = Xs[:, :d]
+        y2 = np.ones(Xs.shape[0]) if ys is None else ys**2
+        norm2 = np.einsum("ij,ij->i", Xs, Xs)
+        change2 = {
+            # sum_(j <= k) (z_j z_k)^2, without the constant's own entry
+            "gram": 0.5 * (norm2**2 + np.einsum("ij->i", Xs**4)) - int(self.fit_intercept),
+            "xy": y2 * np.einsum("ij,ij->i", x, x),
+            "ysum": y2,
+            "eigen": self._eigen_change(x, add) ** 2,
+        }
+        ratio2 = sum(change2[key] / sigma**2 for key, sigma in self.noise_scale_.items() if sigma > 0)
+        return np.sqrt(ratio2)
+
+    def _eigen_change(self, x, add):
+        """Exact change of the released eigenvalue when the rows ``x`` are
+        removed from (or added to) the training set."""
+        n = self._n
+        if not self.fit_intercept:
+            return lambda_min_change(*self._eig, x, add=add)
+        # the centred scatter changes by the rank one n/(n -/+ 1) v v^T,
+        # v = x - x_bar (a single row's removal leaves the empty scatter 0)
+        factor = n / (n + 1) if add else (n / (n - 1) if n > 1 else 0.0)
+        return lambda_min_change(*self._eig, np.sqrt(factor) * (x - self._mean), add=add)
+
+    def _epsilon(self, ratio):
+        # a row at the domain's worst case costs exactly the budget: the root
+        # search's tolerance must not report more
+        return np.minimum(gaussian_epsilon(self.delta, ratio), self.dp_epsilon_)
+
+    def _training_epsilon(self, Xs, ys):
+        return self._epsilon(self._row_ratio(Xs, ys, add=False))
+
+    def _target_epsilon(self, Xs, ys):
+        return self._epsilon(self._row_ratio(Xs, ys, add=True))
+
+
+# Ridge rule, in units of the Gram noise level sigma_G sqrt(d) (about half
+# the spectral norm of the Gram noise): see doc/mechanisms/adassp.rst.
+_RIDGE_SCALE = 3.0
+# The ridge also keeps the noisy centred Gram's smallest eigenvalue at least
+# this fraction of the level.
+_PD_FRACTION = 0.25
+
+
+def _auto_split(n_epsilon):
+    """Default ``budget_split`` (Gram, X^T y, label sum, eigenvalue)."""
+    return np.array([0.35, 0.35, 0.2, 0.1])
