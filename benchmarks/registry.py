@@ -51,6 +51,7 @@ def with_epsilon(class_name, **params):
 FACTORIES = {
     "ops": with_epsilon("OPSRegressor"),
     "adaops": with_epsilon("AdaOPSRegressor"),
+    "adassp": with_epsilon("AdaSSPRegressor"),
     "outpert": with_epsilon("OutputPerturbationRegressor"),
     "objpert": with_epsilon("ObjPertRegressor"),
     "randproj": with_epsilon("RandomProjectionRegressor"),

@@ -26,11 +26,12 @@ from .exceptions import PrivacyLeakWarning
 ESTIMATORS = {
     "ops": "OPSRegressor",
     "adaops": "AdaOPSRegressor",
+    "adassp": "AdaSSPRegressor",
     "output": "OutputPerturbationRegressor",
     "objpert": "ObjPertRegressor",
     "projection": "RandomProjectionRegressor",
 }
-DEFAULT_ESTIMATOR = "adaops"
+DEFAULT_ESTIMATOR = "adassp"
 # expert options, set only on estimators with a parameter of that name
 EXPERT = ("gamma", "alpha", "kappa")
 # bounds of the bundled data, declared as public knowledge of its domain

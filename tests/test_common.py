@@ -11,6 +11,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_pdp import (
     AdaOPSRegressor,
+    AdaSSPRegressor,
     ObjPertRegressor,
     OPSRegressor,
     OutputPerturbationRegressor,
@@ -25,6 +26,7 @@ ESTIMATORS = [
     # covered by tests/test_ops.py and the tests below)
     OPSRegressor(epsilon=None, gamma=10.0, alpha=1.0),
     AdaOPSRegressor(),
+    AdaSSPRegressor(),
     OutputPerturbationRegressor(),
     # the expert parameters: scikit-learn's checks fit 10 rows (where the
     # unpenalised intercept's leverage alone costs objective perturbation
@@ -131,6 +133,8 @@ GUARANTEED = [
     OPSRegressor(epsilon=None, gamma=1.0, alpha=0.0),
     AdaOPSRegressor(),
     AdaOPSRegressor(epsilon=4.0, kappa=2.0),
+    AdaSSPRegressor(),
+    AdaSSPRegressor(epsilon=0.3, fit_intercept=False),
     OutputPerturbationRegressor(),
     OutputPerturbationRegressor(noise="laplace", radius=2.0),
     ObjPertRegressor(),

@@ -15,6 +15,7 @@ import dask  # noqa: E402
 
 from sklearn_pdp import (  # noqa: E402
     AdaOPSRegressor,
+    AdaSSPRegressor,
     ObjPertRegressor,
     OPSRegressor,
     OutputPerturbationRegressor,
@@ -46,6 +47,7 @@ OBJPERT_LOSS_TOL = {"rtol": 1e-9, "atol": 1e-13}
 ESTIMATORS = [
     OPSRegressor(**BOUNDS),
     AdaOPSRegressor(**BOUNDS),
+    AdaSSPRegressor(**BOUNDS),
     ObjPertRegressor(**BOUNDS),
     OutputPerturbationRegressor(**BOUNDS),
     OutputPerturbationRegressor(radius=0.5, noise="laplace", **BOUNDS),

@@ -110,7 +110,7 @@ def test_bounds_read_from_the_data_are_reported(tmp_path):
 
 @pytest.mark.parametrize(
     "args, message",
-    [(("--gamma", "1"), "--gamma does not apply to --estimator adaops"),
+    [(("--gamma", "1"), "--gamma does not apply to --estimator adassp"),
      (("--delta", "2"), "'delta' parameter"),
      (("--estimator", "ops", "--alpha", "-1"), "'alpha' parameter"),
      (("--bounds-x", "0", "x"), "not a number"),
@@ -153,7 +153,7 @@ def test_help(capsys):
     out = capsys.readouterr().out
     for option in ("--target", "--estimator", "--epsilon", "--delta", "--plot"):
         assert option in out
-    for name in ("ops", "adaops", "output", "objpert", "projection"):
+    for name in ("ops", "adaops", "adassp", "output", "objpert", "projection"):
         assert name in out
 
 
