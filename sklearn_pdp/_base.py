@@ -16,11 +16,11 @@ from numbers import Integral, Real
 import numpy as np
 from scipy import linalg
 from scipy.linalg import lapack
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from ._sklearn import Interval, _fit_context
 from ._config import get_config as _get_pdp_config
 from ._public import public_model
 from ._data import (

@@ -6,8 +6,8 @@ from numbers import Real
 import numpy as np
 from scipy import linalg
 from scipy.optimize import brentq, minimize_scalar
-from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._sklearn import Interval, StrOptions
 from ._accounting import objpert_epsilon
 from ._base import PrivateRegressorMixin, Ridge, domain_bounds, leave_one_out
 from ._docstrings import fill_doc
@@ -84,7 +84,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
     quadrature the reported epsilons are valid and within a relative 1e-6 of
     the tight value down to delta = 1e-10. The bound of the lecture notes
     assumes a Lipschitz loss, which squared loss is not, and does not hold
-    for ridge (erratum E6 in doc/errata.rst).
+    for ridge (erratum E6 in :doc:`/errata`).
 
     ``dp_epsilon_`` is the exact loss at the worst statistics the domain
     allows (:func:`objpert_dp_epsilon`): the loss depends on a row through

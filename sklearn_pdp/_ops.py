@@ -6,8 +6,8 @@ import numpy as np
 from scipy import linalg
 from scipy.optimize import brentq
 from scipy.special import ndtri
-from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._sklearn import Interval, StrOptions
 from ._accounting import (
     gaussian_epsilon,
     gaussian_noise_scale,

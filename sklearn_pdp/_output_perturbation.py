@@ -6,10 +6,11 @@ from numbers import Real
 import numpy as np
 from scipy import linalg
 from scipy.optimize import brentq
-from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._sklearn import Interval, StrOptions
 from ._accounting import gaussian_epsilon, gaussian_noise_scale
 from ._base import PrivateRegressorMixin, Ridge, domain_bounds, leave_one_out, penalty
+from ._docstrings import fill_doc
 
 # A neighbouring solution counts as inside the ball (closed-form leave-one-out
 # valid) only with this relative margin, so that rounding never picks the
@@ -17,6 +18,7 @@ from ._base import PrivateRegressorMixin, Ridge, domain_bounds, leave_one_out, p
 _INSIDE_RTOL = 1e-9
 
 
+@fill_doc
 class OutputPerturbationRegressor(PrivateRegressorMixin):
     """Ridge regression plus calibrated noise, with per-instance privacy.
 
@@ -53,33 +55,13 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         Constrain the solution to ``||theta|| <= radius`` (scaled coordinates),
         as rls-out does. The sensitivity is then independent of the sample
         size. None solves unconstrained ridge.
-    data_norm : float, default=None
-        Bound on the l2 norm of the rows of X. Longer rows are scaled down to it
-        (on a copy). If None it is read from the data with a
-        :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
-    y_bound : float, default=None
-        Bound on ``|y|``; larger labels are clipped. If None it is read from the
-        data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
-    fit_intercept : bool, default=True
-        Fit an intercept as a constant feature inside the privacy analysis (the
-        scaled row is ``[x / data_norm, 1] / sqrt(2)``), never by centring with
-        data means.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the noise. Pass an int for a reproducible fit.
-    n_jobs : int, default=None
-        Threads that process chunks of rows in parallel in the passes over
-        the data (numpy and scipy release the GIL there; BLAS is limited to
-        one thread each meanwhile). ``None`` means 1 unless in a
-        :func:`joblib.parallel_config` context, -1 means all processors.
-        Results agree up to floating-point rounding. Dask input is
-        parallelised by its scheduler instead.
+    {bounds}
+    {random_state}
+    {n_jobs}
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-        Released coefficients, in the units of the input.
-    intercept_ : float
-        Released intercept (0.0 when ``fit_intercept=False``).
+    {model}
     pdp_losses_ : ndarray of shape (n_samples,)
         Per-instance epsilon of removing each training row: at ``delta`` for
         Gaussian noise (exact), pure for ``"laplace"`` (exact,
@@ -98,12 +80,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
     sensitivity_ : float
         The global l2 sensitivity the noise is calibrated to (scaled
         coordinates).
-    data_norm_, y_bound_ : float
-        The bounds used (the parameters, or the data's own when not given).
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit, when X has string column names.
+    {fitted_bounds}
 
     See Also
     --------

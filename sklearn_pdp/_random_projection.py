@@ -6,8 +6,8 @@ from numbers import Integral, Real
 import numpy as np
 from scipy import linalg
 from sklearn.exceptions import DataDimensionalityWarning
-from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._sklearn import Interval, StrOptions
 from ._accounting import chi2_epsilon, chi2_noise_scale
 from ._base import PrivateRegressorMixin, Ridge, leave_one_out
 from ._data import row_norms

@@ -10,9 +10,9 @@ from sklearn.base import (
     _fit_context,
     clone,
 )
-from sklearn.utils._param_validation import HasMethods, Interval
-from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
+from ._sklearn import HasMethods, Interval, _check_feature_names_in
 from ._base import Ridge
 from ._data import compute, persist, quantiles, scaled_data, validate_rows
 from ._ops import OPSRegressor

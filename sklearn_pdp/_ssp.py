@@ -12,8 +12,8 @@ from numbers import Real
 
 import numpy as np
 from scipy import linalg
-from sklearn.utils._param_validation import Interval
 
+from ._sklearn import Interval
 from ._accounting import gaussian_epsilon, gaussian_noise_scale
 from ._base import PrivateRegressorMixin
 from ._docstrings import fill_doc

@@ -14,13 +14,13 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import Parallel, delayed
 from scipy import stats
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
-from sklearn.utils._param_validation import HasMethods, Interval
-from sklearn.utils._tags import get_tags
+from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._sklearn import HasMethods, Interval, _fit_context
 from .._base import PrivateRegressorMixin, noise_generator
 from .._data import is_dask_array, label_range
 from .._public import public_model
@@ -211,7 +211,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     Notes
     -----
     A validation record changes one candidate's summed loss by at most
-    ``(2 y_bound)^2`` (the paper's R^2 is wrong: erratum E7 in doc/errata.rst), and
+    ``(2 y_bound)^2`` (the paper's R^2 is wrong: erratum E7 in :doc:`/errata`), and
     adding a record can only increase every summed loss. Selecting with
     ``P(k) ~ exp(-epsilon * loss_k / (2 y_bound)^2)`` is therefore exactly
     ``epsilon``-DP; the textbook factor 1/2 would waste half the budget.
