@@ -37,9 +37,6 @@ GRAM_SHARE = 0.5
 _QUANTILES = {"median": 0.5, "q90": 0.9, "q99": 0.99}
 # mean, three quantiles, the fractions below the thresholds
 _SUMMARY_PARTS = 5
-# The quantiles are released on a log scale, from this fraction of the
-# largest possible value (the report's DP epsilon) up to it.
-_LOG_RANGE = 1e-6
 
 
 def gram_noise_bound(n_coef, beta):
@@ -216,11 +213,12 @@ def publish(law, gram, *, publish_epsilon, beta, delta, model_epsilon, rng,
     )
 
 
-def private_summary(values, thresholds, epsilon, upper, rng):
+def private_summary(values, thresholds, epsilon, lower, upper, rng):
     """Private mean, quantiles and fractions below ``thresholds`` of ``values``.
 
-    ``values`` are in [0, upper] (``upper`` public), each a public function of
-    one row: removing a row removes one value. ``epsilon`` is split equally
+    ``values`` are in [lower, upper] (both public, lower > 0), each a public
+    function of one row: removing a row removes one value. The quantiles are
+    made non-decreasing (post-processing). ``epsilon`` is split equally
     between the mean (Laplace noise on the sum, sensitivity ``upper``, divided
     by the public size), each quantile of ``_QUANTILES`` (exponential
     mechanism over ranks, sensitivity 1) and the fractions (Laplace noise on
@@ -231,8 +229,10 @@ def private_summary(values, thresholds, epsilon, upper, rng):
     n = values.size
     mean = (values.sum() + rng.laplace(scale=upper / part)) / n
     out = {"mean": float(np.clip(mean, 0.0, upper))}
+    previous = lower
     for key, q in _QUANTILES.items():
-        out[key] = float(_private_quantile(values, q, part, upper, rng))
+        previous = max(previous, _private_quantile(values, q, part, lower, upper, rng))
+        out[key] = float(previous)
     k = max(len(thresholds), 1)
     below = {}
     for t in thresholds:
@@ -242,18 +242,17 @@ def private_summary(values, thresholds, epsilon, upper, rng):
     return out
 
 
-def _private_quantile(values, q, epsilon, upper, rng):
+def _private_quantile(values, q, epsilon, lower, upper, rng):
     """Smith's (2011) exponential-mechanism quantile on a log scale.
 
-    Over the output range [log(_LOG_RANGE upper), log(upper)], the points
+    Over the output range [log(lower), log(upper)], the points
     between the k-th and (k+1)-th smallest (clipped, logged) values have
     utility -|k - q n|, which one row changes by at most 1; an interval is
     drawn with probability proportional to its length times
     exp(-epsilon |k - q n| / 2), then a point uniformly in it.
     """
-    low, high = np.log(_LOG_RANGE * upper), np.log(upper)
-    points = np.concatenate(([low], np.sort(np.clip(np.log(np.maximum(values, 1e-300)),
-                                                    low, high)), [high]))
+    low, high = np.log(lower), np.log(upper)
+    points = np.concatenate(([low], np.sort(np.clip(np.log(values), low, high)), [high]))
     lengths = np.diff(points)
     ranks = np.arange(lengths.size)
     with np.errstate(divide="ignore"):

@@ -216,8 +216,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         bounds = compute(data.map_rows(published.scaled_epsilon, centre=False))[0]
         published.summary = {
             "n_samples": bounds.size, "delta": published.delta,
+            # every row pays the summary's budget: the values' public floor
             **private_summary(np.asarray(bounds), thresholds, published.summary_epsilon,
-                              published.dp_epsilon, rng),
+                              published.summary_epsilon, published.dp_epsilon, rng),
             "dp_epsilon": published.dp_epsilon, "dp_delta": published.dp_delta,
         }
         median = published.summary["median"]

@@ -213,10 +213,11 @@ def test_private_quantile_is_the_exponential_mechanism():
     # on a tiny data set the output's law is Smith's: check the mass of each
     # interval between sorted values against the draws
     values = np.array([0.01, 0.02, 0.5])
-    eps, upper, q = 2.0, 1.0, 0.5
+    eps, lower, upper, q = 2.0, 1e-3, 1.0, 0.5
     rng = np.random.RandomState(0)
-    draws = np.array([_private_quantile(values, q, eps, upper, rng) for _ in range(20000)])
-    points = np.log(np.concatenate(([1e-6], values, [upper])))
+    draws = np.array([_private_quantile(values, q, eps, lower, upper, rng)
+                      for _ in range(20000)])
+    points = np.log(np.concatenate(([lower], values, [upper])))
     weight = np.diff(points) * np.exp(-0.5 * eps * np.abs(np.arange(4) - q * 3))
     counts = np.histogram(np.log(draws), bins=points)[0]
     assert st.chisquare(counts, weight / weight.sum() * counts.sum()).pvalue > 1e-3
