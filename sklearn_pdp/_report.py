@@ -43,6 +43,21 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
     thresholds : array-like of float, default=(0.1, 1.0)
         ``summary_["below"]`` gives the fraction of training rows whose
         per-instance epsilon is at most each of these values.
+    publish_epsilon : float, default=None
+        Extra privacy budget for publishing the report itself (see
+        ``published_`` and doc/publish.rst): half of it releases a noisy
+        Gram matrix (analytic Gaussian mechanism, composed with the model
+        at ``delta``), half a private summary (pure DP). ``pdp_losses_``,
+        ``dp_epsilon_`` and ``summary_`` then include what the publication
+        costs. Supported for :class:`OPSRegressor`,
+        :class:`ObjPertRegressor` and :class:`OutputPerturbationRegressor`
+        (``radius=None``); other estimators raise ``NotImplementedError``.
+        None publishes nothing.
+    publish_beta : float, default=0.05
+        Failure probability of the published bounds: each holds for a given
+        person with probability at least ``1 - publish_beta``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the publication's noise (the estimator has its own).
 
     Attributes
     ----------
@@ -66,6 +81,14 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         domain, i.e. ``dp_epsilon_`` at ``dp_delta_``; ``dp_over_median``, the
         ratio of ``dp_epsilon_`` to the median per-instance epsilon (how much
         the worst-case guarantee overstates the loss of a typical row).
+    published_ : PublishedReport
+        Only with ``publish_epsilon``: the differentially private report,
+        safe to pickle and publish (d x d matrices and scalars, no row).
+        ``published_.epsilon(X, y=None)`` bounds a person's per-instance
+        epsilon from it alone (with probability ``1 - publish_beta``; for a
+        training row, its loss in ``pdp_losses_``), and
+        ``published_.summary`` holds private estimates of ``summary_``'s
+        ``mean``, ``median``, ``q90``, ``q99`` and ``below`` of those bounds.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -106,7 +129,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
     drives the per-instance loss of ridge-based mechanisms.
 
     The report holds non-private statistics of the training data (those of
-    ``estimator_``): publish its numbers deliberately, not the object.
+    ``estimator_``): never publish the object or its numbers as they are.
+    With ``publish_epsilon``, publish ``published_`` instead.
 
     Examples
     --------
@@ -121,6 +145,14 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
     >>> report.get_feature_names_out().tolist()
     ['pdp_epsilon', 'leverage']
     >>> bool(report.summary_["dp_over_median"] > 10)
+    True
+
+    A report that can itself be published, at 0.2 more epsilon:
+
+    >>> published = PDPReport(
+    ...     OPSRegressor(data_norm=1.0, y_bound=1.0, random_state=0),
+    ...     publish_epsilon=0.2, random_state=0).fit(X, y).published_
+    >>> bool(published.epsilon(X[:1], y[:1])[0] <= published.dp_epsilon)
     True
     """
 
