@@ -106,6 +106,12 @@ def _parser():
         help="report the fraction of people whose epsilon is at most these values "
              "(default: %(default)s)",
     )
+    parser.add_argument(
+        "--publish-epsilon", type=float, metavar="EPS",
+        help="also publish the report with differential privacy at this extra "
+             "budget (ops, output, objpert): the per-instance numbers then include "
+             "its cost, and the JSON report its private summary",
+    )
     parser.add_argument("--json", action="store_true",
                         help="print a machine-readable JSON report instead of text")
     parser.add_argument(
@@ -191,15 +197,25 @@ def _report(args, X, y, name, bounds, parser):
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=args.test_size, random_state=args.random_state
     )
-    report = PDPReport(est, delta=args.delta, thresholds=args.thresholds)
+    report = PDPReport(est, delta=args.delta, thresholds=args.thresholds,
+                       publish_epsilon=args.publish_epsilon, random_state=args.random_state)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PrivacyLeakWarning)
         try:
             report.fit(X_train, y_train)
-        except (ValueError, TypeError) as exc:  # invalid parameters
+        # invalid parameters, or an estimator that cannot publish its report
+        except (ValueError, TypeError, NotImplementedError) as exc:
             parser.exit(2, f"{parser.prog}: error: {exc}\n")
     s = report.summary_
     eps = np.asarray(report.pdp_losses_)
+    published = None
+    if args.publish_epsilon is not None:
+        p = report.published_.summary
+        published = {
+            "beta": report.published_.beta,
+            "pdp_epsilon": {key: p[key] for key in ("mean", "median", "q90", "q99")},
+            "fraction_below": {f"{t:g}": frac for t, frac in p["below"].items()},
+        }
     return report, {
         "data": name,
         "n_train": int(X_train.shape[0]),
@@ -214,6 +230,7 @@ def _report(args, X, y, name, bounds, parser):
         "test_r2": float(report.estimator_.score(X_test, y_test)),
         "test_r2_least_squares": float(
             LinearRegression().fit(X_train, y_train).score(X_test, y_test)),
+        "published": published,
         "bounds_read_from_data": [
             str(w.message).split(" was not given")[0] for w in caught
             if issubclass(w.category, PrivacyLeakWarning)
@@ -251,6 +268,14 @@ def _text(r):
         ("test R^2", f"{r['test_r2']:.4f} private model, {r['test_r2_least_squares']:.4f} "
                      "least squares without privacy"),
     ]
+    if r["published"] is not None:
+        q = r["published"]["pdp_epsilon"]
+        rows[2:2] = [("published", "this report is itself published with differential "
+                                   "privacy; the numbers below include what that costs")]
+        rows.append(("private summary", f"safe to publish: median {q['median']:.3g}, "
+                                        f"90th percentile {q['q90']:.3g}, 99th "
+                                        f"{q['q99']:.3g} (private estimates, noisy when "
+                                        "the data are few)"))
     if r["bounds_read_from_data"]:
         rows.append(("note", f"{', '.join(r['bounds_read_from_data'])} read from the data: "
                              "that leaks and the numbers above do not cover it; declare "

@@ -38,6 +38,8 @@ __all__ = [
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_noise_scale",
+    "compose_with_gaussian",
+    "gaussian_allowance",
     "chi2_delta",
     "chi2_epsilon",
     "chi2_noise_scale",
@@ -473,6 +475,42 @@ def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
 
     log_s = _largest_log_root(excess)
     return sensitivity / np.exp(log_s)
+
+
+# Share of delta that a basic composition with a Gaussian mechanism gives the
+# Gaussian (the rest goes to the other mechanism, whose loss at small epsilon
+# is the larger one).
+GAUSSIAN_DELTA_SHARE = 0.1
+
+
+def compose_with_gaussian(epsilon_at, delta, ratio):
+    """Valid eps(delta) of a mechanism composed with a Gaussian mechanism.
+
+    ``epsilon_at(delta')`` is the mechanism's epsilon at delta' and
+    ``ratio`` the Gaussian mechanism's (l2 change over noise). Basic
+    composition: ``epsilon_at((1 - f) delta) + gaussian_epsilon(f delta,
+    ratio)`` with ``f = GAUSSIAN_DELTA_SHARE``, an upper bound on the tight
+    epsilon of the pair. ``ratio=None`` is the mechanism alone at ``delta``.
+    """
+    if ratio is None:
+        return epsilon_at(delta)
+    share = GAUSSIAN_DELTA_SHARE * delta
+    return epsilon_at(delta - share) + gaussian_epsilon(share, ratio)
+
+
+def gaussian_allowance(epsilon, delta, target):
+    """Largest Gaussian ratio that :func:`compose_with_gaussian` keeps within ``target``.
+
+    ``epsilon`` is the mechanism's (worst-case) epsilon at
+    ``(1 - GAUSSIAN_DELTA_SHARE) delta``; a ValueError when it alone
+    reaches ``target``.
+    """
+    if not epsilon < target:
+        raise ValueError(
+            f"The release alone costs {epsilon:.4g} at this delta: nothing is left "
+            f"for a publication within {target:.4g}; raise publish_epsilon."
+        )
+    return 1.0 / gaussian_noise_scale(target - epsilon, GAUSSIAN_DELTA_SHARE * delta)
 
 
 # ---------------------------------------------------------------------------

@@ -194,6 +194,69 @@ def leave_one_out(leverage, residual):
     return mu, r
 
 
+def out_of_sample(stats):
+    """In-sample equivalent of a target's statistics against the data without it.
+
+    A target with leverage mu, residual r and ||H^{-1} x||^2 = w against the
+    data without it has, in the data with it, mu' = mu/(1 + mu),
+    r' = r/(1 + mu) and w' = w/(1 + mu)^2 (Sherman-Morrison): the statistics
+    that :func:`leave_one_out` maps back to (mu, r, w). ``stats`` holds
+    ``leverage`` and ``residual`` and optionally ``inverse_norm2`` and
+    ``norm2`` (unchanged).
+    """
+    keep = 1.0 + stats["leverage"]
+    out = dict(stats, leverage=stats["leverage"] / keep, residual=stats["residual"] / keep)
+    if "inverse_norm2" in stats:
+        out["inverse_norm2"] = stats["inverse_norm2"] / keep**2
+    return out
+
+
+class ReleaseLaw:
+    """The public description of a fitted release, for reports published from it.
+
+    Returned by :meth:`PrivateRegressorMixin.release_law`. It holds public
+    quantities only: the declared domain (``scaler``, a ``DomainScaler``),
+    the released coefficients in scaled coordinates (``coef``), the ridge
+    strength ``alpha`` and whether the constant feature is unpenalised
+    (``intercept``), the public size ``n_samples`` and the mechanism's noise
+    parameters. Nothing in it is a statistic of the private data.
+
+    Row statistics are passed as a dict with the keys of
+    :meth:`Ridge.row_statistics` (``leverage`` x^T H^{-1} x, ``residual``
+    y - x^T theta_hat, ``inverse_norm2`` ||H^{-1} x||^2 and ``norm2``
+    ||x||^2), *in-sample*: against H and theta_hat of the data that contains
+    the row. Subclasses implement:
+
+    - ``residual_margin(beta, stats)``: a bound on |x^T (coef - theta_hat)|
+      that holds with probability at least 1 - beta over the mechanism's
+      noise, for a fixed row; non-decreasing in the statistics;
+    - ``epsilon(delta, stats, gaussian_ratio=None)``: the per-instance epsilon
+      at ``delta`` of removing the row, exact at exact statistics, composed
+      with an independent Gaussian mechanism whose ratio (l2 change over
+      noise) for the row is ``gaussian_ratio``; given upper bounds on
+      ``leverage``, ``inverse_norm2`` and ``|residual|`` it returns an upper
+      bound (the largest loss over that box);
+    - ``dp_epsilon(delta, gaussian_ratio=None)``: the data-independent
+      guarantee at ``delta``, composed with a Gaussian mechanism of worst
+      ratio ``gaussian_ratio``;
+    - ``gaussian_allowance(delta, target)``: the largest worst-case ratio of
+      such a Gaussian mechanism for which ``dp_epsilon(delta, ratio)`` is at
+      most ``target``.
+
+    Where the composition is not exact (the mechanism's loss is not
+    Gaussian) it spends ``delta`` as ``(1 - GAUSSIAN_DELTA_SHARE) delta`` on
+    the mechanism and the rest on the Gaussian (basic composition: a valid
+    upper bound).
+    """
+
+    def __init__(self, *, scaler, coef, alpha, n_samples):
+        self.scaler = scaler
+        self.coef = np.asarray(coef, dtype=np.float64)
+        self.alpha = float(alpha)
+        self.intercept = bool(scaler.fit_intercept)
+        self.n_samples = int(n_samples)
+
+
 def _feature_bounds(bounds_X, n_features):
     """``bounds_X`` as two float arrays of length ``n_features``, lower < upper."""
     try:
@@ -303,6 +366,31 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             f"{type(self).__name__} does not implement dp_guarantee."
         )
 
+    def release_law(self):
+        """Public description of the fitted release, for a published report.
+
+        What :class:`~sklearn_pdp.PDPReport` with ``publish_epsilon`` needs
+        to bound per-instance losses from released quantities alone: a
+        :class:`ReleaseLaw` holding the declared domain, the released
+        coefficients (scaled), the ridge strength, the public size and the
+        mechanism's noise parameters, with the mechanism's per-instance loss
+        as a function of a row's statistics. It holds no statistic of the
+        private data.
+
+        Returns
+        -------
+        law : ReleaseLaw
+
+        Raises
+        ------
+        NotImplementedError
+            For a mechanism whose loss cannot (yet) be bounded this way.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not support published reports "
+            "(PDPReport with publish_epsilon) yet."
+        )
+
     def _resolve_bounds(self, X, y, stacklevel=4):
         """The declared bounds, or the data's own with a PrivacyLeakWarning.
 
@@ -377,6 +465,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         )
         data = scaled_data(X, y, self._scaler, self.n_jobs)
         theta = self._fit_scaled(data, noise_generator(self.random_state))
+        self._theta = theta  # the release in scaled coordinates (release_law)
         self.coef_, self.intercept_ = self._scaler.unscale_coef(theta)
         self.pdp_losses_ = data.map_rows(
             self._row_function("_training_epsilon"), centre=False

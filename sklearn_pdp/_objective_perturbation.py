@@ -6,10 +6,17 @@ from numbers import Real
 import numpy as np
 from scipy import linalg
 from scipy.optimize import brentq, minimize_scalar
+from scipy.special import ndtri
+from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, StrOptions
-from ._accounting import objpert_epsilon
-from ._base import PrivateRegressorMixin, Ridge, domain_bounds, leave_one_out
+from ._accounting import (
+    GAUSSIAN_DELTA_SHARE,
+    compose_with_gaussian,
+    gaussian_allowance,
+    objpert_epsilon,
+)
+from ._base import PrivateRegressorMixin, ReleaseLaw, Ridge, domain_bounds, leave_one_out
 from ._docstrings import fill_doc
 
 
@@ -185,6 +192,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
 
     def _fit_scaled(self, data, rng):
         self.alpha_, self.noise_scale_ = self._noise(data.n_samples, self.n_features_in_)
+        self._n = data.n_samples
         self._ridge = Ridge(*data.gram(), self.alpha_, self.fit_intercept)
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
             data.n_samples, self.n_features_in_
@@ -215,6 +223,66 @@ class ObjPertRegressor(PrivateRegressorMixin):
             self.delta, stats["norm2"], stats["leverage"], stats["inverse_norm2"],
             r, self.noise_scale_,
         )
+
+
+    def release_law(self):
+        """Public description of the release, for a published report.
+
+        Returns
+        -------
+        law : ObjPertLaw
+            The noise level ``noise_scale_``, the ridge, the public size, the
+            domain and the released (scaled) coefficients: see
+            :class:`sklearn_pdp._base.ReleaseLaw`.
+        """
+        check_is_fitted(self)
+        return ObjPertLaw(
+            scaler=self._scaler, coef=self._theta, alpha=self.alpha_,
+            n_samples=self._n, sigma=self.noise_scale_,
+        )
+
+
+class ObjPertLaw(ReleaseLaw):
+    """Objective perturbation's release law: coef = theta_hat - H^{-1} b (doc/publish.rst).
+
+    x^T (coef - theta_hat) ~ N(0, sigma^2 ||H^{-1} x||^2). The loss grows with
+    |r|, with x^T H^{-2} x at fixed leverage and with the leverage at fixed
+    x^T H^{-2} x up to mu^2 = ||x||^2 x^T H^{-2} x (checked in the tests), so
+    over a box of upper values its largest value is at the upper corner, the
+    leverage capped by that constraint. It is capped by the data-independent
+    guarantee.
+    """
+
+    def __init__(self, *, sigma, **public):
+        super().__init__(**public)
+        self.sigma = float(sigma)
+        self._dp_cache = {}
+
+    def residual_margin(self, beta, stats):
+        return ndtri(1.0 - beta / 2.0) * self.sigma * np.sqrt(stats["inverse_norm2"])
+
+    def _dp(self, delta):
+        # a few deltas per report, each a costly worst-case search: kept
+        if delta not in self._dp_cache:
+            self._dp_cache[delta] = objpert_dp_epsilon(
+                delta, self.alpha, self.sigma, self.n_samples, self.intercept
+            )
+        return self._dp_cache[delta]
+
+    def epsilon(self, delta, stats, gaussian_ratio=None):
+        norm2, mu, w, r = _remove_row(stats)
+        with np.errstate(invalid="ignore"):
+            mu = np.minimum(mu, np.sqrt(norm2 * w))  # Cauchy-Schwarz
+        return compose_with_gaussian(
+            lambda d: np.minimum(objpert_epsilon(d, norm2, mu, w, r, self.sigma), self._dp(d)),
+            delta, gaussian_ratio,
+        )
+
+    def dp_epsilon(self, delta, gaussian_ratio=None):
+        return compose_with_gaussian(self._dp, delta, gaussian_ratio)
+
+    def gaussian_allowance(self, delta, target):
+        return gaussian_allowance(self._dp(delta - GAUSSIAN_DELTA_SHARE * delta), delta, target)
 
 
 def _remove_row(stats):

@@ -6,15 +6,25 @@ import numpy as np
 from scipy import linalg
 from scipy.optimize import brentq
 from scipy.special import ndtri
+from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, StrOptions
 from ._accounting import (
+    GAUSSIAN_DELTA_SHARE,
+    compose_with_gaussian,
+    gaussian_allowance,
     gaussian_epsilon,
     gaussian_noise_scale,
     ops_epsilon,
     ops_gamma,
 )
-from ._base import PrivateRegressorMixin, Ridge, domain_bounds, leave_one_out
+from ._base import (
+    PrivateRegressorMixin,
+    ReleaseLaw,
+    Ridge,
+    domain_bounds,
+    leave_one_out,
+)
 from ._docstrings import fill_doc
 
 
@@ -179,6 +189,7 @@ class OPSRegressor(PrivateRegressorMixin):
 
     def _fit_scaled(self, data, rng):
         self.alpha_, self.gamma_ = self._calibrate(data.n_samples, self.n_features_in_)
+        self._n = data.n_samples
         self._ridge = Ridge(*data.gram(), self.alpha_, self.fit_intercept)
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
             data.n_samples, self.n_features_in_
@@ -200,6 +211,55 @@ class OPSRegressor(PrivateRegressorMixin):
         # a row at the calibration corner costs exactly the budget: the root
         # search's tolerance must not report more
         return eps if self.epsilon is None else np.minimum(eps, self.dp_epsilon_)
+
+    def release_law(self):
+        """Public description of the release, for a published report.
+
+        Returns
+        -------
+        law : OPSLaw
+            The posterior scaling ``gamma_``, the ridge, the public size, the
+            domain and the released (scaled) coefficients: see
+            :class:`sklearn_pdp._base.ReleaseLaw`.
+        """
+        check_is_fitted(self)
+        return OPSLaw(
+            scaler=self._scaler, coef=self._theta,
+            alpha=self.alpha_, n_samples=self._n, gamma=self.gamma_,
+        )
+
+
+class OPSLaw(ReleaseLaw):
+    """OPS's release law: coef ~ N(theta_hat, (gamma H)^{-1}) (doc/publish.rst).
+
+    x^T (coef - theta_hat) ~ N(0, mu' / gamma) with the in-sample leverage
+    mu'; the loss grows with the leverage and the |residual| (section 2 of
+    doc/mechanisms/ops.rst), so upper values give an upper bound. It is
+    capped by the data-independent guarantee, which holds for every row.
+    """
+
+    def __init__(self, *, gamma, **public):
+        super().__init__(**public)
+        self.gamma = float(gamma)
+
+    def residual_margin(self, beta, stats):
+        return ndtri(1.0 - beta / 2.0) * np.sqrt(stats["leverage"] / self.gamma)
+
+    def _dp(self, delta):
+        return ops_dp_epsilon(delta, self.alpha, self.gamma, self.n_samples, self.intercept)
+
+    def epsilon(self, delta, stats, gaussian_ratio=None):
+        mu, r = leave_one_out(stats["leverage"], stats["residual"])
+        return compose_with_gaussian(
+            lambda d: np.minimum(ops_epsilon(d, mu, r, self.gamma), self._dp(d)),
+            delta, gaussian_ratio,
+        )
+
+    def dp_epsilon(self, delta, gaussian_ratio=None):
+        return compose_with_gaussian(self._dp, delta, gaussian_ratio)
+
+    def gaussian_allowance(self, delta, target):
+        return gaussian_allowance(self._dp(delta - GAUSSIAN_DELTA_SHARE * delta), delta, target)
 
 
 # Multiplier of the automatic ridge (d + 1) / epsilon, chosen on the utility

@@ -6,10 +6,20 @@ from numbers import Real
 import numpy as np
 from scipy import linalg
 from scipy.optimize import brentq
+from scipy.special import ndtri
+from scipy.stats import gamma as gamma_law
+from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, StrOptions
 from ._accounting import gaussian_epsilon, gaussian_noise_scale
-from ._base import PrivateRegressorMixin, Ridge, domain_bounds, leave_one_out, penalty
+from ._base import (
+    PrivateRegressorMixin,
+    ReleaseLaw,
+    Ridge,
+    domain_bounds,
+    leave_one_out,
+    penalty,
+)
 from ._docstrings import fill_doc
 
 # A neighbouring solution counts as inside the ball (closed-form leave-one-out
@@ -291,6 +301,34 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             return self._center + self.noise_scale_ * draw
         return self._center + norm_exponential_noise(rng, d, self.noise_scale_, size)
 
+    def release_law(self):
+        """Public description of the release, for a published report.
+
+        Returns
+        -------
+        law : OutputPerturbationLaw
+            The noise law and scale, the global sensitivity, the ridge, the
+            public size, the domain and the released (scaled) coefficients:
+            see :class:`sklearn_pdp._base.ReleaseLaw`.
+
+        Raises
+        ------
+        NotImplementedError
+            With ``radius``: the exact loss then depends on whether the
+            neighbours' solutions leave the ball.
+        """
+        check_is_fitted(self)
+        if self.radius is not None:
+            raise NotImplementedError(
+                "OutputPerturbationRegressor with a radius does not support "
+                "published reports yet (radius=None does)."
+            )
+        return OutputPerturbationLaw(
+            scaler=self._scaler, coef=self._theta, alpha=self.alpha_,
+            n_samples=self._n, noise=self.noise, noise_scale=self.noise_scale_,
+            sensitivity=self.sensitivity_, dp=(self.dp_epsilon_, self.dp_delta_),
+        )
+
     def _target_epsilon(self, Xs, ys):
         if ys is not None:
             return self._epsilon(self._row_sensitivity(Xs, ys, in_sample=False))
@@ -303,6 +341,73 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             for end in (-1.0, 1.0)
         ]
         return self._epsilon(np.maximum(*ends))
+
+
+class OutputPerturbationLaw(ReleaseLaw):
+    """Output perturbation's release law, unconstrained ridge (doc/publish.rst).
+
+    coef = theta_hat + k with Gaussian k ~ N(0, noise_scale^2 I) or
+    norm-exponential k (||k|| ~ Gamma(d, noise_scale)). A training row's
+    sensitivity is |r'| ||H^{-1} x|| / (1 - mu') in its in-sample
+    statistics, non-decreasing in each; the loss is the analytic Gaussian
+    epsilon at sensitivity / noise_scale (pure sensitivity / noise_scale for
+    "laplace"). A Gaussian publication composes exactly with Gaussian noise
+    (the ratios add in squares) and by basic composition with "laplace".
+    """
+
+    def __init__(self, *, noise, noise_scale, sensitivity, dp, **public):
+        super().__init__(**public)
+        self.noise = noise
+        self.noise_scale = float(noise_scale)
+        self.sensitivity = float(sensitivity)
+        self.dp = dp
+
+    def residual_margin(self, beta, stats):
+        if self.noise == "gaussian":
+            quantile = ndtri(1.0 - beta / 2.0)
+        else:  # |x^T k| <= ||x|| ||k||
+            quantile = gamma_law.isf(beta, self.coef.shape[0])
+        return quantile * self.noise_scale * np.sqrt(stats["norm2"])
+
+    def _ratio(self, stats):
+        _, r = leave_one_out(stats["leverage"], stats["residual"])
+        with np.errstate(invalid="ignore"):
+            return np.abs(r) * np.sqrt(stats["inverse_norm2"]) / self.noise_scale
+
+    def _loss(self, delta, ratio, gaussian_ratio):
+        if self.noise == "gaussian":
+            extra = 0.0 if gaussian_ratio is None else gaussian_ratio
+            return gaussian_epsilon(delta, np.hypot(ratio, extra))
+        if gaussian_ratio is None:
+            return ratio
+        return ratio + gaussian_epsilon(delta, gaussian_ratio)
+
+    def epsilon(self, delta, stats, gaussian_ratio=None):
+        # no row's sensitivity exceeds the global one
+        ratio = np.minimum(self._ratio(stats), self.sensitivity / self.noise_scale)
+        eps = self._loss(delta, ratio, gaussian_ratio)
+        if gaussian_ratio is None:  # the root search's tolerance must not exceed the budget
+            eps = np.minimum(eps, self.dp_epsilon(delta))
+        return eps
+
+    def dp_epsilon(self, delta, gaussian_ratio=None):
+        if gaussian_ratio is None and delta == self.dp[1]:
+            return self.dp[0]
+        return float(self._loss(delta, self.sensitivity / self.noise_scale, gaussian_ratio))
+
+    def gaussian_allowance(self, delta, target):
+        worst = self.sensitivity / self.noise_scale
+        if self.noise == "gaussian":
+            total = 1.0 / gaussian_noise_scale(target, delta)
+            if not total > worst:
+                raise ValueError(
+                    f"The release alone costs at least {target:.4g} at this delta: "
+                    "nothing is left for a publication; raise publish_epsilon."
+                )
+            return float(np.sqrt(total**2 - worst**2))
+        if not worst < target:
+            raise ValueError("nothing is left for a publication; raise publish_epsilon.")
+        return 1.0 / gaussian_noise_scale(target - worst, delta)
 
 
 # Constant of the automatic ridge, measured on the utility grid.

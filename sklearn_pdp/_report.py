@@ -13,9 +13,10 @@ from sklearn.base import (
 from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import HasMethods, Interval, _check_feature_names_in
-from ._base import Ridge
+from ._base import Ridge, noise_generator, out_of_sample
 from ._data import compute, persist, quantiles, scaled_data, validate_rows
 from ._ops import OPSRegressor
+from ._publish import private_summary, publish
 
 _COLUMNS = ("pdp_epsilon", "leverage")
 
@@ -42,6 +43,21 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
     thresholds : array-like of float, default=(0.1, 1.0)
         ``summary_["below"]`` gives the fraction of training rows whose
         per-instance epsilon is at most each of these values.
+    publish_epsilon : float, default=None
+        Extra privacy budget for publishing the report itself (see
+        ``published_`` and doc/publish.rst): half of it releases a noisy
+        Gram matrix (analytic Gaussian mechanism, composed with the model
+        at ``delta``), half a private summary (pure DP). ``pdp_losses_``,
+        ``dp_epsilon_`` and ``summary_`` then include what the publication
+        costs. Supported for :class:`OPSRegressor`,
+        :class:`ObjPertRegressor` and :class:`OutputPerturbationRegressor`
+        (``radius=None``); other estimators raise ``NotImplementedError``.
+        None publishes nothing.
+    publish_beta : float, default=0.05
+        Failure probability of the published bounds: each holds for a given
+        person with probability at least ``1 - publish_beta``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the publication's noise (the estimator has its own).
 
     Attributes
     ----------
@@ -65,6 +81,14 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         domain, i.e. ``dp_epsilon_`` at ``dp_delta_``; ``dp_over_median``, the
         ratio of ``dp_epsilon_`` to the median per-instance epsilon (how much
         the worst-case guarantee overstates the loss of a typical row).
+    published_ : PublishedReport
+        Only with ``publish_epsilon``: the differentially private report,
+        safe to pickle and publish (d x d matrices and scalars, no row).
+        ``published_.epsilon(X, y=None)`` bounds a person's per-instance
+        epsilon from it alone (with probability ``1 - publish_beta``; for a
+        training row, its loss in ``pdp_losses_``), and
+        ``published_.summary`` holds private estimates of ``summary_``'s
+        ``mean``, ``median``, ``q90``, ``q99`` and ``below`` of those bounds.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -105,7 +129,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
     drives the per-instance loss of ridge-based mechanisms.
 
     The report holds non-private statistics of the training data (those of
-    ``estimator_``): publish its numbers deliberately, not the object.
+    ``estimator_``): never publish the object or its numbers as they are.
+    With ``publish_epsilon``, publish ``published_`` instead.
 
     Examples
     --------
@@ -121,18 +146,33 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
     ['pdp_epsilon', 'leverage']
     >>> bool(report.summary_["dp_over_median"] > 10)
     True
+
+    A report that can itself be published, at 0.2 more epsilon:
+
+    >>> published = PDPReport(
+    ...     OPSRegressor(data_norm=1.0, y_bound=1.0, random_state=0),
+    ...     publish_epsilon=0.2, random_state=0).fit(X, y).published_
+    >>> bool(published.epsilon(X[:1], y[:1])[0] <= published.dp_epsilon)
+    True
     """
 
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit", "pdp_epsilon"]), None],
         "delta": [Interval(Real, 0, 1, closed="neither"), None],
         "thresholds": ["array-like"],
+        "publish_epsilon": [Interval(Real, 0, None, closed="neither"), None],
+        "publish_beta": [Interval(Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
     }
 
-    def __init__(self, estimator=None, *, delta=None, thresholds=(0.1, 1.0)):
+    def __init__(self, estimator=None, *, delta=None, thresholds=(0.1, 1.0),
+                 publish_epsilon=None, publish_beta=0.05, random_state=None):
         self.estimator = estimator
         self.delta = delta
         self.thresholds = thresholds
+        self.publish_epsilon = publish_epsilon
+        self.publish_beta = publish_beta
+        self.random_state = random_state
 
     # the wrapped estimator validates its own parameters
     @_fit_context(prefer_skip_nested_validation=False)
@@ -172,8 +212,50 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         self._ridge = ridge = _design_ridge(model, data)
         # training rows' hat values and residuals (scaled units), for plot()
         self._statistics = data.map_rows(_leverage_residual(ridge), columns=2)
+        if self.publish_epsilon is not None:
+            self._publish(data, thresholds)
         self.summary_ = self._summary(thresholds)
         return self
+
+    def _publish(self, data, thresholds):
+        """Release ``published_``; compose the losses and the guarantee with it."""
+        est = self.estimator_
+        try:
+            law = est.release_law()
+        except (AttributeError, NotImplementedError) as exc:
+            raise NotImplementedError(
+                f"publish_epsilon is not supported for {type(est).__name__}: "
+                f"{exc}" if isinstance(exc, NotImplementedError) else
+                f"publish_epsilon is not supported for {type(est).__name__} "
+                "(it has no release_law)."
+            ) from None
+        rng = noise_generator(self.random_state)
+        self.published_ = published = publish(
+            law, data.gram()[0], publish_epsilon=self.publish_epsilon,
+            beta=self.publish_beta, delta=est.delta, model_epsilon=self.dp_epsilon_,
+            rng=rng, n_features_in=self.n_features_in_,
+            feature_names_in=getattr(self, "feature_names_in_", None),
+        )
+        ridge = self._ridge
+
+        def exact(Xs, ys):
+            stats = ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True)
+            return published.loss_at(stats, Xs)
+
+        self.pdp_losses_ = persist(data.map_rows(exact, centre=False))
+        self.dp_epsilon_, self.dp_delta_ = published.dp_epsilon, published.dp_delta
+        # the summary is of the published bounds, each a function of its row alone
+        bounds = compute(data.map_rows(published.scaled_epsilon, centre=False))[0]
+        published.summary = {
+            "n_samples": bounds.size, "delta": published.delta,
+            # every row pays the summary's budget: the values' public floor
+            **private_summary(np.asarray(bounds), thresholds, published.summary_epsilon,
+                              published.summary_epsilon, published.dp_epsilon, rng),
+            "dp_epsilon": published.dp_epsilon, "dp_delta": published.dp_delta,
+        }
+        median = published.summary["median"]
+        published.summary["dp_over_median"] = (
+            published.dp_epsilon / median if median > 0 else np.inf)
 
     def _summary(self, thresholds):
         eps = self.pdp_losses_
@@ -221,10 +303,19 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         est = self.estimator_
         ridge = self._ridge
         n_jobs = est.get_params().get("n_jobs")
-        leverage = scaled_data(X, None, self._model()._scaler, n_jobs).map_rows(
-            lambda Xs, ys: ridge.row_statistics(Xs)["leverage"]
-        )
-        return np.stack([est.pdp_epsilon(X), leverage], axis=1)
+        data = scaled_data(X, None, self._model()._scaler, n_jobs)
+        leverage = data.map_rows(lambda Xs, ys: ridge.row_statistics(Xs)["leverage"])
+        if not hasattr(self, "published_"):
+            return np.stack([est.pdp_epsilon(X), leverage], axis=1)
+        published = self.published_
+
+        def added(Xs, ys):
+            stats = ridge.row_statistics(Xs, inverse_norm=True, norm=True)
+            # the loss grows with |r|: the worst label is an end of [-1, 1]
+            stats["residual"] = 1.0 + np.abs(Xs @ ridge.coef)
+            return published.loss_at(out_of_sample(stats), Xs)
+
+        return np.stack([data.map_rows(added), leverage], axis=1)
 
     def _model(self):
         """The fitted linear model: a search's ``best_estimator_``, else the estimator."""

@@ -51,6 +51,31 @@ def ssp_statistics(XtX, Xty, n_samples, intercept):
     return stats, eig, mean
 
 
+def gram_change2(Xs, intercept):
+    """Squared l2 change of the released Gram entries when each row of ``Xs`` is
+    added or removed: sum over j <= k of (z_j z_k)^2, without the constant's
+    own entry (the public size) when ``intercept``."""
+    norm2 = np.einsum("ij,ij->i", Xs, Xs)
+    return 0.5 * (norm2**2 + np.einsum("ij->i", Xs**4)) - int(intercept)
+
+
+def gram_max_change(intercept):
+    """Largest l2 change of the released Gram entries over the domain: 1, or
+    sqrt(2) with the constant feature (x = e_1: (4 + 2)/2 - 1 = 2)."""
+    return np.sqrt(2.0) if intercept else 1.0
+
+
+def gram_noise(rng, n_coef, intercept, size=None):
+    """Symmetric N(0, 1) noise for a released Gram matrix: independent entries on
+    and above the diagonal, none on the constant's own entry (the public size).
+    ``size`` matrices along a leading axis, or one."""
+    E = rng.standard_normal((1 if size is None else size, n_coef, n_coef))
+    E = np.triu(E) + np.swapaxes(np.triu(E, 1), 1, 2)
+    if intercept:
+        E[:, -1, -1] = 0.0
+    return E[0] if size is None else E
+
+
 @fill_doc
 class AdaSSPRegressor(PrivateRegressorMixin):
     """Linear regression by noisy sufficient statistics and adaptive ridge.
@@ -215,9 +240,10 @@ class AdaSSPRegressor(PrivateRegressorMixin):
 
     def _max_change(self, n_samples):
         """Largest l2 change of each block by one row, over the domain."""
+        gram = gram_max_change(self.fit_intercept)
         if not self.fit_intercept:
-            return np.array([1.0, 1.0, 0.0, 1.0])
-        return np.array([np.sqrt(2.0), 1.0, 1.0, 4.0 * max(n_samples - 1, 0) / n_samples])
+            return np.array([gram, 1.0, 0.0, 1.0])
+        return np.array([gram, 1.0, 1.0, 4.0 * max(n_samples - 1, 0) / n_samples])
 
     def _noise_scales(self, n_samples):
         """Noise standard deviation of each released block, for the public size.
@@ -256,13 +282,8 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         """``size`` independent noisy releases of the statistics (leading axis)."""
         sigma = self.noise_scale_
         gram = self._stats["gram"]
-        p = gram.shape[0]
-        E = rng.standard_normal((size, p, p))
-        E = np.triu(E) + np.swapaxes(np.triu(E, 1), 1, 2)
-        if self.fit_intercept:
-            E[:, -1, -1] = 0.0  # the public size
         out = {
-            "gram": gram + sigma["gram"] * E,
+            "gram": gram + sigma["gram"] * gram_noise(rng, gram.shape[0], self.fit_intercept, size),
             "xy": self._stats["xy"]
             + sigma["xy"] * rng.standard_normal((size, self._mean.shape[0])),
             "eigen": self._stats["eigen"] + sigma["eigen"] * rng.standard_normal(size),
@@ -308,7 +329,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         norm2 = np.einsum("ij,ij->i", Xs, Xs)
         change2 = {
             # sum_(j <= k) (z_j z_k)^2, without the constant's own entry
-            "gram": 0.5 * (norm2**2 + np.einsum("ij->i", Xs**4)) - int(self.fit_intercept),
+            "gram": gram_change2(Xs, self.fit_intercept),
             "xy": y2 * np.einsum("ij,ij->i", x, x),
             "ysum": y2,
             "eigen": self._eigen_change(x, add) ** 2,

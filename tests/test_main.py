@@ -69,6 +69,30 @@ def test_every_estimator_meets_the_budget(capsys, estimator):
     assert report["estimator"] == ESTIMATORS[estimator]
 
 
+def test_publish_epsilon_composes_and_publishes(capsys):
+    args = ["--estimator", "ops", "--epsilon", "1", "--json"]
+    assert main(args) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert plain["published"] is None
+    assert main([*args, "--publish-epsilon", "0.2"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert plain["dp_epsilon"] < report["dp_epsilon"] <= plain["dp_epsilon"] + 0.2 + 1e-9
+    # every person pays for the publication
+    assert report["pdp_epsilon"]["median"] > plain["pdp_epsilon"]["median"]
+    published = report["published"]
+    assert published["beta"] == 0.05
+    q = published["pdp_epsilon"]
+    assert 0 < q["median"] <= q["q90"] <= q["q99"] <= report["dp_epsilon"]
+    assert set(published["fraction_below"]) == set(report["fraction_below"])
+    assert main(args[:-1] + ["--publish-epsilon", "0.2"]) == 0
+    assert "published" in capsys.readouterr().out
+
+
+def test_publish_epsilon_unsupported_estimator_is_one_clear_line(capsys):
+    _assert_one_line_error(capsys, ["--estimator", "adaops", "--publish-epsilon", "0.2"],
+                           "not supported for AdaOPSRegressor")
+
+
 def test_large_epsilon_is_flagged(capsys):
     assert main(["--epsilon", "20"]) == 0
     assert "WARNING" in capsys.readouterr().out

@@ -1,0 +1,261 @@
+"""Privately publishable per-instance privacy (Redberg and Wang 2021; doc/publish.rst).
+
+A report of per-instance losses is a function of the private data. What is
+published instead: a noisy Gram matrix ``G~ = Z^T Z + sigma E`` (analytic
+Gaussian mechanism, E symmetric), next to the released coefficients and the
+mechanism's public parameters (its :class:`~sklearn_pdp._base.ReleaseLaw`).
+From these alone anyone bounds a person's loss, with probability at least
+1 - beta over the noise:
+
+- the Gram noise has spectral norm at most ``sigma t`` except with
+  probability beta/2 (:func:`gram_noise_bound`), so
+  ``H = Z^T Z + alpha P >= G~ + alpha P - sigma t I`` bounds the leverage
+  x^T H^{-1} x and ||H^{-1} x|| from above;
+- x^T (coef - theta_hat) has a known law given those statistics (the
+  mechanism's ``residual_margin``), so |y - x^T theta_hat| <= |y - x^T coef|
+  plus a margin exceeded with probability beta/2;
+- the exact loss grows with each statistic (or the law maximises it over
+  the box), so the loss at the upper values bounds the true one.
+
+Private quantiles of these bounds over the training rows are released by
+the exponential mechanism: each bound is a fixed public function of the
+published object and of its own row, so removing a row removes one value
+(rank sensitivity 1).
+"""
+
+import numpy as np
+from scipy import linalg
+from sklearn.utils import check_array
+
+from ._base import penalty
+from ._ssp import gram_change2, gram_max_change, gram_noise
+from .model_selection._exponential import select
+
+# Share of publish_epsilon spent on the noisy Gram matrix; the rest is split
+# equally between the summary's releases (_SUMMARY_PARTS).
+GRAM_SHARE = 0.5
+_QUANTILES = {"median": 0.5, "q90": 0.9, "q99": 0.99}
+# mean, three quantiles, the fractions below the thresholds
+_SUMMARY_PARTS = 5
+
+
+def gram_noise_bound(n_coef, beta):
+    """t with P(||E||_2 > t) <= beta for the noise of :func:`gram_noise`.
+
+    E is symmetric with independent N(0, 1) entries on and above the
+    diagonal (or 0 on some diagonal entries). By Sudakov-Fernique,
+    E lambda_max(E) <= 2 E||g|| <= 2 sqrt(p): the increments of
+    v -> v^T E v over unit vectors have variance at most
+    4 (1 - (u^T v)^2) <= E(2 g^T u - 2 g^T v)^2. lambda_max is
+    sqrt(2)-Lipschitz in the independent entries (||E||_F^2 <= 2 ||g||^2),
+    so P(lambda_max > 2 sqrt(p) + s) <= exp(-s^2 / 4) (Gaussian
+    concentration), and the same for -E: t = 2 sqrt(p) + 2 sqrt(log(2 / beta)).
+    """
+    return 2.0 * np.sqrt(n_coef) + 2.0 * np.sqrt(np.log(2.0 / beta))
+
+
+class PublishedReport:
+    """A per-instance privacy report that is itself differentially private.
+
+    Built by :class:`~sklearn_pdp.PDPReport` with ``publish_epsilon``. It
+    holds a noisy Gram matrix, the released coefficients, public parameters
+    and a private summary: d x d matrices and scalars, no per-row data, so
+    it can be pickled and published.
+
+    Attributes
+    ----------
+    law : ReleaseLaw
+        The model's public description (:meth:`release_law` of the
+        estimator).
+    noisy_gram : ndarray of shape (p, p)
+        ``Z^T Z + noise_scale * E`` of the scaled training rows (constant
+        feature included, its own entry the public size).
+    noise_scale : float
+        Standard deviation of the Gram noise.
+    beta : float
+        Failure probability of :meth:`epsilon`.
+    delta : float
+        The delta of every epsilon here.
+    summary_epsilon : float
+        The pure-DP budget of ``summary``, part of every row's loss.
+    dp_epsilon, dp_delta : float
+        Guarantee of the model and the publication together.
+    summary : dict
+        Private estimates over the training rows of :meth:`epsilon`:
+        ``mean``, ``median``, ``q90``, ``q99`` and ``below`` (fractions at or
+        below each threshold), with ``n_samples``, ``delta``, ``dp_epsilon``,
+        ``dp_delta`` and ``dp_over_median``.
+    """
+
+    def __init__(self, law, noisy_gram, noise_scale, *, beta, delta, summary_epsilon,
+                 dp_epsilon, dp_delta, n_features_in, feature_names_in=None):
+        self.law = law
+        self.noisy_gram = noisy_gram
+        self.noise_scale = float(noise_scale)
+        self.beta = float(beta)
+        self.delta = float(delta)
+        self.summary_epsilon = float(summary_epsilon)
+        self.dp_epsilon = float(dp_epsilon)
+        self.dp_delta = float(dp_delta)
+        self.n_features_in = int(n_features_in)
+        self.feature_names_in = feature_names_in
+        self.summary = None
+
+    def gaussian_ratio(self, Xs):
+        """The Gram release's ratio (l2 change over noise) of each scaled row."""
+        return np.sqrt(gram_change2(Xs, self.law.intercept)) / self.noise_scale
+
+    def loss_at(self, stats, Xs):
+        """Total loss (model, publication, summary) of scaled rows ``Xs`` with
+        in-sample statistics ``stats`` (keys of the ReleaseLaw): exact at the
+        exact statistics (which only the data holder has), an upper bound at
+        upper ones."""
+        eps = self.law.epsilon(self.delta, stats, self.gaussian_ratio(Xs))
+        return np.minimum(eps + self.summary_epsilon, self.dp_epsilon)
+
+    def epsilon(self, X, y=None):
+        """Upper bound on the per-instance loss of each person (x, y).
+
+        Valid with probability at least ``1 - beta`` over the noise of the
+        model and of the publication, for each person: for a training row,
+        on its total loss (model, publication and summary) of being in the
+        data; for anyone else, on the loss they would have had if added.
+        Computed from this object alone.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Feature vectors (clipped into the declared domain, as the model
+            does).
+        y : array-like of shape (n_samples,), default=None
+            Labels; None takes the worst label in the declared range.
+
+        Returns
+        -------
+        epsilon : ndarray of shape (n_samples,)
+            At ``delta``; at most ``dp_epsilon``.
+        """
+        X = check_array(X, dtype=np.float64)
+        if X.shape[1] != self.n_features_in:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but the published report is for "
+                f"{self.n_features_in} features."
+            )
+        if y is not None:
+            y = check_array(y, dtype=np.float64, ensure_2d=False)
+            if y.shape != (X.shape[0],):
+                raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}.")
+        scaler = self.law.scaler
+        Xs = scaler.scale(X)
+        ys = None if y is None else scaler.scale_labels(y, centre=False)
+        return self.scaled_epsilon(Xs, ys)
+
+    def scaled_epsilon(self, Xs, ys=None):
+        """:meth:`epsilon` of rows and labels already scaled into the domain."""
+        law = self.law
+        stats = self._upper_statistics(Xs)
+        fitted = Xs @ law.coef
+        observed = 1.0 + np.abs(fitted) if ys is None else np.abs(ys - fitted)
+        stats["residual"] = observed + law.residual_margin(self.beta / 2.0, stats)
+        return self.loss_at(stats, Xs)
+
+    def _upper_statistics(self, Xs):
+        """Upper bounds on the in-sample leverage and ||H^{-1} x||^2 of each row.
+
+        On the event ||noise|| <= s = noise_scale * t (probability >= 1 - beta/2),
+        H >= H_low = G~ + alpha P - s I, so x^T H^{-1} x <= x^T H_low^{-1} x,
+        and ||H^{-1} x||^2 <= x^T H^{-1} x / lambda_min(H) <= mu_up / lambda_min(H_low).
+        Also ||H^{-1} x|| <= ||H~^{-1} x|| / (1 - s ||H~^{-1}||) with H~ = G~ + alpha P
+        (H^{-1} x = H~^{-1} x + H~^{-1} (H~ - H) H^{-1} x); the smaller bound is used.
+        The in-sample leverage of a row is below 1: larger bounds mean "unbounded".
+        """
+        law = self.law
+        p = self.noisy_gram.shape[0]
+        shift = self.noise_scale * gram_noise_bound(p, self.beta / 2.0)
+        H_tilde = self.noisy_gram + law.alpha * penalty(p, law.intercept)
+        eig_tilde = linalg.eigvalsh(H_tilde)[0]
+        lowest = eig_tilde - shift
+        norm2 = np.einsum("ij,ij->i", Xs, Xs)
+        if not lowest > 0:
+            inf = np.full(Xs.shape[0], np.inf)
+            return {"leverage": inf, "inverse_norm2": inf, "norm2": norm2}
+        chol = linalg.cholesky(H_tilde - shift * np.eye(p), lower=True)
+        W = linalg.solve_triangular(chol, Xs.T, lower=True)
+        leverage = np.einsum("ij,ij->j", W, W)
+        V = linalg.solve(H_tilde, Xs.T, assume_a="pos")
+        neumann = np.einsum("ij,ij->j", V, V) / (1.0 - shift / eig_tilde) ** 2
+        inverse_norm2 = np.minimum(leverage / lowest, neumann)
+        leverage = np.where(leverage < 1.0, leverage, np.inf)
+        return {"leverage": leverage, "inverse_norm2": inverse_norm2, "norm2": norm2}
+
+    def __repr__(self):
+        return (f"PublishedReport({type(self.law).__name__}, dp_epsilon="
+                f"{self.dp_epsilon:.4g}, dp_delta={self.dp_delta:.3g}, beta={self.beta:g})")
+
+
+def publish(law, gram, *, publish_epsilon, beta, delta, model_epsilon, rng,
+            n_features_in, feature_names_in=None):
+    """The publication's Gram noise, calibrated: a :class:`PublishedReport`
+    without its summary (:func:`private_summary` fills it).
+
+    ``GRAM_SHARE * publish_epsilon`` goes to the noisy Gram matrix, composed
+    with the model (``law.gaussian_allowance``), the rest to the summary.
+    """
+    summary_epsilon = (1.0 - GRAM_SHARE) * publish_epsilon
+    target = model_epsilon + GRAM_SHARE * publish_epsilon
+    ratio = law.gaussian_allowance(delta, target)
+    noise_scale = gram_max_change(law.intercept) / ratio
+    noisy = gram + noise_scale * gram_noise(rng, gram.shape[0], law.intercept)
+    return PublishedReport(
+        law, noisy, noise_scale, beta=beta, delta=delta, summary_epsilon=summary_epsilon,
+        dp_epsilon=law.dp_epsilon(delta, ratio) + summary_epsilon, dp_delta=delta,
+        n_features_in=n_features_in, feature_names_in=feature_names_in,
+    )
+
+
+def private_summary(values, thresholds, epsilon, lower, upper, rng):
+    """Private mean, quantiles and fractions below ``thresholds`` of ``values``.
+
+    ``values`` are in [lower, upper] (both public, lower > 0), each a public
+    function of one row: removing a row removes one value. The quantiles are
+    made non-decreasing (post-processing). ``epsilon`` is split equally
+    between the mean (Laplace noise on the sum, sensitivity ``upper``, divided
+    by the public size), each quantile of ``_QUANTILES`` (exponential
+    mechanism over ranks, sensitivity 1) and the fractions (Laplace noise on
+    the counts, l1 sensitivity the number of thresholds): pure epsilon-DP.
+    """
+    part = epsilon / _SUMMARY_PARTS
+    values = np.clip(values, 0.0, upper)
+    n = values.size
+    mean = (values.sum() + rng.laplace(scale=upper / part)) / n
+    out = {"mean": float(np.clip(mean, 0.0, upper))}
+    previous = lower
+    for key, q in _QUANTILES.items():
+        previous = max(previous, _private_quantile(values, q, part, lower, upper, rng))
+        out[key] = float(previous)
+    k = max(len(thresholds), 1)
+    below = {}
+    for t in thresholds:
+        count = np.sum(values <= t) + rng.laplace(scale=k / part)
+        below[float(t)] = float(np.clip(count / n, 0.0, 1.0))
+    out["below"] = below
+    return out
+
+
+def _private_quantile(values, q, epsilon, lower, upper, rng):
+    """Smith's (2011) exponential-mechanism quantile on a log scale.
+
+    Over the output range [log(lower), log(upper)], the points
+    between the k-th and (k+1)-th smallest (clipped, logged) values have
+    utility -|k - q n|, which one row changes by at most 1; an interval is
+    drawn with probability proportional to its length times
+    exp(-epsilon |k - q n| / 2), then a point uniformly in it.
+    """
+    low, high = np.log(lower), np.log(upper)
+    points = np.concatenate(([low], np.sort(np.clip(np.log(values), low, high)), [high]))
+    lengths = np.diff(points)
+    ranks = np.arange(lengths.size)
+    with np.errstate(divide="ignore"):
+        log_weight = np.log(lengths) - 0.5 * epsilon * np.abs(ranks - q * values.size)
+    k = select(log_weight, rng)
+    return np.exp(points[k] + rng.uniform() * lengths[k])

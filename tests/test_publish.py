@@ -1,0 +1,237 @@
+"""Published per-instance privacy reports (PDPReport(publish_epsilon=...))."""
+
+import pickle
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy import stats as st
+
+from sklearn_pdp import (
+    AdaOPSRegressor,
+    AdaSSPRegressor,
+    ObjPertRegressor,
+    OPSRegressor,
+    OutputPerturbationRegressor,
+    PDPReport,
+    RandomProjectionRegressor,
+)
+from sklearn_pdp._accounting import objpert_epsilon
+from sklearn_pdp._publish import gram_noise_bound, _private_quantile
+from sklearn_pdp._ssp import gram_noise
+
+SUPPORTED = [OPSRegressor, OutputPerturbationRegressor, ObjPertRegressor]
+
+
+def _data(n, d=5, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-1, 1, size=(n, d)) / np.sqrt(d)
+    y = np.clip(0.2 + X @ (0.5 * rng.randn(d)) + 0.1 * rng.randn(n), -1, 1)
+    return X, y
+
+
+def _report(cls, X, y, seed=0, publish_epsilon=0.2, **params):
+    est = cls(data_norm=1.0, y_bound=1.0, random_state=seed, **params)
+    return PDPReport(est, publish_epsilon=publish_epsilon, random_state=seed).fit(X, y)
+
+
+def _in_sample_stats(est, X, y):
+    """Exact in-sample statistics of the training rows, scaled."""
+    law = est.release_law()
+    Xs, ys = law.scaler.scale(X, y, centre=False)
+    from sklearn_pdp._base import Ridge
+
+    XtX = Xs.T @ Xs
+    ridge = Ridge(XtX, Xs.T @ ys, law.alpha, law.intercept)
+    return Xs, ys, ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True), ridge
+
+
+@pytest.mark.parametrize("cls", SUPPORTED)
+def test_law_reproduces_the_estimators_losses(cls):
+    # the release law's loss at the exact statistics is the estimator's own
+    X, y = _data(1500)
+    est = cls(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    _, _, stats, _ = _in_sample_stats(est, X, y)
+    assert_allclose(est.release_law().epsilon(est.delta, stats), est.pdp_losses_, rtol=1e-6)
+
+
+def test_laplace_law_reproduces_the_estimators_losses():
+    X, y = _data(1500)
+    est = OutputPerturbationRegressor(noise="laplace", data_norm=1.0, y_bound=1.0,
+                                      random_state=0).fit(X, y)
+    _, _, stats, _ = _in_sample_stats(est, X, y)
+    assert_allclose(est.release_law().epsilon(est.delta, stats), est.pdp_losses_, rtol=1e-9)
+
+
+@pytest.mark.parametrize("cls", SUPPORTED)
+def test_residual_margin_has_its_coverage(cls):
+    # |x^T (coef - theta_hat)| exceeds the margin with probability beta for
+    # the Gaussian laws (exactly: a two-sided normal quantile)
+    X, y = _data(800, d=3)
+    est = cls(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    law = est.release_law()
+    Xs, _, stats, ridge = _in_sample_stats(est, X, y)
+    runs, beta = 20000, 0.1
+    draws = est._release(np.random.RandomState(1), size=runs)
+    rows = [0, 1, 2]
+    shift = (draws - ridge.coef) @ Xs[rows].T
+    margin = law.residual_margin(beta, {k: v[rows] for k, v in stats.items()})
+    miss = np.mean(np.abs(shift) > margin, axis=0)
+    se = np.sqrt(beta * (1 - beta) / runs)
+    assert np.all(np.abs(miss - beta) < 4 * se), miss
+
+
+def test_laplace_residual_margin_is_valid():
+    X, y = _data(800, d=3)
+    est = OutputPerturbationRegressor(noise="laplace", data_norm=1.0, y_bound=1.0,
+                                      random_state=0).fit(X, y)
+    Xs, _, stats, ridge = _in_sample_stats(est, X, y)
+    runs, beta = 20000, 0.1
+    shift = (est._release(np.random.RandomState(1), size=runs) - ridge.coef) @ Xs[:3].T
+    margin = est.release_law().residual_margin(beta, {k: v[:3] for k, v in stats.items()})
+    assert np.all(np.mean(np.abs(shift) > margin, axis=0) <= beta)
+
+
+@pytest.mark.parametrize("intercept", [True, False])
+def test_gram_noise_bound_coverage(intercept):
+    # P(||E|| > t(beta)) <= beta for the symmetric noise of the Gram release
+    rng = np.random.RandomState(0)
+    runs, beta, p = 20000, 0.05, 6
+    norms = np.linalg.norm(gram_noise(rng, p, intercept, size=runs), ord=2, axis=(1, 2))
+    t = gram_noise_bound(p, beta)
+    assert np.mean(norms > t) <= beta
+    # a proven bound (Sudakov-Fernique and Gaussian concentration) is looser
+    # than the simulated quantile, by less than 1.8x at this size
+    assert t < 1.8 * np.quantile(norms, 1 - beta)
+
+
+@pytest.mark.parametrize("cls", SUPPORTED)
+def test_targets_at_n_20000(cls):
+    X, y = _data(20000)
+    report = _report(cls, X, y)
+    published = report.published_
+    exact = report.pdp_losses_
+    bound = published.epsilon(X, y)
+    assert np.mean(bound >= exact) >= 0.95
+    assert np.median(bound / exact) <= 3.0
+    assert 0.5 <= published.summary["median"] / np.median(exact) <= 2.0
+    model = report.estimator_.dp_epsilon_
+    assert model < report.dp_epsilon_ <= model + 0.2 + 1e-9
+    assert report.summary_["dp_epsilon"] == report.dp_epsilon_
+    assert len(pickle.dumps(published)) < 10_000
+
+
+@pytest.mark.parametrize("cls", SUPPORTED)
+def test_model_part_of_the_bound_is_tight(cls):
+    # without the publication's own (exact, shared) cost the bound stays
+    # within a small factor of the model's exact loss for a typical row
+    X, y = _data(20000)
+    report = _report(cls, X, y)
+    law = report.published_.law
+    Xs, ys, stats, _ = _in_sample_stats(report.estimator_, X, y)
+    upper = report.published_._upper_statistics(Xs)
+    upper["residual"] = np.abs(ys - Xs @ law.coef) + law.residual_margin(0.025, upper)
+    ratio = law.epsilon(report.estimator_.delta, upper) / report.estimator_.pdp_losses_
+    assert np.median(ratio) <= 3.0
+
+
+def test_pickle_holds_no_rows():
+    sizes = []
+    for n in (2000, 8000):
+        X, y = _data(n)
+        published = _report(OPSRegressor, X, y).published_
+        sizes.append(len(pickle.dumps(published)))
+        arrays = [v for v in vars(published).values() if isinstance(v, np.ndarray)]
+        arrays += [v for v in vars(published.law).values() if isinstance(v, np.ndarray)]
+        assert all(a.size <= 36 for a in arrays)
+    assert sizes[0] == sizes[1]
+
+
+@pytest.mark.parametrize("cls", SUPPORTED)
+def test_losses_do_not_depend_on_the_draw(cls):
+    X, y = _data(1000, d=3)
+    a, b = _report(cls, X, y, seed=0), _report(cls, X, y, seed=1)
+    assert_allclose(a.pdp_losses_, b.pdp_losses_, rtol=1e-12)
+    assert a.dp_epsilon_ == b.dp_epsilon_
+    # the publication's cost is in every row's loss
+    assert np.all(a.pdp_losses_ > a.estimator_.pdp_losses_)
+
+
+def test_transform_includes_the_publication():
+    X, y = _data(1000, d=3)
+    report = _report(OPSRegressor, X, y)
+    plain = PDPReport(report.estimator).fit(X, y)
+    eps = report.transform(X[:20])[:, 0]
+    assert np.all(eps > plain.transform(X[:20])[:, 0])
+    assert np.all(eps <= report.dp_epsilon_)
+    # the published bound with the worst label covers it too (beta = 0.05)
+    assert np.mean(report.published_.epsilon(X[:20]) >= eps) >= 0.9
+
+
+@pytest.mark.parametrize("est", [
+    AdaOPSRegressor(data_norm=1.0, y_bound=1.0),
+    AdaSSPRegressor(data_norm=1.0, y_bound=1.0),
+    RandomProjectionRegressor(data_norm=1.0, y_bound=1.0),
+    OutputPerturbationRegressor(radius=1.0, data_norm=1.0, y_bound=1.0),
+], ids=lambda e: type(e).__name__)
+def test_unsupported_estimators_are_named(est):
+    X, y = _data(3000, d=3)
+    with pytest.raises(NotImplementedError, match=type(est).__name__):
+        PDPReport(est, publish_epsilon=0.2).fit(X, y)
+
+
+def test_publish_epsilon_validated():
+    X, y = _data(100, d=2)
+    with pytest.raises(ValueError, match="publish_epsilon"):
+        PDPReport(publish_epsilon=-1.0).fit(X, y)
+    with pytest.raises(ValueError, match="publish_beta"):
+        PDPReport(publish_beta=1.5).fit(X, y)
+
+
+def test_epsilon_checks_its_input():
+    X, y = _data(1000, d=3)
+    published = _report(OPSRegressor, X, y).published_
+    with pytest.raises(ValueError, match="features"):
+        published.epsilon(X[:, :2])
+    with pytest.raises(ValueError, match="shape"):
+        published.epsilon(X, y[:5])
+
+
+def test_objpert_loss_grows_with_the_leverage_at_fixed_inverse_norm():
+    # ObjPertLaw takes the upper corner of the box: the loss must not fall
+    # as mu rises towards sqrt(||x||^2 x^T H^{-2} x)
+    for sigma in (1.0, 30.0, 300.0):
+        for norm2, w, r in [(0.5, 1e-6, 0.1), (2.0, 1e-4, 1.0), (1.0, 1e-2, 0.0),
+                            (2.0, 1e-5, 3.0)]:
+            mu = np.linspace(0.0, np.sqrt(norm2 * w), 25)
+            eps = objpert_epsilon(1e-6, np.full(25, norm2), mu, np.full(25, w),
+                                  np.full(25, r), sigma)
+            assert np.all(np.diff(eps) >= -1e-9 * eps[-1])
+
+
+def test_private_quantile_is_the_exponential_mechanism():
+    # on a tiny data set the output's law is Smith's: check the mass of each
+    # interval between sorted values against the draws
+    values = np.array([0.01, 0.02, 0.5])
+    eps, lower, upper, q = 2.0, 1e-3, 1.0, 0.5
+    rng = np.random.RandomState(0)
+    draws = np.array([_private_quantile(values, q, eps, lower, upper, rng)
+                      for _ in range(20000)])
+    points = np.log(np.concatenate(([lower], values, [upper])))
+    weight = np.diff(points) * np.exp(-0.5 * eps * np.abs(np.arange(4) - q * 3))
+    counts = np.histogram(np.log(draws), bins=points)[0]
+    assert st.chisquare(counts, weight / weight.sum() * counts.sum()).pvalue > 1e-3
+
+
+@pytest.mark.audit
+@pytest.mark.parametrize("cls", SUPPORTED)
+def test_published_bound_coverage_over_releases(cls):
+    # the whole release (model and publication) redrawn: each fixed row's
+    # bound covers its exact loss with frequency >= 1 - beta
+    X, y = _data(1000, d=3)
+    runs, beta, rows = 300, 0.05, np.arange(5)
+    hits = np.zeros(rows.size)
+    for seed in range(runs):
+        report = _report(cls, X, y, seed=seed)
+        hits += report.published_.epsilon(X[rows], y[rows]) >= report.pdp_losses_[rows]
+    assert np.all(hits / runs >= 1 - beta - 3 * np.sqrt(beta * (1 - beta) / runs))
