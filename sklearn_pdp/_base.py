@@ -311,8 +311,9 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
     - :meth:`dp_guarantee`: the data-independent guarantee for a sample size,
       which ``_fit_scaled`` reports as ``dp_epsilon_``/``dp_delta_``.
 
-    Meta-estimators (the private search) resolve the bounds once for all
-    their fits through ``_resolve_bounds``.
+    Reports and meta-estimators use two public hooks: :meth:`resolve_bounds`
+    (the private search resolves the bounds once for all its fits) and
+    :meth:`domain_scaler` (the fitted map into the privacy domain).
     """
 
     _parameter_constraints: dict = {
@@ -391,14 +392,31 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             "(PDPReport with publish_epsilon) yet."
         )
 
-    def _resolve_bounds(self, X, y, stacklevel=4):
+    def resolve_bounds(self, X, y, stacklevel=4):
         """The declared bounds, or the data's own with a PrivacyLeakWarning.
 
-        Returns ``(data_norm, bounds_X, y_bound)``: ``data_norm`` is None when
-        ``bounds_X`` is given, ``bounds_X`` a pair of float arrays of length
-        n_features or None, ``y_bound`` a float or a ``(low, high)`` pair.
-        ``stacklevel`` (of the warning) must point at the user's call: 4 from
-        ``fit`` (this method, ``fit``, scikit-learn's fit wrapper, the user).
+        What :meth:`fit` uses; meta-estimators call it once to give all their
+        fits the same bounds.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (validated).
+        y : array-like of shape (n_samples,)
+            Target values (validated).
+        stacklevel : int, default=4
+            Stack level of the warning, which must point at the user's call:
+            4 from ``fit`` (this method, ``fit``, scikit-learn's fit wrapper,
+            the user).
+
+        Returns
+        -------
+        data_norm : float or None
+            None when ``bounds_X`` is given.
+        bounds_X : tuple of two ndarrays of shape (n_features,) or None
+            The per-feature ranges.
+        y_bound : float or tuple (low, high)
+            The label range.
         """
         bounds_X = None
         if self.bounds_X is not None:
@@ -459,7 +477,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             Fitted estimator.
         """
         X, y = validate_rows(self, X, y, reset=True)
-        self.data_norm_, self.bounds_X_, self.y_bound_ = self._resolve_bounds(X, y)
+        self.data_norm_, self.bounds_X_, self.y_bound_ = self.resolve_bounds(X, y)
         self._scaler = DomainScaler(
             self.data_norm_, self.y_bound_, self.fit_intercept, self.bounds_X_
         )
@@ -471,6 +489,21 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             self._row_function("_training_epsilon"), centre=False
         )
         return self
+
+    def domain_scaler(self):
+        """The fitted map of the declared bounds into the privacy domain.
+
+        A :class:`~sklearn_pdp._data.DomainScaler` built from public
+        quantities only (the bounds, ``fit_intercept`` and, for a mechanism
+        that releases one, the private label mean): reports and the private
+        search scale or clip rows with it as the fit did.
+
+        Returns
+        -------
+        scaler : DomainScaler
+        """
+        check_is_fitted(self)
+        return self._scaler
 
     def predict(self, X):
         """Predict with the released linear model.

@@ -208,7 +208,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         self.dp_delta_ = float(est.dp_delta_)
         n_jobs = est.get_params().get("n_jobs")
         model = self._model()
-        data = scaled_data(X, y, model._scaler, n_jobs)
+        data = scaled_data(X, y, model.domain_scaler(), n_jobs)
         self._ridge = ridge = _design_ridge(model, data)
         # training rows' hat values and residuals (scaled units), for plot()
         self._statistics = data.map_rows(_leverage_residual(ridge), columns=2)
@@ -303,7 +303,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         est = self.estimator_
         ridge = self._ridge
         n_jobs = est.get_params().get("n_jobs")
-        data = scaled_data(X, None, self._model()._scaler, n_jobs)
+        data = scaled_data(X, None, self._model().domain_scaler(), n_jobs)
         leverage = data.map_rows(lambda Xs, ys: ridge.row_statistics(Xs)["leverage"])
         if not hasattr(self, "published_"):
             return np.stack([est.pdp_epsilon(X), leverage], axis=1)

@@ -79,7 +79,7 @@ def validation_losses(estimator, X, y, y_bound):
     (noisy coefficients leave any bounded set, erratum E7 in doc/errata.rst).
     """
     low, high = label_range(y_bound)
-    pred = np.clip(estimator.predict(estimator._scaler.clip(X)), low, high)
+    pred = np.clip(estimator.predict(estimator.domain_scaler().clip(X)), low, high)
     return ((pred - np.clip(y, low, high)) / ((high - low) / 2)) ** 2
 
 
@@ -296,7 +296,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         # wrapper, the user's line
         self.data_norm_, self.bounds_X_, self.y_bound_ = clone(
             self.estimator
-        )._resolve_bounds(X, y, stacklevel=5)
+        ).resolve_bounds(X, y, stacklevel=5)
         common = {
             "data_norm": self.data_norm_,
             "bounds_X": self.bounds_X_,
