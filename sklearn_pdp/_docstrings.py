@@ -24,7 +24,8 @@ y_bound : float or tuple (low, high), default=None
     Public range of the labels: ``b`` for ``[-b, b]`` or a pair; labels are
     clipped to it, centred at its midpoint and scaled to [-1, 1]. If None
     it is read from the data with a
-    :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
+    :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.""",
+    "fit_intercept": """\
 fit_intercept : bool, default=True
     Fit an intercept: a constant feature 1 inside the privacy analysis that
     no ridge penalty shrinks, so a strongly regularised model falls back to

@@ -57,6 +57,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         noise ``b``, used as given (scaled data), and ``dp_epsilon_`` is
         whatever it gives. Needs a numeric ``alpha``.
     {bounds}
+    {fit_intercept}
     {random_state}
     {n_jobs}
 

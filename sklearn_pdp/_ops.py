@@ -58,6 +58,7 @@ class OPSRegressor(PrivateRegressorMixin):
         has covariance (gamma H)^{-1}; ``dp_epsilon_`` is then whatever it
         gives.
     {bounds}
+    {fit_intercept}
     {random_state}
     {n_jobs}
 
@@ -402,6 +403,7 @@ _NOISE_TARGET = 3e-3
 _RIDGE_FLOOR = 1e-6
 
 
+@fill_doc
 class AdaOPSRegressor(PrivateRegressorMixin):
     """OPS with privately chosen regularisation: (epsilon, delta)-DP for a budget.
 
@@ -444,34 +446,20 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         label mean decides the error when n epsilon is small. The delta budget is split
         equally between the eigenvalue release, its margin event, the
         posterior sample and, when used, the label mean.
-    data_norm : float, default=None
-        Bound on the l2 norm of the rows of X. Longer rows are scaled down to it
-        (on a copy). If None it is read from the data with a
-        :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
-    y_bound : float, default=None
-        Bound on ``|y|``; larger labels are clipped. If None it is read from the
-        data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
+    {bounds}
     fit_intercept : bool, default=True
         Fit an intercept inside the privacy analysis: a constant feature (the
-        scaled row is ``[x / data_norm, 1] / sqrt(2)``) and, with a positive
-        label-mean weight in ``budget_split``, a private label mean that
-        centres the labels before the posterior sample (see Notes).
-    random_state : int, RandomState instance or None, default=None
-        Seeds the noise. Pass an int for a reproducible fit.
-    n_jobs : int, default=None
-        Threads that process chunks of rows in parallel in the passes over
-        the data (numpy and scipy release the GIL there; BLAS is limited to
-        one thread each meanwhile). ``None`` means 1 unless in a
-        :func:`joblib.parallel_config` context, -1 means all processors.
-        Results agree up to floating-point rounding. Dask input is
-        parallelised by its scheduler instead.
+        scaled row ``[x, 1]`` is divided by ``sqrt(2)`` to stay in the unit
+        ball of the paper's analysis, and the ridge penalises it like the
+        slopes) and, with a positive label-mean weight in ``budget_split``, a
+        private label mean that centres the labels before the posterior
+        sample (see Notes).
+    {random_state}
+    {n_jobs}
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-        Released coefficients, in the units of the input.
-    intercept_ : float
-        Released intercept (0.0 when ``fit_intercept=False``).
+    {model}
     lambda_min_ : float
         The released (noisy) smallest eigenvalue of X^T X, scaled data.
     alpha_ : float
@@ -489,12 +477,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         The delta of ``dp_epsilon_`` (= ``delta``).
     noise_scale_ : float
         ``1 / sqrt(gamma_)``: the draw is ``theta_hat + noise_scale_ * N(0, H^{-1})``.
-    data_norm_, y_bound_ : float
-        The bounds used (the parameters, or the data's own when not given).
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit, when X has string column names.
+    {fitted_bounds}
 
     See Also
     --------

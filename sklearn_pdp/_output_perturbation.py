@@ -66,6 +66,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         as rls-out does. The sensitivity is then independent of the sample
         size. None solves unconstrained ridge.
     {bounds}
+    {fit_intercept}
     {random_state}
     {n_jobs}
 

@@ -58,6 +58,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     delta : float, default=1e-6
         The delta of the calibration and of ``pdp_losses_``.
     {bounds}
+    {fit_intercept}
     {random_state}
     {n_jobs}
 

@@ -106,6 +106,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         intercept. None: ``(0.35, 0.3, 0.25, 0.1)``, the best of the splits
         measured on the utility benchmark.
     {bounds}
+    {fit_intercept}
     {random_state}
     {n_jobs}
 
