@@ -247,6 +247,11 @@ class ReleaseLaw:
     Gaussian) it spends ``delta`` as ``(1 - GAUSSIAN_DELTA_SHARE) delta`` on
     the mechanism and the rest on the Gaussian (basic composition: a valid
     upper bound).
+
+    :meth:`published_statistics` gives the statistics' upper values from a
+    published report alone; the fitted estimator gives their exact values
+    (``_law_statistics``). A mechanism whose loss depends on other
+    statistics overrides both (AdaSSP).
     """
 
     def __init__(self, *, scaler, coef, alpha, n_samples):
@@ -255,6 +260,14 @@ class ReleaseLaw:
         self.alpha = float(alpha)
         self.intercept = bool(scaler.fit_intercept)
         self.n_samples = int(n_samples)
+
+    def published_statistics(self, published, Xs, ys):
+        """Upper values of each scaled row's statistics, valid with
+        probability at least ``1 - published.beta`` over the noise: by
+        default the leverage and ``||H^{-1} x||^2`` from the noisy Gram and
+        the residual from the released coefficients plus
+        :meth:`residual_margin` (``ys`` None: the worst label)."""
+        return published.ridge_statistics(Xs, ys)
 
 
 def _feature_bounds(bounds_X, n_features):
@@ -366,6 +379,18 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         raise NotImplementedError(
             f"{type(self).__name__} does not implement dp_guarantee."
         )
+
+    def _law_statistics(self, Xs, ys, add=False):
+        """Exact statistics of the rows for :meth:`release_law`'s ``epsilon``:
+        in-sample leverage, residual, ``||H^{-1} x||^2`` and ``||x||^2`` of
+        training rows, or (``add``) those the rows would have once added
+        (``ys`` None: the worst label, an end of [-1, 1])."""
+        stats = self._ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True)
+        if not add:
+            return stats
+        if ys is None:  # the loss grows with |r|
+            stats["residual"] = 1.0 + np.abs(Xs @ self._ridge.coef)
+        return out_of_sample(stats)
 
     def release_law(self):
         """Public description of the fitted release, for a published report.

@@ -152,12 +152,23 @@ class PublishedReport:
 
     def scaled_epsilon(self, Xs, ys=None):
         """:meth:`epsilon` of rows and labels already scaled into the domain."""
-        law = self.law
+        return self.loss_at(self.law.published_statistics(self, Xs, ys), Xs)
+
+    def noise_bound(self):
+        """t: the Gram noise has spectral norm at most ``noise_scale * t``
+        except with probability beta/2 (:func:`gram_noise_bound`)."""
+        return gram_noise_bound(self.noisy_gram.shape[0], self.beta / 2.0)
+
+    def ridge_statistics(self, Xs, ys=None):
+        """Upper values of the in-sample leverage, ``||H^{-1} x||^2`` and
+        |residual| of scaled rows (``ys`` None: the worst label), valid with
+        probability at least 1 - beta: the leverages from the noisy Gram, the
+        residual from the released coefficients plus the law's margin."""
         stats = self._upper_statistics(Xs)
-        fitted = Xs @ law.coef
+        fitted = Xs @ self.law.coef
         observed = 1.0 + np.abs(fitted) if ys is None else np.abs(ys - fitted)
-        stats["residual"] = observed + law.residual_margin(self.beta / 2.0, stats)
-        return self.loss_at(stats, Xs)
+        stats["residual"] = observed + self.law.residual_margin(self.beta / 2.0, stats)
+        return stats
 
     def _upper_statistics(self, Xs):
         """Upper bounds on the in-sample leverage and ||H^{-1} x||^2 of each row.
@@ -171,7 +182,7 @@ class PublishedReport:
         """
         law = self.law
         p = self.noisy_gram.shape[0]
-        shift = self.noise_scale * gram_noise_bound(p, self.beta / 2.0)
+        shift = self.noise_scale * self.noise_bound()
         H_tilde = self.noisy_gram + law.alpha * penalty(p, law.intercept)
         eig_tilde = linalg.eigvalsh(H_tilde)[0]
         lowest = eig_tilde - shift

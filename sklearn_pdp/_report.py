@@ -13,7 +13,7 @@ from sklearn.base import (
 from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import HasMethods, Interval, _check_feature_names_in
-from ._base import Ridge, noise_generator, out_of_sample
+from ._base import Ridge, noise_generator
 from ._data import compute, persist, quantiles, scaled_data, validate_rows
 from ._ops import OPSRegressor
 from ._publish import private_summary, publish
@@ -49,7 +49,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         Gram matrix (analytic Gaussian mechanism, composed with the model
         at ``delta``), half a private summary (pure DP). ``pdp_losses_``,
         ``dp_epsilon_`` and ``summary_`` then include what the publication
-        costs. Supported for :class:`OPSRegressor`,
+        costs. Supported for :class:`OPSRegressor`, :class:`AdaSSPRegressor`,
         :class:`ObjPertRegressor` and :class:`OutputPerturbationRegressor`
         (``radius=None``); other estimators raise ``NotImplementedError``.
         None publishes nothing.
@@ -236,11 +236,10 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             rng=rng, n_features_in=self.n_features_in_,
             feature_names_in=getattr(self, "feature_names_in_", None),
         )
-        ridge = self._ridge
+        statistics = est._row_function("_law_statistics")
 
         def exact(Xs, ys):
-            stats = ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True)
-            return published.loss_at(stats, Xs)
+            return published.loss_at(statistics(Xs, ys), Xs)
 
         self.pdp_losses_ = persist(data.map_rows(exact, centre=False))
         self.dp_epsilon_, self.dp_delta_ = published.dp_epsilon, published.dp_delta
@@ -309,11 +308,10 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             return np.stack([est.pdp_epsilon(X), leverage], axis=1)
         published = self.published_
 
+        statistics = est._row_function("_law_statistics")
+
         def added(Xs, ys):
-            stats = ridge.row_statistics(Xs, inverse_norm=True, norm=True)
-            # the loss grows with |r|: the worst label is an end of [-1, 1]
-            stats["residual"] = 1.0 + np.abs(Xs @ ridge.coef)
-            return published.loss_at(out_of_sample(stats), Xs)
+            return published.loss_at(statistics(Xs, None, add=True), Xs)
 
         return np.stack([data.map_rows(added), leverage], axis=1)
 

@@ -12,10 +12,11 @@ from numbers import Real
 
 import numpy as np
 from scipy import linalg
+from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval
 from ._accounting import gaussian_epsilon, gaussian_noise_scale
-from ._base import PrivateRegressorMixin
+from ._base import PrivateRegressorMixin, ReleaseLaw
 from ._docstrings import fill_doc
 from ._ops import lambda_min_change
 
@@ -324,19 +325,29 @@ class AdaSSPRegressor(PrivateRegressorMixin):
 
     def _row_ratio(self, Xs, ys, add):
         """The privacy ratio s of each row: removing it (or adding, ``add``)."""
-        d = self._mean.shape[0]
-        x = Xs[:, :d]
-        y2 = np.ones(Xs.shape[0]) if ys is None else ys**2
-        norm2 = np.einsum("ij,ij->i", Xs, Xs)
-        change2 = {
-            # sum_(j <= k) (z_j z_k)^2, without the constant's own entry
-            "gram": gram_change2(Xs, self.fit_intercept),
-            "xy": y2 * np.einsum("ij,ij->i", x, x),
-            "ysum": y2,
-            "eigen": self._eigen_change(x, add) ** 2,
-        }
-        ratio2 = sum(change2[key] / sigma**2 for key, sigma in self.noise_scale_.items() if sigma > 0)
-        return np.sqrt(ratio2)
+        return _ratio(self.noise_scale_, self._law_statistics(Xs, ys, add))
+
+    def _law_statistics(self, Xs, ys, add=False):
+        """Squared change of each released block when the rows are removed
+        (or added, ``add``; ``ys`` None: the worst label): exact."""
+        x = Xs[:, : self._mean.shape[0]]
+        return _row_changes2(Xs, ys, self.fit_intercept, self._eigen_change(x, add) ** 2)
+
+    def release_law(self):
+        """Public description of the release, for a published report.
+
+        Returns
+        -------
+        law : AdaSSPLaw
+            The noise of each released block, the public size, the domain
+            and the released (scaled) coefficients.
+        """
+        check_is_fitted(self)
+        return AdaSSPLaw(
+            scaler=self._scaler, coef=self._theta, alpha=self.alpha_, n_samples=self._n,
+            noise_scale=self.noise_scale_,
+            worst_ratio=1.0 / gaussian_noise_scale(self.epsilon, self.delta),
+        )
 
     def _eigen_change(self, x, add):
         """Exact change of the released eigenvalue when the rows ``x`` are
@@ -359,6 +370,77 @@ class AdaSSPRegressor(PrivateRegressorMixin):
 
     def _target_epsilon(self, Xs, ys):
         return self._epsilon(self._row_ratio(Xs, ys, add=True))
+
+
+def _row_changes2(Xs, ys, intercept, eigen2):
+    """Squared changes of the blocks by each row; ``eigen2`` that of the eigenvalue."""
+    x = Xs[:, : Xs.shape[1] - int(intercept)]
+    y2 = np.ones(Xs.shape[0]) if ys is None else ys**2
+    return {
+        "gram": gram_change2(Xs, intercept),
+        "xy": y2 * np.einsum("ij,ij->i", x, x),
+        "ysum": y2,
+        "eigen": eigen2,
+    }
+
+
+def _ratio(noise_scale, changes2):
+    """The Gaussian ratio of the whole release: sqrt(sum_b change_b^2 / sigma_b^2)."""
+    return np.sqrt(sum(
+        changes2[key] / sigma**2 for key, sigma in noise_scale.items() if sigma > 0
+    ))
+
+
+class AdaSSPLaw(ReleaseLaw):
+    """AdaSSP's release law (doc/publish.rst): one Gaussian mechanism.
+
+    A row's statistics are the squared changes of the released blocks
+    (:meth:`AdaSSPRegressor._law_statistics`); the loss is the analytic
+    Gaussian epsilon at their ratio, and a Gaussian publication composes
+    exactly (the ratios add in squares). From the published object alone,
+    every change but the eigenvalue's is a function of the row itself; the
+    eigenvalue moves by at most ``n/(n-1) ||x - x_bar||^2`` (a rank-one
+    update; ``||x||^2`` without intercept), with ``x_bar`` read from the
+    noisy Gram's constant column, whose noise is at most ``sigma t / n`` in
+    norm on the event of :func:`~sklearn_pdp._publish.gram_noise_bound`.
+    """
+
+    def __init__(self, *, noise_scale, worst_ratio, **public):
+        super().__init__(**public)
+        self.noise_scale = dict(noise_scale)
+        self.worst_ratio = float(worst_ratio)
+
+    def epsilon(self, delta, stats, gaussian_ratio=None):
+        extra = 0.0 if gaussian_ratio is None else gaussian_ratio
+        # no row's model ratio exceeds the domain's worst (rounding aside)
+        ratio = np.minimum(_ratio(self.noise_scale, stats), self.worst_ratio)
+        return gaussian_epsilon(delta, np.hypot(ratio, extra))
+
+    def dp_epsilon(self, delta, gaussian_ratio=None):
+        extra = 0.0 if gaussian_ratio is None else gaussian_ratio
+        return float(gaussian_epsilon(delta, np.hypot(self.worst_ratio, extra)))
+
+    def gaussian_allowance(self, delta, target):
+        total = 1.0 / gaussian_noise_scale(target, delta)
+        if not total > self.worst_ratio:
+            raise ValueError(
+                f"The release alone costs {self.dp_epsilon(delta):.4g} at this delta: "
+                f"nothing is left for a publication within {target:.4g}; raise "
+                "publish_epsilon."
+            )
+        return float(np.sqrt(total**2 - self.worst_ratio**2))
+
+    def published_statistics(self, published, Xs, ys):
+        n, d = self.n_samples, Xs.shape[1] - int(self.intercept)
+        x = Xs[:, :d]
+        if self.intercept:
+            shift = published.noise_scale * published.noise_bound() / n
+            centre = published.noisy_gram[:d, d] / n
+            gap = np.linalg.norm(x - centre, axis=1) + shift
+            eigen = np.minimum(n / max(n - 1, 1) * gap**2, 4.0 * max(n - 1, 0) / n)
+        else:
+            eigen = np.minimum(np.einsum("ij,ij->i", x, x), 1.0)
+        return _row_changes2(Xs, ys, self.intercept, eigen**2)
 
 
 # Ridge rule, in units of the Gram noise level sigma_G sqrt(d) (about half

@@ -16,11 +16,13 @@ from sklearn_pdp import (
     PDPReport,
     RandomProjectionRegressor,
 )
-from sklearn_pdp._accounting import objpert_epsilon
+from sklearn_pdp._accounting import gaussian_epsilon, objpert_epsilon
 from sklearn_pdp._publish import gram_noise_bound, _private_quantile
 from sklearn_pdp._ssp import gram_noise
 
-SUPPORTED = [OPSRegressor, OutputPerturbationRegressor, ObjPertRegressor]
+# mechanisms whose loss is a function of the leverage and residual
+RIDGE_LAWS = [OPSRegressor, OutputPerturbationRegressor, ObjPertRegressor]
+SUPPORTED = RIDGE_LAWS + [AdaSSPRegressor]
 
 
 def _data(n, d=5, seed=0):
@@ -46,7 +48,7 @@ def _in_sample_stats(est, X, y):
     return Xs, ys, ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True), ridge
 
 
-@pytest.mark.parametrize("cls", SUPPORTED)
+@pytest.mark.parametrize("cls", RIDGE_LAWS)
 def test_law_reproduces_the_estimators_losses(cls):
     # the release law's loss at the exact statistics is the estimator's own
     X, y = _data(1500)
@@ -63,7 +65,7 @@ def test_laplace_law_reproduces_the_estimators_losses():
     assert_allclose(est.release_law().epsilon(est.delta, stats), est.pdp_losses_, rtol=1e-9)
 
 
-@pytest.mark.parametrize("cls", SUPPORTED)
+@pytest.mark.parametrize("cls", RIDGE_LAWS)
 def test_residual_margin_has_its_coverage(cls):
     # |x^T (coef - theta_hat)| exceeds the margin with probability beta for
     # the Gaussian laws (exactly: a two-sided normal quantile)
@@ -121,7 +123,7 @@ def test_targets_at_n_20000(cls):
     assert len(pickle.dumps(published)) < 10_000
 
 
-@pytest.mark.parametrize("cls", SUPPORTED)
+@pytest.mark.parametrize("cls", RIDGE_LAWS)
 def test_model_part_of_the_bound_is_tight(cls):
     # without the publication's own (exact, shared) cost the bound stays
     # within a small factor of the model's exact loss for a typical row
@@ -133,6 +135,31 @@ def test_model_part_of_the_bound_is_tight(cls):
     upper["residual"] = np.abs(ys - Xs @ law.coef) + law.residual_margin(0.025, upper)
     ratio = law.epsilon(report.estimator_.delta, upper) / report.estimator_.pdp_losses_
     assert np.median(ratio) <= 3.0
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_adassp_report_composes_exactly(fit_intercept):
+    """AdaSSP and the published Gram are one Gaussian mechanism: a training
+    row's loss is the Gaussian epsilon at the two ratios added in squares,
+    and its published bound differs only by the eigenvalue's change, bounded
+    by the rank-one update through the noisy feature mean."""
+    X, y = _data(3000, d=3)
+    report = _report(AdaSSPRegressor, X, y, fit_intercept=fit_intercept)
+    est, published = report.estimator_, report.published_
+    law = published.law
+    Xs, ys = law.scaler.scale(X, y, centre=False)
+    changes = est._law_statistics(Xs, ys)
+    model = np.sqrt(sum(changes[k] / s**2 for k, s in law.noise_scale.items()))
+    total = np.hypot(model, published.gaussian_ratio(Xs))
+    expected = gaussian_epsilon(est.delta, total) + published.summary_epsilon
+    assert_allclose(report.pdp_losses_, expected, rtol=1e-9)
+    upper = law.published_statistics(published, Xs, ys)
+    for key in ("gram", "xy", "ysum"):
+        assert_allclose(upper[key], changes[key], rtol=1e-12)
+    assert np.mean(upper["eigen"] >= changes["eigen"]) == 1.0
+    bound = published.scaled_epsilon(Xs, ys)
+    assert np.all(bound >= report.pdp_losses_ * (1 - 1e-9))
+    assert np.median(bound / report.pdp_losses_) <= 1.5
 
 
 def test_pickle_holds_no_rows():
@@ -170,7 +197,6 @@ def test_transform_includes_the_publication():
 
 @pytest.mark.parametrize("est", [
     AdaOPSRegressor(data_norm=1.0, y_bound=1.0),
-    AdaSSPRegressor(data_norm=1.0, y_bound=1.0),
     RandomProjectionRegressor(data_norm=1.0, y_bound=1.0),
     OutputPerturbationRegressor(radius=1.0, data_norm=1.0, y_bound=1.0),
 ], ids=lambda e: type(e).__name__)
