@@ -392,6 +392,13 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             stats["residual"] = 1.0 + np.abs(Xs @ self._ridge.coef)
         return out_of_sample(stats)
 
+    def _law_public(self):
+        """The public quantities every :class:`ReleaseLaw` holds: the domain,
+        the released (scaled) coefficients, the ridge and the public size."""
+        check_is_fitted(self)
+        return {"scaler": self._scaler, "coef": self._theta, "alpha": self.alpha_,
+                "n_samples": self._n}
+
     def release_law(self):
         """Public description of the fitted release, for a published report.
 

@@ -7,7 +7,6 @@ import numpy as np
 from scipy import linalg
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import ndtri
-from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, StrOptions
 from ._accounting import (
@@ -236,11 +235,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
             domain and the released (scaled) coefficients: see
             :class:`sklearn_pdp._base.ReleaseLaw`.
         """
-        check_is_fitted(self)
-        return ObjPertLaw(
-            scaler=self._scaler, coef=self._theta, alpha=self.alpha_,
-            n_samples=self._n, sigma=self.noise_scale_,
-        )
+        return ObjPertLaw(sigma=self.noise_scale_, **self._law_public())
 
 
 class ObjPertLaw(ReleaseLaw):

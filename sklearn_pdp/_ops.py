@@ -6,7 +6,6 @@ import numpy as np
 from scipy import linalg
 from scipy.optimize import brentq
 from scipy.special import ndtri
-from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, StrOptions
 from ._accounting import (
@@ -223,11 +222,7 @@ class OPSRegressor(PrivateRegressorMixin):
             domain and the released (scaled) coefficients: see
             :class:`sklearn_pdp._base.ReleaseLaw`.
         """
-        check_is_fitted(self)
-        return OPSLaw(
-            scaler=self._scaler, coef=self._theta,
-            alpha=self.alpha_, n_samples=self._n, gamma=self.gamma_,
-        )
+        return OPSLaw(gamma=self.gamma_, **self._law_public())
 
 
 class OPSLaw(ReleaseLaw):

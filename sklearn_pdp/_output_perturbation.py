@@ -325,9 +325,8 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
                 "published reports yet (radius=None does)."
             )
         return OutputPerturbationLaw(
-            scaler=self._scaler, coef=self._theta, alpha=self.alpha_,
-            n_samples=self._n, noise=self.noise, noise_scale=self.noise_scale_,
-            sensitivity=self.sensitivity_, dp=(self.dp_epsilon_, self.dp_delta_),
+            noise=self.noise, noise_scale=self.noise_scale_, sensitivity=self.sensitivity_,
+            dp=(self.dp_epsilon_, self.dp_delta_), **self._law_public(),
         )
 
     def _target_epsilon(self, Xs, ys):

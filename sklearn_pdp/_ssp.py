@@ -12,7 +12,6 @@ from numbers import Real
 
 import numpy as np
 from scipy import linalg
-from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval
 from ._accounting import gaussian_epsilon, gaussian_noise_scale
@@ -342,11 +341,10 @@ class AdaSSPRegressor(PrivateRegressorMixin):
             The noise of each released block, the public size, the domain
             and the released (scaled) coefficients.
         """
-        check_is_fitted(self)
         return AdaSSPLaw(
-            scaler=self._scaler, coef=self._theta, alpha=self.alpha_, n_samples=self._n,
             noise_scale=self.noise_scale_,
             worst_ratio=1.0 / gaussian_noise_scale(self.epsilon, self.delta),
+            **self._law_public(),
         )
 
     def _eigen_change(self, x, add):
