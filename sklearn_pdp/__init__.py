@@ -2,7 +2,8 @@
 
 from ._config import config_context, get_config, set_config
 from ._objective_perturbation import ObjPertRegressor
-from ._ops import AdaOPSRegressor, OPSRegressor
+from ._adaops import AdaOPSRegressor
+from ._ops import OPSRegressor
 from ._output_perturbation import OutputPerturbationRegressor
 from ._random_projection import RandomProjectionRegressor
 from ._ssp import AdaSSPRegressor

@@ -25,7 +25,7 @@ from itertools import pairwise
 import numpy as np
 from scipy.interpolate import CubicSpline, RectBivariateSpline
 from scipy.optimize import brentq
-from scipy.special import log_ndtr, ndtr, ndtri_exp
+from scipy.special import log_ndtr, logsumexp, ndtr, ndtri_exp
 from scipy.stats import chi2
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "chi2_epsilon",
     "chi2_noise_scale",
     "ops_gamma",
+    "ops_mixture_epsilon",
     "objpert_delta",
     "objpert_epsilon",
 ]
@@ -663,6 +664,68 @@ def ops_gamma(epsilon, delta, mu, r, xtol=1e-12):
     while excess(log_gamma) > 0:
         log_gamma -= max(xtol, 1e-10)
     return float(np.exp(log_gamma))
+
+
+def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_rest):
+    """Tight eps(delta) of releasing an index k, then OPS with k's parameters.
+
+    The release (k, theta): k is drawn with probabilities p_k on the smaller
+    data set and q_k on the larger, then theta is one OPS draw whose row
+    statistics (leverage ``mu[:, k]``, residual ``r[:, k]``) and scaling
+    ``gamma[k]`` depend on k (AdaOPS, doc/mechanisms/adaops.rst). With
+    L_k = log(p_k / q_k) the loss of (k, theta) is L_k plus OPS's, so
+
+        delta_PQ(eps) = sum_k p_k delta_OPS,k^PQ(eps - L_k)
+                      = sum_k p_k A_k(eps - L_k) - e^eps sum_k q_k B_k(eps - L_k),
+
+    and delta_QP likewise with the roles swapped and eps + L_k: the same
+    shape A - e^eps B as every mechanism here, solved by the same search.
+    The indices left out (total probability ``exp(log_p_rest)`` and
+    ``exp(log_q_rest)`` per row) are counted as revealing everything
+    (delta 1 on them), so the result is an upper bound, exact up to them.
+
+    Parameters
+    ----------
+    delta : float
+    mu, r : ndarray of shape (n_rows, n_indices)
+        OPS statistics of each row under each index (on the smaller data set).
+    gamma : ndarray of shape (n_indices,)
+    log_p, log_q : ndarray of shape (n_rows, n_indices)
+        Log probabilities of the indices kept, per row.
+    log_p_rest, log_q_rest : ndarray of shape (n_rows,)
+
+    Returns
+    -------
+    eps : ndarray of shape (n_rows,)
+        ``inf`` where no finite epsilon exists.
+    """
+    n_rows, n_idx = mu.shape
+    # a row whose target does not move the posterior (mu = 0, no intercept and
+    # x = 0) has OPS loss 0: A = B = [eps' < 0]; an infinite leverage or
+    # residual reveals the row: A = 1, B = 0
+    zero = mu <= 0
+    infinite = ~np.isfinite(mu) | ~np.isfinite(r)
+    safe = zero | infinite
+    parts = _ops_tails(np.where(safe, 1.0, mu).ravel(), np.where(safe, 0.0, r).ravel(),
+                       np.broadcast_to(gamma, mu.shape).ravel())
+    log_ratio = log_p - log_q
+
+    def mixture(direction, log_a_weight, log_b_weight, log_rest, sign):
+        def tail(eps, idx):
+            shift = eps[:, None] - sign * log_ratio[idx]
+            cells = (idx[:, None] * n_idx + np.arange(n_idx)).ravel()
+            log_a, log_b = (v.reshape(shift.shape)
+                            for v in parts[direction](shift.ravel(), cells))
+            below = np.where(shift < 0, 0.0, -np.inf)
+            log_a = np.where(zero[idx], below, np.where(infinite[idx], 0.0, log_a))
+            log_b = np.where(zero[idx], below, np.where(infinite[idx], -np.inf, log_b))
+            log_a = logsumexp(log_a + log_a_weight[idx], axis=1)
+            return np.logaddexp(log_a, log_rest[idx]), logsumexp(log_b + log_b_weight[idx], axis=1)
+        return tail
+
+    tails = [mixture("remove", log_p, log_q, log_p_rest, 1.0),
+             mixture("add", log_q, log_p, log_q_rest, -1.0)]
+    return epsilon_from_delta(tails, delta, n_rows)
 
 
 # ---------------------------------------------------------------------------

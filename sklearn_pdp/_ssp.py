@@ -11,13 +11,12 @@ exact and the same in both directions. The model is post-processing.
 from numbers import Real
 
 import numpy as np
-from scipy import linalg
 
 from ._sklearn import Interval
 from ._accounting import gaussian_epsilon, gaussian_noise_scale
 from ._base import PrivateRegressorMixin, ReleaseLaw
 from ._docstrings import fill_doc
-from ._ops import lambda_min_change
+from ._eigen import eigen_change, eigen_max_change, scatter_eigen
 
 # The released blocks, in the order of ``budget_split``.
 _BLOCKS = ("gram", "xy", "ysum", "eigen")
@@ -38,15 +37,10 @@ def ssp_statistics(XtX, Xty, n_samples, intercept):
     """
     d = XtX.shape[0] - int(intercept)
     stats = {"gram": XtX.copy(), "xy": Xty[:d].copy()}
-    mean = np.zeros(d)
-    scatter = XtX[:d, :d]
     if intercept:
         stats["gram"][d, d] = n_samples
         stats["ysum"] = np.float64(Xty[d])
-        if n_samples > 0:
-            mean = XtX[:d, d] / n_samples
-            scatter = scatter - n_samples * np.outer(mean, mean)
-    eig = linalg.eigh(scatter, check_finite=False)
+    eig, mean = scatter_eigen(XtX, n_samples, intercept)
     stats["eigen"] = eig[0][0]
     return stats, eig, mean
 
@@ -241,10 +235,10 @@ class AdaSSPRegressor(PrivateRegressorMixin):
 
     def _max_change(self, n_samples):
         """Largest l2 change of each block by one row, over the domain."""
-        gram = gram_max_change(self.fit_intercept)
-        if not self.fit_intercept:
-            return np.array([gram, 1.0, 0.0, 1.0])
-        return np.array([gram, 1.0, 1.0, 4.0 * max(n_samples - 1, 0) / n_samples])
+        return np.array([
+            gram_max_change(self.fit_intercept), 1.0, float(self.fit_intercept),
+            eigen_max_change(n_samples, self.fit_intercept),
+        ])
 
     def _noise_scales(self, n_samples):
         """Noise standard deviation of each released block, for the public size.
@@ -330,7 +324,9 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         """Squared change of each released block when the rows are removed
         (or added, ``add``; ``ys`` None: the worst label): exact."""
         x = Xs[:, : self._mean.shape[0]]
-        return _row_changes2(Xs, ys, self.fit_intercept, self._eigen_change(x, add) ** 2)
+        return _row_changes2(Xs, ys, self.fit_intercept, eigen_change(
+            self._eig, self._mean, self._n, x, intercept=self.fit_intercept, add=add
+        ) ** 2)
 
     def release_law(self):
         """Public description of the release, for a published report.
@@ -346,17 +342,6 @@ class AdaSSPRegressor(PrivateRegressorMixin):
             worst_ratio=1.0 / gaussian_noise_scale(self.epsilon, self.delta),
             **self._law_public(),
         )
-
-    def _eigen_change(self, x, add):
-        """Exact change of the released eigenvalue when the rows ``x`` are
-        removed from (or added to) the training set."""
-        n = self._n
-        if not self.fit_intercept:
-            return lambda_min_change(*self._eig, x, add=add)
-        # the centred scatter changes by the rank one n/(n -/+ 1) v v^T,
-        # v = x - x_bar (a single row's removal leaves the empty scatter 0)
-        factor = n / (n + 1) if add else (n / (n - 1) if n > 1 else 0.0)
-        return lambda_min_change(*self._eig, np.sqrt(factor) * (x - self._mean), add=add)
 
     def _epsilon(self, ratio):
         # a row at the domain's worst case costs exactly the budget: the root
