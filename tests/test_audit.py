@@ -241,15 +241,15 @@ def test_audit_search_selection():
 
 @pytest.mark.audit
 def test_audit_adaops():
-    """The whole AdaOPS mechanism (eigenvalue release, ridge chosen from it,
-    posterior sample) on neighbouring data sets, audited through the released
-    coefficient: the demonstrated epsilon stays below the reported ones."""
+    """The whole AdaOPS release (the eigenvalue's cell, then the posterior
+    sample with that cell's ridge and gamma) on neighbouring data sets,
+    audited through the released coefficient and the cell: the demonstrated
+    epsilon stays below the reported exact loss, and close to it."""
     rng = np.random.default_rng(1)
     n, runs, delta, eps = 8, 2_000_000, 1e-3, 6.0
     X = np.full((n, 1), 0.3) + 0.05 * rng.normal(size=(n, 1))
     y = np.clip(X[:, 0] + 0.05 * rng.normal(size=n), -1, 1)
     X[0], y[0] = 1.0, -1.0  # moves lambda_min by 1 and has a large residual
-    # the fixed floor keeps gamma fixed; kappa near the paper's largest value
     kappa = 0.9 * n * eps / (4 * (1 + np.log(4 / delta)))
     params = dict(
         epsilon=eps, delta=delta, kappa=kappa, data_norm=1.0, y_bound=1.0,
@@ -258,28 +258,17 @@ def test_audit_adaops():
     reg = AdaOPSRegressor(random_state=0, **params).fit(X, y)
     target = 0
     neighbour = np.arange(n) != target
-    # n is public (doc/mechanisms/index.rst): the smaller data set runs the mechanism of the
-    # full size, with the same eigenvalue floor n/(d kappa) and gamma
+    # n is public (doc/mechanisms/index.rst): the smaller data set runs the
+    # mechanism calibrated for the full size (the same floor n / (d kappa))
     params["kappa"] *= (n - 1) / n
     smaller = AdaOPSRegressor(random_state=0, **params).fit(X[neighbour], y[neighbour])
-    smaller._gammas = reg._gammas
-    assert smaller._floor_min == pytest.approx(reg._floor_min)
-
-    full = reg._mechanism(rng, size=runs)
-    without = smaller._mechanism(rng, size=runs)
-    # two statistics of the release (lambda_min_ is published too), Bonferroni
-    lower = {
-        key: epsilon_lower_bound(without[key][:, 0], full[key][:, 0], delta, ALPHA / 2)
-        for key in ("lambda_min", "theta")
-    }
+    smaller._cal, smaller._ridges = reg._cal, {}
+    full = reg._release(rng, size=runs)[:, 0]
+    without = smaller._release(rng, size=runs)[:, 0]
+    lower = epsilon_lower_bound(without, full, delta, ALPHA)
     reported = reg.pdp_losses_[target]
-    assert max(lower.values()) <= min(reported, reg.dp_epsilon_), (lower, reported)
-    # the audit is not vacuous: each part shows a sizeable loss, measured
-    # against the exact per-instance part (the eigenvalue release's; the
-    # sample contributes its share of the guarantee)
-    exact_part = reported - reg._budget()["sample"][0]
-    assert lower["lambda_min"] > 0.3 * exact_part, (lower, reported)
-    assert lower["theta"] > 0.1 * exact_part, (lower, reported)
+    assert lower <= reported, (lower, reported)
+    assert lower > 0.5 * reported, (lower, reported)
 
 
 @pytest.mark.audit
