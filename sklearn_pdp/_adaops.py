@@ -211,7 +211,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     budget_split : array-like of shape (2,), default=None
         Positive weights, normalised to sum 1, of the epsilon budget spent on
         the eigenvalue release and on the posterior sample. None means
-        ``(0.25, 0.75)``.
+        ``(0.1, 0.9)``.
     {bounds}
     {fit_intercept}
     {random_state}
