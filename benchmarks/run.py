@@ -217,7 +217,13 @@ def _fit_mse(name, eps, split, X_tr, y_tr, X_te, y_te, data_norm, y_bound, **par
     est = FACTORIES[name](
         eps, DELTA, *X_tr.shape, data_norm=data_norm, y_bound=y_bound,
         random_state=split,
-    ).set_params(**params).fit(X_tr, y_tr)
+    ).set_params(**params)
+    try:
+        est.fit(X_tr, y_tr)
+    except ValueError as exc:  # a budget the public size cannot meet: refused
+        if "cannot meet" not in str(exc):
+            raise
+        return np.nan
     # the guarantee is checked, never assumed
     if not est.dp_epsilon_ <= eps * (1 + 1e-9):
         raise RuntimeError(f"{name}: dp_epsilon_={est.dp_epsilon_} exceeds the budget {eps}")
@@ -278,7 +284,9 @@ def utility(args):
         f"estimator is given only epsilon, delta = {DELTA:g} and the bounds "
         f"(everything else at its default), and its `dp_epsilon_` is checked to "
         f"be at most epsilon. A * marks a cell with n_train epsilon >= 100 where "
-        f"the estimator is more than 10% worse than the mean predictor. Centred "
+        f"the estimator is more than 10% worse than the mean predictor; "
+        f"'refused' a cell whose budget the estimator declines for that sample "
+        f"size (a ValueError from public quantities). Centred "
         f"synthetic data: rows in the unit ball, y = x^T theta* + N(0, 0.1^2); "
         f"offset: small off-centre features, label mean 0.5, low signal to "
         f"noise (see benchmarks/run.py).\n\n" + summary
@@ -289,12 +297,15 @@ def utility(args):
 
 
 def _flag(ratio, n_eps):
+    if np.isnan(ratio):
+        return "refused" + (" *" if n_eps >= 100 else "")
     return f"{ratio:.3f}" + (" *" if n_eps >= 100 and ratio > 1.10 else "")
 
 
 def _utility_summary(cells, names):
     """Per estimator: cells within 10% of the mean predictor (n epsilon >= 100),
-    and cells at least as good as AdaSSP (when it is in the grid)."""
+    and cells at least as good as AdaSSP (when it is in the grid); a refused
+    cell (NaN) counts as a miss."""
     lines = []
     for name in names:
         big = [m for _, _, n_eps, m in cells if n_eps >= 100]
