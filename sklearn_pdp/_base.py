@@ -316,8 +316,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
       ``map_rows``), draws the noise from ``rng``, sets the privacy attributes
       and returns the released coefficient vector;
     - ``_training_epsilon(Xs, ys)``: the exact per-instance epsilon of
-      removing each of the training rows ``Xs`` (labels ``ys``, not centred
-      by a released label mean), which fills ``pdp_losses_``;
+      removing each of the training rows ``Xs`` (labels ``ys``), which
+      fills ``pdp_losses_``;
     - ``_target_epsilon(Xs, ys)``: that of adding the rows (``ys`` None: the
       worst label);
     - ``_release(rng, size=None)``: fresh draw(s) of the release (audits);
@@ -518,7 +518,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         self._theta = theta  # the release in scaled coordinates (release_law)
         self.coef_, self.intercept_ = self._scaler.unscale_coef(theta)
         self.pdp_losses_ = data.map_rows(
-            self._row_function("_training_epsilon"), centre=False
+            self._row_function("_training_epsilon")
         )
         return self
 
@@ -526,9 +526,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         """The fitted map of the declared bounds into the privacy domain.
 
         A :class:`~sklearn_pdp._data.DomainScaler` built from public
-        quantities only (the bounds, ``fit_intercept`` and, for a mechanism
-        that releases one, the private label mean): reports and the private
-        search scale or clip rows with it as the fit did.
+        quantities only (the bounds and ``fit_intercept``): reports and the
+        private search scale or clip rows with it as the fit did.
 
         Returns
         -------

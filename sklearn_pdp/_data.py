@@ -43,18 +43,14 @@ class DomainScaler:
     ``(low, high)`` or ``b`` for ``(-b, b)``), centred at its midpoint and
     divided by its half-width, so they lie in [-1, 1]. With ``fit_intercept``
     a constant feature 1 is appended: the mechanisms leave it unpenalised, so
-    the intercept is not shrunk. Clipping happens on copies. A mechanism that
-    releases a private label mean may set ``y_offset`` (in scaled units):
-    labels are then centred by it after clipping, and it is added back to the
-    intercept.
+    the intercept is not shrunk. Clipping happens on copies.
     """
 
-    def __init__(self, data_norm, y_bound, fit_intercept, bounds_X=None, y_offset=0.0):
+    def __init__(self, data_norm, y_bound, fit_intercept, bounds_X=None):
         self.data_norm = data_norm
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.bounds_X = bounds_X
-        self.y_offset = y_offset
         low, high = label_range(y_bound)
         self.y_mid, self.y_half = 0.5 * (low + high), 0.5 * (high - low)
         if bounds_X is None:
@@ -64,7 +60,7 @@ class DomainScaler:
             self.x_mid = 0.5 * (lower + upper)
             self.x_scale = 0.5 * (upper - lower) * np.sqrt(lower.shape[0])
 
-    def scale(self, X, y=None, centre=True):
+    def scale(self, X, y=None):
         """Scaled (and clipped) copy of the rows ``X`` and labels ``y``."""
         d = X.shape[1]
         Xs = np.empty((X.shape[0], d + int(self.fit_intercept)))
@@ -73,21 +69,12 @@ class DomainScaler:
             Xs[:, d] = 1.0
         if y is None:
             return Xs
-        return Xs, self.scale_labels(y, centre)
+        return Xs, self.scale_labels(y)
 
-    def scale_labels(self, y, centre=True):
-        """Scaled labels in [-1, 1], centred by ``y_offset`` unless ``centre=False``."""
+    def scale_labels(self, y):
+        """Scaled labels in [-1, 1]."""
         with np.errstate(over="ignore", invalid="ignore"):  # +-inf clips to +-1
-            ys = np.clip((y - self.y_mid) / self.y_half, -1.0, 1.0)
-        return self.centre(ys) if centre else ys
-
-    def centre(self, ys):
-        """Scaled labels ``ys`` centred by ``y_offset``, still in [-1, 1]."""
-        if self.y_offset == 0.0:
-            return ys
-        # clipping to the declared bound came first, so labels beyond it act
-        # exactly like labels at it; centred labels must stay in [-1, 1] too
-        return np.clip(ys - self.y_offset, -1.0, 1.0)
+            return np.clip((y - self.y_mid) / self.y_half, -1.0, 1.0)
 
     def clip(self, X):
         """Copy of ``X`` with every row moved into the declared bounds.
@@ -136,7 +123,7 @@ class DomainScaler:
         """``coef_`` and ``intercept_`` in the user's units for the scaled model ``theta``."""
         d = theta.shape[0] - int(self.fit_intercept)
         coef = theta[:d] * (self.y_half / self.x_scale)
-        intercept = self.y_mid + self.y_half * self.y_offset - np.sum(coef * self.x_mid)
+        intercept = self.y_mid - np.sum(coef * self.x_mid)
         if self.fit_intercept:
             intercept += self.y_half * theta[d]
         return coef, float(intercept)
@@ -196,7 +183,7 @@ class ScaledData(_Rows):
         self.start = start
         self.n_jobs = n_jobs
 
-    def _each_chunk(self, func, centre):
+    def _each_chunk(self, func):
         """``func(rows, Xs, ys)`` for consecutive row slices, results in order."""
         # scaled copy, whitened copy, and their products
         row_bytes = 8 * 4 * self.n_features
@@ -206,7 +193,7 @@ class ScaledData(_Rows):
         def chunk(rows):
             if self.y is None:
                 return func(rows, self.scaler.scale(self.X[rows]), None)
-            return func(rows, *self.scaler.scale(self.X[rows], self.y[rows], centre))
+            return func(rows, *self.scaler.scale(self.X[rows], self.y[rows]))
 
         batches = list(gen_batches(self.n_samples, size))
         # resolved for threads: joblib's default (process) backend would fall
@@ -227,23 +214,22 @@ class ScaledData(_Rows):
         ``start`` is the index (in the whole data set) of the chunk's first row.
         """
         parts = self._each_chunk(
-            lambda rows, Xs, ys: func(self.start + rows.start, Xs, ys), centre=True
+            lambda rows, Xs, ys: func(self.start + rows.start, Xs, ys)
         )
         return reduce(combine, parts)
 
-    def map_rows(self, func, *, centre=True, columns=None):
+    def map_rows(self, func, *, columns=None):
         """``func(Xs, ys)`` of every chunk, one value (or ``columns`` values) per row.
 
         Per-row results are finished chunk by chunk (for example the exact
-        epsilons), so no other length-n intermediate is kept. With
-        ``centre=False`` the labels are not centred by ``scaler.y_offset``.
+        epsilons), so no other length-n intermediate is kept.
         """
         out = np.empty(self.n_samples if columns is None else (self.n_samples, columns))
 
         def fill(rows, Xs, ys):
             out[rows] = func(Xs, ys)
 
-        self._each_chunk(fill, centre)
+        self._each_chunk(fill)
         return out
 
 
@@ -277,12 +263,12 @@ class DaskScaledData(_Rows):
         ]
         return dask.compute(tree_reduce(parts, combine))[0]
 
-    def map_rows(self, func, *, centre=True, columns=None):
+    def map_rows(self, func, *, columns=None):
         """Same as :meth:`ScaledData.map_rows`, a lazy Dask array."""
         import dask.array as da
 
         block = partial(
-            _map_block, scaler=self.scaler, func=func, centre=centre, columns=columns
+            _map_block, scaler=self.scaler, func=func, columns=columns
         )
         arrays = [self.X, "ij"] + ([] if self.y is None else [self.y, "i"])
         return da.blockwise(
@@ -304,9 +290,9 @@ def _reduce_block(xb, yb, scaler, start, func, combine):
     return ScaledData(xb, yb, scaler, start).reduce(func, combine)
 
 
-def _map_block(xb, yb=None, *, scaler, func, centre, columns):
+def _map_block(xb, yb=None, *, scaler, func, columns):
     _check_finite(xb, yb)
-    return ScaledData(xb, yb, scaler).map_rows(func, centre=centre, columns=columns)
+    return ScaledData(xb, yb, scaler).map_rows(func, columns=columns)
 
 
 def tree_reduce(parts, combine=add):

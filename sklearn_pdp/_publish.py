@@ -147,7 +147,7 @@ class PublishedReport:
                 raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}.")
         scaler = self.law.scaler
         Xs = scaler.scale(X)
-        ys = None if y is None else scaler.scale_labels(y, centre=False)
+        ys = None if y is None else scaler.scale_labels(y)
         return self.scaled_epsilon(Xs, ys)
 
     def scaled_epsilon(self, Xs, ys=None):

@@ -241,10 +241,10 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         def exact(Xs, ys):
             return published.loss_at(statistics(Xs, ys), Xs)
 
-        self.pdp_losses_ = persist(data.map_rows(exact, centre=False))
+        self.pdp_losses_ = persist(data.map_rows(exact))
         self.dp_epsilon_, self.dp_delta_ = published.dp_epsilon, published.dp_delta
         # the summary is of the published bounds, each a function of its row alone
-        bounds = compute(data.map_rows(published.scaled_epsilon, centre=False))[0]
+        bounds = compute(data.map_rows(published.scaled_epsilon))[0]
         published.summary = {
             "n_samples": bounds.size, "delta": published.delta,
             # every row pays the summary's budget: the values' public floor

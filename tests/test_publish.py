@@ -40,7 +40,7 @@ def _report(cls, X, y, seed=0, publish_epsilon=0.2, **params):
 def _in_sample_stats(est, X, y):
     """Exact in-sample statistics of the training rows, scaled."""
     law = est.release_law()
-    Xs, ys = law.scaler.scale(X, y, centre=False)
+    Xs, ys = law.scaler.scale(X, y)
     from sklearn_pdp._base import Ridge
 
     XtX = Xs.T @ Xs
@@ -147,7 +147,7 @@ def test_adassp_report_composes_exactly(fit_intercept):
     report = _report(AdaSSPRegressor, X, y, fit_intercept=fit_intercept)
     est, published = report.estimator_, report.published_
     law = published.law
-    Xs, ys = law.scaler.scale(X, y, centre=False)
+    Xs, ys = law.scaler.scale(X, y)
     changes = est._law_statistics(Xs, ys)
     model = np.sqrt(sum(changes[k] / s**2 for k, s in law.noise_scale.items()))
     total = np.hypot(model, published.gaussian_ratio(Xs))
