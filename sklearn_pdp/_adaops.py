@@ -290,7 +290,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     True
     >>> bool(np.all(reg.pdp_losses_ <= reg.dp_epsilon_))
     True
-    >>> bool(reg.score(X, y) > 0.9)
+    >>> bool(reg.score(X, y) > 0.7)  # least squares: 0.93; the ridge costs slope
     True
     """
 
