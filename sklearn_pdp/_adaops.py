@@ -54,8 +54,12 @@ class _Calibration:
     fixed floor, the single cell [h0, inf) with floor h0). Cell k < 0 is e
     in [h0 (2 - rho^m), h0 (2 - rho^(m-1))), m = -k: floor h0 and ridge
     h0 (rho^m - 1). On every cell e + ridge >= floor, so the floor holds
-    for the data whenever lambda_min >= e (the margin event). Every cell
-    also has the tiny ridge ``tiny``, which keeps the posterior proper.
+    for the data whenever lambda_min >= e (the margin event). The lowest
+    cell, every e below h0 (2 - rho^(M-1)) with M the first m at which
+    2 - rho^m <= 0, has the ridge h0: lambda_min >= 0 always, so its floor
+    holds whatever the margin event (a larger ridge would only add bias).
+    Every cell also has the tiny ridge ``tiny``, which keeps the posterior
+    proper.
     """
 
     def __init__(self, *, n, intercept, eps_eigen, eps_sample, delta_share, h0, fixed, tiny):
@@ -67,6 +71,7 @@ class _Calibration:
         self.margin = -self.sigma * ndtri(delta_share)
         self.h0, self.fixed, self.tiny = float(h0), fixed, float(tiny)
         self.log_rho = np.log(_CELL_RATIO)
+        self.lowest = -int(np.ceil(np.log(2.0) / self.log_rho))
         self._gammas = {}
 
     def index(self, e):
@@ -76,7 +81,8 @@ class _Calibration:
             up = np.floor(np.log(e / self.h0) / self.log_rho)
             down = -np.ceil(np.log1p((self.h0 - e) / self.h0) / self.log_rho)
         up = np.zeros_like(up) if self.fixed else up
-        return np.where(e >= self.h0, up, np.minimum(down, -1)).astype(int)
+        down = np.clip(down, self.lowest, -1)
+        return np.where(e >= self.h0, up, down).astype(int)
 
     def edges(self, k):
         """Lower and upper ends (in e) of the cells ``k``."""
@@ -87,13 +93,14 @@ class _Calibration:
         upper = np.where(k >= 0, self.h0 * rho ** (up + 1), self.h0 * (2.0 - rho ** (down - 1)))
         if self.fixed:
             upper = np.where(k >= 0, np.inf, upper)
-        return lower, upper
+        return np.where(k == self.lowest, -np.inf, lower), upper
 
     def floor(self, k):
         return self.h0 * np.exp(self.log_rho * max(k, 0))
 
     def ridge(self, k):
-        return (self.h0 * np.expm1(self.log_rho * -k) if k < 0 else 0.0) + self.tiny
+        ridge = self.h0 * min(np.expm1(self.log_rho * -k), 1.0) if k < 0 else 0.0
+        return ridge + self.tiny
 
     def corner(self, floor, alpha):
         """Largest leverage and |residual| of any target against any data set

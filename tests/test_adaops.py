@@ -214,12 +214,12 @@ def test_pdp_losses_equal_the_mixture_written_out(fit_intercept):
         assert np.all(worst >= reg.pdp_epsilon(Xn, np.full(4, label)) - 1e-12)
 
 
-def _issue_data():
-    """The data of the measured under-report (one row alone in its direction)."""
+def _outlier_data():
+    """One row against the trend, and a smallest eigenvalue near the
+    eigenvalue's margin, so that the released cell varies with the draw."""
     rng = np.random.default_rng(7)
     n = 200
-    X = np.zeros((n, 2))
-    X[:, 1] = 0.05 * rng.choice([-1, 1], n)
+    X = rng.uniform(-0.7, 0.7, (n, 2))
     y = np.clip(0.8 * np.sign(X[:, 1]) + 0.05 * rng.standard_normal(n), -1, 1)
     X[0], y[0] = [0.0, 1.0], -1.0
     return X, y
@@ -229,8 +229,8 @@ def test_losses_do_not_depend_on_the_draw():
     """The released cell, ridge and gamma change with random_state; the
     per-instance losses must not (they used to condition on the released
     eigenvalue and under-report)."""
-    X, y = _issue_data()
-    params = dict(epsilon=1.0, delta=1e-6, kappa=1.5, budget_split=[0.1, 1],
+    X, y = _outlier_data()
+    params = dict(epsilon=1.0, delta=1e-6, kappa=1.5, budget_split=[1, 1],
                   fit_intercept=False, **BOUNDS)
     fits = [AdaOPSRegressor(random_state=seed, **params).fit(X, y) for seed in range(12)]
     assert len({f.alpha_ for f in fits}) > 1
@@ -334,17 +334,21 @@ def test_guarantee_holds_on_adversarial_data(seed):
 def test_eigenvalue_noise_and_cells():
     """sigma_1 is the analytic Gaussian scale at (eps_1, delta/3) for the
     sensitivity 4 (n - 1)/n of the centred scatter; the cells tile the line
-    and every cell's ridge lifts its lowest point to its floor."""
+    and every cell's ridge lifts its lowest point (never below 0, the least
+    possible eigenvalue) to its floor; the lowest cell's ridge is the floor."""
     X, y = _unit_rows(500, 3, 1)
     reg = AdaOPSRegressor(epsilon=1.0, random_state=0, **BOUNDS).fit(X, y)
     cal = reg._cal
     assert cal.sigma == pytest.approx(4 * 499 / 500 / _largest_ratio(0.1, 1e-6 / 3), rel=1e-6)
-    cells = np.arange(-40, 40)
+    cells = np.arange(cal.lowest, 40)
     lower, upper = cal.edges(cells)
+    assert lower[0] == -np.inf and lower[1] > 0
     assert_allclose(lower[1:], upper[:-1], rtol=1e-12)
-    assert np.all(cal.index(lower + 1e-9 * np.abs(lower)) == cells)
+    assert np.all(cal.index(lower[1:] + 1e-9 * np.abs(lower[1:])) == cells[1:])
+    assert np.all(cal.index([-1e12, lower[1] / 2]) == cal.lowest)
     for k, low in zip(cells, lower):
-        assert low + cal.ridge(int(k)) >= cal.floor(int(k)) * (1 - 1e-12)
+        assert max(low, 0.0) + cal.ridge(int(k)) >= cal.floor(int(k)) * (1 - 1e-12)
+    assert cal.ridge(cal.lowest) == pytest.approx(cal.floor(cal.lowest) + cal.tiny)
 
 
 def test_kappa_is_checked_against_the_paper_constraint():
