@@ -380,6 +380,36 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             f"{type(self).__name__} does not implement dp_guarantee."
         )
 
+    def law_statistics(self):
+        """The row statistics that :meth:`release_law`'s laws take.
+
+        Returns
+        -------
+        statistics : callable
+            ``statistics(Xs, ys, add=False) -> dict`` on rows in the privacy
+            domain (see :meth:`domain_scaler`): the exact leverage, residual,
+            ``||H^{-1} x||^2`` and ``||x||^2`` of training rows, or (``add``)
+            those the rows would have once added (``ys`` None: the worst
+            label). It holds a snapshot of this fit (O(d^2) state), so it can
+            be sent to Dask workers and survives a refit.
+        """
+        check_is_fitted(self)
+        return self._row_function("_law_statistics")
+
+    def design_ridge(self):
+        """The factorised ``H = X^T X + alpha P`` of the training rows (in the
+        privacy domain) that the mechanism's leverages are taken against.
+
+        Returns
+        -------
+        ridge : object or None
+            With ``coef`` and ``row_statistics(Xs, ys=None)`` (leverage and
+            residual of rows); None for a mechanism that keeps none (random
+            projection).
+        """
+        check_is_fitted(self)
+        return getattr(self, "_ridge", None)
+
     def _law_statistics(self, Xs, ys, add=False):
         """Exact statistics of the rows for :meth:`release_law`'s ``epsilon``:
         in-sample leverage, residual, ``||H^{-1} x||^2`` and ``||x||^2`` of

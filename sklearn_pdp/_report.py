@@ -236,7 +236,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             rng=rng, n_features_in=self.n_features_in_,
             feature_names_in=getattr(self, "feature_names_in_", None),
         )
-        statistics = est._row_function("_law_statistics")
+        statistics = est.law_statistics()
 
         def exact(Xs, ys):
             return published.loss_at(statistics(Xs, ys), Xs)
@@ -308,7 +308,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             return np.stack([est.pdp_epsilon(X), leverage], axis=1)
         published = self.published_
 
-        statistics = est._row_function("_law_statistics")
+        statistics = est.law_statistics()
 
         def added(Xs, ys):
             return published.loss_at(statistics(Xs, None, add=True), Xs)
@@ -449,12 +449,13 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
 def _design_ridge(est, data):
     """H = X^T X + alpha P of the scaled training rows, for the leverage scores.
 
-    The mechanism's own factorisation when it keeps one (``_ridge``); otherwise
-    (e.g. random projection) built here with its ridge strength, if any: the
-    fitted ``alpha_``, the ``alpha`` parameter, or 0.
+    The mechanism's own factorisation when it keeps one (``design_ridge``);
+    otherwise (e.g. random projection) built here with its ridge strength, if
+    any: the fitted ``alpha_``, the ``alpha`` parameter, or 0.
     """
-    if hasattr(est, "_ridge"):
-        return est._ridge
+    ridge = est.design_ridge()
+    if ridge is not None:
+        return ridge
     alpha = getattr(est, "alpha_", est.get_params().get("alpha", 0.0))
     return Ridge(*data.gram(), alpha, est.fit_intercept)
 

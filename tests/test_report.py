@@ -280,3 +280,26 @@ def test_report_wraps_the_private_search():
     # the leverage of the released model: the refit on all the data
     best = PDPReport(_ops(**fitted.best_params_)).fit(X, y)
     assert_allclose(leverage, best.transform(X[:5])[:, 1])
+
+
+def test_public_hooks_the_report_uses():
+    """design_ridge and law_statistics: H of the scaled training rows (its
+    leverages equal a dense solve) and the law's statistics; None where the
+    mechanism keeps no ridge; NotFittedError before fit."""
+    from sklearn.exceptions import NotFittedError
+
+    from sklearn_pdp import RandomProjectionRegressor
+
+    X, y = _data()
+    est = _ops()
+    with pytest.raises(NotFittedError):
+        est.design_ridge()
+    est.fit(X, y)
+    Xs = np.column_stack([X / 4.0, np.ones(len(X))])
+    H = Xs.T @ Xs + 1.0 * ridge_penalty(Xs, True)
+    leverage = np.einsum("ij,ij->i", Xs, np.linalg.solve(H, Xs.T).T)
+    stats = est.design_ridge().row_statistics(Xs, y / 5.0)
+    assert_allclose(stats["leverage"], leverage, rtol=1e-10)
+    assert_allclose(est.law_statistics()(Xs, y / 5.0)["leverage"], leverage, rtol=1e-10)
+    projection = RandomProjectionRegressor(data_norm=4.0, y_bound=5.0, random_state=0)
+    assert projection.fit(X, y).design_ridge() is None
