@@ -25,8 +25,7 @@ from itertools import pairwise
 import numpy as np
 from scipy.interpolate import CubicSpline, RectBivariateSpline
 from scipy.optimize import brentq
-from scipy.special import log_ndtr, logsumexp, ndtr, ndtri_exp
-from scipy.stats import chi2
+from scipy.special import chdtr, chdtrc, log_ndtr, logsumexp, ndtr, ndtri_exp
 
 __all__ = [
     "log_phi",
@@ -522,6 +521,24 @@ def gaussian_allowance(epsilon, delta, target):
 # ---------------------------------------------------------------------------
 
 
+def _chi2_log_cdf(x, k):
+    """log P(W <= x), W ~ chi-square(k): scipy.stats.chi2.logcdf's two
+    branches (the log of the smaller tail), chosen by cdf < 1/2 instead of
+    its per-element median (an inverse incomplete gamma, most of its cost)."""
+    x = np.maximum(x, 0.0)
+    cdf = chdtr(k, x)
+    with np.errstate(divide="ignore"):
+        return np.where(cdf < 0.5, np.log(cdf), np.log1p(-chdtrc(k, x)))
+
+
+def _chi2_log_sf(x, k):
+    """log P(W > x), W ~ chi-square(k), as :func:`_chi2_log_cdf`."""
+    x = np.maximum(x, 0.0)
+    sf = chdtrc(k, x)
+    with np.errstate(divide="ignore"):
+        return np.where(sf < 0.5, np.log(sf), np.log1p(-chdtr(k, x)))
+
+
 def _chi2_tails(tau, df):
     """Tails of the loss of n' = ``df`` rows N(0, Sigma) vs N(0, Sigma + z z^T).
 
@@ -535,14 +552,16 @@ def _chi2_tails(tau, df):
     def remove(eps, idx):  # delta_PQ: P(L > eps) - e^eps Q(L > eps)
         t, k = tau[idx], df[idx]
         w = (log_det[idx] - 2 * eps) / t
-        return chi2.logcdf(w * (1 + t), k), chi2.logcdf(w, k)
+        return _chi2_log_cdf(w * (1 + t), k), _chi2_log_cdf(w, k)
 
     def add(eps, idx):  # delta_QP: Q(L < -eps) - e^eps P(L < -eps)
         t, k = tau[idx], df[idx]
         w = (log_det[idx] + 2 * eps) / t
-        return chi2.logsf(w, k), chi2.logsf(w * (1 + t), k)
+        return _chi2_log_sf(w, k), _chi2_log_sf(w * (1 + t), k)
 
-    return {"remove": remove, "add": add}
+    # "add" first: it is the larger for every (tau, df) seen, so the search
+    # solves it from its start and checks "remove" with one evaluation
+    return {"add": add, "remove": remove}
 
 
 def _chi2_setup(tau, df, direction):
@@ -592,12 +611,28 @@ def chi2_epsilon(delta, tau, df, direction="both"):
 
     eps(delta) is non-decreasing in ``tau`` and in ``df``.
     """
-    shape, (delta, tau, df) = _flat(delta, tau, df)
+    shape, arrays = _flat(delta, tau, df)
+    return _shaped(_chi2_epsilon(*arrays, direction), shape)
+
+
+def _chi2_nodes(delta, df, direction, log_tau):
+    return _chi2_epsilon(*_flat(delta, np.exp(log_tau), df)[1], direction, table=False)
+
+
+def _chi2_epsilon(delta, tau, df, direction, table=True):
     tails, zero, infinite = _chi2_setup(tau, df, direction)
-    out = epsilon_from_delta(tails, delta, delta.size)
+    regular = np.flatnonzero(~(zero | infinite))
+    start = None
+    if table and regular.size and np.ptp(delta) == 0 and np.ptp(df) == 0:
+        # eps is smooth in log tau: many rows at one (delta, df) share one spline
+        guess = _spline_start(_chi2_nodes, (delta[0], df[0], direction), np.log(tau[regular]))
+        if guess is not None:
+            start = np.zeros(tau.size)
+            start[regular] = guess
+    out = epsilon_from_delta(tails, delta, delta.size, start)
     out[zero] = 0.0
     out[infinite] = np.inf
-    return _shaped(out, shape)
+    return out
 
 
 def _largest_log_root(excess, start=0.0):

@@ -95,6 +95,29 @@ def test_chi2_epsilon_inverts_delta_and_handles_edges():
     assert chi2_delta(3.0, np.inf, 5) == 1.0
 
 
+@pytest.mark.parametrize("df", [2, 6298])
+def test_chi2_epsilon_of_many_rows_is_tight(df):
+    """Many rows at one (delta, df) start from a spline (a guess only): the
+    answer is valid, tight and equal (1e-9) to that for a few rows; the tails
+    equal scipy.stats' chi-square log cdf and log sf."""
+    from scipy import stats
+
+    from sklearn_pdp._accounting import _chi2_log_cdf, _chi2_log_sf
+
+    tau = np.geomspace(1e-7, 1e2, 5000) / df
+    eps = chi2_epsilon(1e-6, tau, df)
+    assert np.all(chi2_delta(eps, tau, df) <= 1e-6 * (1 + 1e-9))
+    positive = eps > 0  # the rest have delta(0) <= 1e-6
+    assert 0 < positive.sum() < tau.size
+    assert np.all(chi2_delta(eps[positive] * (1 - 1e-6) - 1e-12, tau[positive], df) > 1e-6)
+    assert np.all(chi2_delta(0.0, tau[~positive], df) <= 1e-6)
+    few = np.concatenate([chi2_epsilon(1e-6, t, df) for t in np.array_split(tau, 5)[::2]])
+    assert_allclose(np.concatenate(np.array_split(eps, 5)[::2]), few, rtol=1e-9, atol=1e-14)
+    w = df * np.geomspace(1e-3, 1e2, 1000)
+    assert_allclose(_chi2_log_cdf(w, df), stats.chi2.logcdf(w, df), rtol=1e-13)
+    assert_allclose(_chi2_log_sf(w, df), stats.chi2.logsf(w, df), rtol=1e-13)
+
+
 def test_chi2_loss_is_monotone_in_tau_and_n_components():
     """The calibration of the dp variant relies on it (worst case = corner)."""
     tau = np.geomspace(1e-5, 1e3, 200)
