@@ -1,11 +1,9 @@
 """Objective perturbation for ridge regression (Wang, lecture notes on objective perturbation; doc/mechanisms/objective_perturbation.rst)."""
 
-from functools import lru_cache
 from numbers import Real
 
 import numpy as np
 from scipy import linalg
-from scipy.optimize import brentq, minimize_scalar
 from scipy.special import ndtri
 
 from ._sklearn import Interval, StrOptions
@@ -13,9 +11,12 @@ from ._accounting import (
     GAUSSIAN_DELTA_SHARE,
     compose_with_gaussian,
     gaussian_allowance,
+    objpert_auto_alpha,
+    objpert_dp_epsilon,
     objpert_epsilon,
+    objpert_noise_scale,
 )
-from ._base import PrivateRegressorMixin, ReleaseLaw, Ridge, domain_bounds, leave_one_out
+from ._base import PrivateRegressorMixin, ReleaseLaw, Ridge, leave_one_out
 from ._docstrings import fill_doc
 
 
@@ -293,136 +294,3 @@ def _remove_row(stats):
         keep = 1.0 - stats["leverage"]
         w = np.where(keep <= 0, np.inf, stats["inverse_norm2"] / keep**2)
     return stats["norm2"], mu, w, r
-
-
-# Fractions of the arc searched for the worst case (its end is mu = 0, where
-# the loss is smallest).
-_ARC = np.linspace(0.0, 1.0 - 1e-9, 17)
-
-
-def objpert_dp_epsilon(delta, alpha, sigma, n_samples, intercept=False,
-                       min_samples=None, *, residual=None, refine=True):
-    """Data-independent epsilon of objective perturbation (doc/mechanisms/objective_perturbation.rst).
-
-    The worst exact loss over the statistics the domain allows
-    (:func:`domain_bounds`): ||x||^2 <= N, mu <= mu_max, x^T H^{-2} x <= w_max,
-    mu^2 <= ||x||^2 x^T H^{-2} x and |r| <= r_max. The loss depends on the
-    row only through m0 = ||x|| r / sigma, mu and
-    s = sqrt(||x||^2 x^T H^{-2} x - mu^2), and it grows with |m0| and with s
-    at fixed mu (checked in the tests), so the worst case lies at
-    ||x||^2 = N, |r| = r_max and on the arc mu^2 + s^2 = N w_max with
-    mu <= mu_max (without intercept mu_max = sqrt(N w_max) = 1/alpha: the
-    whole quarter circle). The arc's angle is searched on a grid of 17
-    points, then by a bounded maximisation around the best of them,
-    reporting the largest value seen. No guarantee without ridge, nor with
-    an intercept and a single row.
-    ``residual`` overrides r_max (0 gives the floor of the loss as sigma
-    grows); ``refine=False`` skips the maximisation (a lower value, used
-    only inside the calibration, which then checks the refined one).
-    """
-    if alpha <= 0:
-        return np.inf
-    bound = domain_bounds(n_samples, alpha, intercept, min_samples)
-    if not np.isfinite(bound["leverage"]):
-        return np.inf
-    norm2 = bound["norm2"]
-    radius = np.sqrt(norm2) * bound["inverse_norm"]
-    residual = bound["residual"] if residual is None else residual
-    # angles from the axis mu: the arc starts where mu = mu_max
-    first = np.arccos(min(bound["leverage"] / radius, 1.0))
-
-    def arc(t):
-        angle = first + (0.5 * np.pi - first) * t
-        return objpert_epsilon(
-            delta, norm2, radius * np.cos(angle), radius**2 / norm2, residual, sigma
-        )
-
-    grid = arc(_ARC)
-    best = int(np.argmax(grid))
-    if not refine:
-        return float(grid[best])
-    lo, hi = _ARC[max(best - 1, 0)], _ARC[min(best + 1, _ARC.size - 1)]
-    refined = minimize_scalar(
-        lambda t: -arc(t), bounds=(lo, hi), method="bounded", options={"xatol": 1e-5},
-    )
-    return float(max(grid[best], -refined.fun))
-
-
-# The "auto" rule: the share of the budget the loss floor may take, the
-# n * epsilon below which alpha grows as (_FEW / (n * epsilon))^3, and the
-# cap of that growth (all chosen by measurement:
-# doc/mechanisms/objective_perturbation.rst).
-_FLOOR_SHARE = 0.25
-_FEW = 1000.0
-_MAX_GROWTH = 1000.0
-
-
-@lru_cache(maxsize=64)
-def objpert_auto_alpha(epsilon, delta, n_samples, n_features, intercept=False):
-    """The ridge strength of ``alpha="auto"``, from public quantities only.
-
-    The floor of the loss (its worst case at zero residual, which no sigma
-    removes) falls with alpha towards its limit f_inf (0 without intercept;
-    with one, the unpenalised intercept's leverage 1/(n - 1) remains).
-    alpha is where the floor is f_inf + epsilon / 4, times
-    ``(1000 / (n epsilon))^3`` when n epsilon < 1000 (at most 1000 times):
-    with few data the slopes cannot be learnt and a large alpha shrinks them
-    to 0 (the intercept is not penalised). A size whose f_inf is above 3/4
-    of the budget is refused.
-    ``n_features`` is part of the signature of the rule; it does not use it.
-    """
-    def floor(alpha):
-        return objpert_dp_epsilon(
-            delta, alpha, 1.0, n_samples, intercept, residual=0.0, refine=False
-        )
-
-    limit = floor(np.inf) if intercept else 0.0
-    if not limit < (1.0 - _FLOOR_SHARE) * epsilon:
-        raise ValueError(
-            f"n_samples={n_samples} is too few for objective perturbation with an "
-            f"intercept at epsilon={epsilon}, delta={delta}: it loses at least "
-            f"{limit:.4g} however large alpha is. Use more samples or a larger "
-            "epsilon."
-        )
-    target = limit + _FLOOR_SHARE * epsilon
-    log_alpha = brentq(lambda t: floor(np.exp(t)) - target, -10.0, 40.0, xtol=1e-4)
-    growth = np.clip((_FEW / (n_samples * epsilon)) ** 3, 1.0, _MAX_GROWTH)
-    return float(np.exp(log_alpha) * growth)
-
-
-@lru_cache(maxsize=64)
-def objpert_noise_scale(epsilon, delta, alpha, n_samples, intercept=False):
-    """Smallest sigma (to 1e-7 relative) with ``objpert_dp_epsilon <= epsilon``.
-
-    Depends on public quantities only, hence the cache.
-    """
-    if alpha <= 0:
-        raise ValueError("An epsilon budget needs alpha > 0; give sigma instead.")
-    # The loss stays positive as sigma -> inf (zero residual): its floor.
-    floor = objpert_dp_epsilon(delta, alpha, 1.0, n_samples, intercept, residual=0.0)
-    if epsilon <= floor * (1 + 1e-6):
-        raise ValueError(
-            f"epsilon={epsilon} cannot be reached with alpha={alpha} at "
-            f"delta={delta} and n_samples={n_samples}: objective perturbation "
-            f"loses at least {floor:.4g} however much noise it adds. Increase "
-            "alpha or epsilon."
-        )
-
-    def excess(log_sigma, refine=False):
-        sigma = np.exp(log_sigma)
-        return objpert_dp_epsilon(
-            delta, alpha, sigma, n_samples, intercept, refine=refine
-        ) - epsilon
-
-    lo, hi = -5.0, 5.0
-    while excess(hi) > 0:
-        lo, hi = hi, hi + 10.0
-    while excess(lo) <= 0:
-        lo, hi = lo - 10.0, lo
-    log_sigma = brentq(excess, lo, hi, xtol=1e-7)
-    # brentq may land a hair below the root, and the refined worst case can
-    # exceed the grid's: step up until the reported guarantee holds.
-    step = 1e-7
-    while excess(log_sigma, refine=True) > 0:
-        log_sigma, step = log_sigma + step, 2.0 * step
-    return float(np.exp(log_sigma))

@@ -3,24 +3,20 @@
 from numbers import Real
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import ndtri
 
 from ._sklearn import Interval, StrOptions
 from ._accounting import (
     GAUSSIAN_DELTA_SHARE,
     compose_with_gaussian,
+    domain_bounds,
     gaussian_allowance,
+    ops_auto_alpha,
+    ops_dp_epsilon,
     ops_epsilon,
     ops_gamma,
 )
-from ._base import (
-    PrivateRegressorMixin,
-    ReleaseLaw,
-    Ridge,
-    domain_bounds,
-    leave_one_out,
-)
+from ._base import PrivateRegressorMixin, ReleaseLaw, Ridge, leave_one_out
 from ._docstrings import fill_doc
 
 
@@ -84,7 +80,7 @@ class OPSRegressor(PrivateRegressorMixin):
     Notes
     -----
     The guarantee is the exact loss at the worst corner of the domain
-    (largest leverage and residual, :func:`sklearn_pdp._base.domain_bounds`):
+    (largest leverage and residual, :func:`sklearn_pdp._accounting.domain_bounds`):
     with an unpenalised intercept, leverage ``1/(n - 1) + 4/alpha`` and
     residual ``2 + sqrt(n/alpha)``. The fitted estimator keeps the
     non-private ridge solution for :meth:`pdp_epsilon`; publish
@@ -253,55 +249,6 @@ class OPSLaw(ReleaseLaw):
 
     def gaussian_allowance(self, delta, target):
         return gaussian_allowance(self._dp(delta - GAUSSIAN_DELTA_SHARE * delta), delta, target)
-
-
-# Multiplier of the automatic ridge (d + 1) / epsilon, chosen on the utility
-# grid: 30 left the off-centre data 20-50% worse than the mean predictor, 100
-# met the 10% target in every cell with n epsilon >= 240 (doc/benchmarks/utility.md).
-_AUTO_ALPHA_SCALE = 100.0
-
-
-def ops_auto_alpha(epsilon, delta, n_samples, n_features, intercept):
-    """The ridge of ``alpha="auto"``: a function of public quantities only.
-
-    ``100 (d + 1) / epsilon``. OPS is calibrated at the worst leverage
-    ``~ 4 / alpha`` and residual ``~ sqrt(n / alpha)`` of the domain, so
-    its noise falls steeply with alpha; a ridge of this size (measured on the
-    utility grid against multiples of n and of sqrt(n)) shrinks the slopes,
-    never the intercept, and keeps the fit near or below the mean
-    predictor's error. Raised, if needed, until the loss limit as gamma -> 0
-    (the posterior covariance itself reveals the leverage) is at most half
-    the budget, so that the budget can be met.
-    """
-    alpha = _AUTO_ALPHA_SCALE * (n_features + 1) / epsilon
-
-    def floor(log_alpha):
-        return ops_dp_epsilon(delta, np.exp(log_alpha), 1e-12, n_samples, intercept)
-
-    if floor(np.log(alpha)) <= epsilon / 2:
-        return float(alpha)
-    lo, hi = np.log(alpha), np.log(alpha) + 1.0
-    while floor(hi) > epsilon / 2:
-        if hi > np.log(alpha) + 20:  # the intercept's 1/(n - 1) alone exceeds it
-            raise ValueError(
-                f"OPSRegressor cannot meet epsilon={epsilon} with n_samples={n_samples}"
-                " and an intercept: too few samples (a function of the public size)."
-            )
-        lo, hi = hi, hi + 1.0
-    return float(np.exp(brentq(lambda t: floor(t) - epsilon / 2, lo, hi, xtol=1e-6)) * 1.001)
-
-
-def ops_dp_epsilon(delta, alpha, gamma, n_samples, intercept=False, min_samples=None):
-    """Data-independent OPS epsilon for rows in the unit ball (doc/mechanisms/ops.rst).
-
-    The loss grows in the leverage and the |residual|, so the corner of their
-    bounds over the domain (:func:`domain_bounds`) is the worst case. No
-    guarantee without ridge.
-    """
-    if alpha <= 0:
-        return np.inf
-    corner = domain_bounds(n_samples, alpha, intercept, min_samples)
-    return ops_epsilon(delta, corner["leverage"], corner["residual"], gamma)
 
 
 def ops_training_epsilon(ridge, Xs, ys, delta, gamma):

@@ -11,15 +11,8 @@ from scipy.stats import gamma as gamma_law
 from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, StrOptions
-from ._accounting import gaussian_epsilon, gaussian_noise_scale
-from ._base import (
-    PrivateRegressorMixin,
-    ReleaseLaw,
-    Ridge,
-    domain_bounds,
-    leave_one_out,
-    penalty,
-)
+from ._accounting import domain_bounds, gaussian_epsilon, gaussian_noise_scale
+from ._base import PrivateRegressorMixin, ReleaseLaw, Ridge, leave_one_out, penalty
 from ._docstrings import fill_doc
 
 # A neighbouring solution counts as inside the ball (closed-form leave-one-out

@@ -4,7 +4,7 @@ delta and gamma) return the same verified epsilons as the plain search."""
 import numpy as np
 import pytest
 
-from sklearn_pdp import _accounting
+from sklearn_pdp._accounting import _engine, _ops
 from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon, ops_delta, ops_epsilon
 
 
@@ -14,7 +14,7 @@ def plain_search(monkeypatch):
 
     def run(func, *args):
         with monkeypatch.context() as m:
-            m.setattr(_accounting, "_TABLE_MIN_ROWS", np.inf)
+            m.setattr(_engine, "_TABLE_MIN_ROWS", np.inf)
             return func(*args)
 
     return run
@@ -89,14 +89,14 @@ def test_few_rows_or_mixed_parameters_skip_the_spline(monkeypatch):
     """The spline is per call at one (delta, gamma): it is not built for few
     rows or for rows with different gammas, which still get exact answers."""
     built = []
-    spline_start = _accounting._spline_start
+    spline_start = _ops._spline_start
 
     def recorded(*args):
         guess = spline_start(*args)
         built.append(guess is not None)
         return guess
 
-    monkeypatch.setattr(_accounting, "_spline_start", recorded)
+    monkeypatch.setattr(_ops, "_spline_start", recorded)
     rng = np.random.default_rng(4)
     mu, r = _ops_rows(rng, 3000)
     ops_epsilon(1e-6, mu[:100], r[:100], 10.0)

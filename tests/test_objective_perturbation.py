@@ -8,20 +8,17 @@ from sklearn.linear_model import Ridge
 
 from sklearn_pdp import ObjPertRegressor, PrivacyLeakWarning
 from sklearn_pdp._accounting import (
-    _gh_rule,
-    _objpert_inner,
+    domain_bounds,
     epsilon_from_delta,
     gaussian_epsilon,
-    objpert_delta,
-    objpert_epsilon,
-)
-from sklearn_pdp._data import DomainScaler
-from sklearn_pdp._base import domain_bounds
-from sklearn_pdp._objective_perturbation import (
     objpert_auto_alpha,
+    objpert_delta,
     objpert_dp_epsilon,
+    objpert_epsilon,
     objpert_noise_scale,
 )
+from sklearn_pdp._accounting._objpert import _gh_rule, _objpert_inner
+from sklearn_pdp._data import DomainScaler
 
 from ._mc import assert_matches_mc
 from ._reference import ridge_penalty

@@ -103,7 +103,7 @@ def test_chi2_epsilon_of_many_rows_is_tight(df):
     the other."""
     from scipy import stats
 
-    from sklearn_pdp._accounting import _chi2_log_cdf, _chi2_log_sf
+    from sklearn_pdp._accounting._chi2 import _chi2_log_cdf, _chi2_log_sf
 
     tau = np.geomspace(1e-7, 1e2, 5000) / df
     eps = chi2_epsilon(1e-6, tau, df)

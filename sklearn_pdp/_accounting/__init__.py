@@ -1,0 +1,84 @@
+"""Privacy accounting: tight hockey-stick divergences, their inverses, and
+the calibrations of the package's mechanisms.
+
+Every mechanism of the package reduces to a pair of output distributions P (the
+smaller data set) and Q (the larger one, with the privacy target added) and the
+privacy loss L = log dP/dQ.  The tight per-instance guarantee is (doc/mechanisms/index.rst)
+
+    delta_PQ(eps) = P(L > eps) - e^eps Q(L > eps),
+    delta_QP(eps) = Q(L < -eps) - e^eps P(L < -eps),
+    delta(eps) = max(delta_PQ, delta_QP).
+
+Both directions have the shape ``A(eps) - e^eps B(eps)`` and the derivative
+``-e^eps B(eps)``.  A mechanism therefore only supplies a *tails* function
+returning ``(log A, log B)`` for each direction, in a
+:class:`~._engine.PrivacyLoss`; the engine (``_engine``) turns it into
+delta(eps) and into eps(delta) with one vectorised, safeguarded Newton search
+that always returns an upper bound (the end of the bracket whose delta was
+checked to be at most the target), and solves every calibration with one
+bracketing root finder. One module per mechanism holds its loss and its
+calibration: ``_gaussian`` (Gaussian mechanism: output perturbation, AdaSSP,
+publication), ``_ops`` (One Posterior Sample and the AdaOPS mixture),
+``_chi2`` (Gaussian sketch: random projection), ``_objpert`` (objective
+perturbation); ``_domain`` bounds the statistics over the privacy domain.
+The exponential mechanism lives with the search
+(``sklearn_pdp.model_selection``).
+
+Nothing here knows about scikit-learn: the estimators feed it arrays of
+per-row statistics.
+"""
+
+from ._chi2 import chi2_delta, chi2_epsilon, chi2_noise_scale
+from ._domain import domain_bounds
+from ._engine import epsilon_from_delta, hockey_stick, log_gauss_mass, log_phi
+from ._gaussian import (
+    GAUSSIAN_DELTA_SHARE,
+    compose_with_gaussian,
+    gaussian_allowance,
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_noise_scale,
+)
+from ._objpert import (
+    objpert_auto_alpha,
+    objpert_delta,
+    objpert_dp_epsilon,
+    objpert_epsilon,
+    objpert_noise_scale,
+)
+from ._ops import (
+    ops_auto_alpha,
+    ops_delta,
+    ops_dp_epsilon,
+    ops_epsilon,
+    ops_gamma,
+    ops_mixture_epsilon,
+)
+
+__all__ = [
+    "GAUSSIAN_DELTA_SHARE",
+    "chi2_delta",
+    "chi2_epsilon",
+    "chi2_noise_scale",
+    "compose_with_gaussian",
+    "domain_bounds",
+    "epsilon_from_delta",
+    "gaussian_allowance",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_noise_scale",
+    "hockey_stick",
+    "log_gauss_mass",
+    "log_phi",
+    "objpert_auto_alpha",
+    "objpert_delta",
+    "objpert_dp_epsilon",
+    "objpert_epsilon",
+    "objpert_noise_scale",
+    "ops_auto_alpha",
+    "ops_delta",
+    "ops_dp_epsilon",
+    "ops_epsilon",
+    "ops_gamma",
+    "ops_mixture_epsilon",
+]

@@ -1,0 +1,51 @@
+"""The privacy domain: rows in the unit ball, labels in [-1, 1].
+
+The largest statistics any person can have against any data set of the
+domain; every data-independent guarantee is a mechanism's loss there.
+"""
+
+import numpy as np
+
+
+def domain_bounds(n_samples, alpha, intercept, min_samples=None):
+    """Largest leverage, |residual| and ||H^{-1} x|| of any person.
+
+    For any data set of ``n_samples`` rows in the domain (rows in the unit
+    ball, labels in [-1, 1]), the data set without one of its rows, and any
+    target ``x`` (with its constant feature when ``intercept``) and label,
+    with H = X^T X + alpha P and theta_hat on the smaller data set:
+
+    - without intercept: mu <= 1/alpha, |r| <= 1 + sqrt(n)/(2 sqrt(alpha)),
+      ||H^{-1} x|| <= 1/alpha, ||x||^2 <= 1;
+    - with an unpenalised intercept (m >= n - 1 rows, x_bar their mean,
+      A = sum (x_i - x_bar)(x_i - x_bar)^T + alpha I): by the block inverse,
+      mu = 1/m + (x - x_bar)^T A^{-1} (x - x_bar) <= 1/m + 4/alpha;
+      r = (y - y_bar) - (x - x_bar)^T beta with ||beta|| <= sqrt(n)/(2 sqrt(alpha)),
+      so |r| <= 2 + sqrt(n / alpha);
+      H^{-1} x = [A^{-1}(x - x_bar), 1/m - x_bar^T A^{-1} (x - x_bar)], so
+      ||H^{-1} x||^2 <= 4/alpha^2 + (1/m + 2/alpha)^2; ||x||^2 <= 2.
+
+    With ``min_samples``, the bounds hold for every data set of
+    ``min_samples`` to ``n_samples`` rows (the 1/m terms at the smallest
+    size, the residual at the largest).
+
+    Returns a dict with keys ``leverage``, ``residual``, ``inverse_norm``
+    and ``norm2``; ``inf`` where alpha = 0, and with an intercept where
+    n = 1 (the data set without the row has no intercept direction at all).
+    """
+    alpha = np.float64(alpha)
+    with np.errstate(divide="ignore"):
+        if not intercept:
+            return {
+                "leverage": 1.0 / alpha,
+                "residual": 1.0 + np.sqrt(n_samples) / (2.0 * np.sqrt(alpha)),
+                "inverse_norm": 1.0 / alpha,
+                "norm2": 1.0,
+            }
+        m = np.float64((n_samples if min_samples is None else min_samples) - 1)
+        return {
+            "leverage": 1.0 / m + 4.0 / alpha,
+            "residual": 2.0 + np.sqrt(n_samples / alpha),
+            "inverse_norm": np.hypot(2.0 / alpha, 1.0 / m + 2.0 / alpha),
+            "norm2": 2.0,
+        }

@@ -1,0 +1,114 @@
+"""The Gaussian mechanism (Balle and Wang 2018; doc/mechanisms/output_perturbation.rst):
+its tight loss, its calibration, and composition with it.
+"""
+
+import numpy as np
+from scipy.special import ndtri_exp
+
+from ._engine import PrivacyLoss, _spline_start, largest_root, log_phi
+
+
+def _gaussian_guess(delta, s):
+    """eps of the Gaussian mechanism with ratio ``s`` ignoring its e^eps B term
+    (an overestimate): a first guess for losses that are nearly Gaussian."""
+    return s * ndtri_exp(np.log1p(-delta)) + s**2 / 2
+
+
+class GaussianLoss(PrivacyLoss):
+    """Loss of the Gaussian mechanism with per-instance ratio ``s``.
+
+    delta(eps) = Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s), the same in
+    both directions. ``table``: start the search of many instances from a
+    spline in log s.
+    """
+
+    def __init__(self, s, table=True):
+        zero, infinite = s <= 0, ~np.isfinite(s)
+        self.s, self.table = np.where(zero | infinite, 1.0, s), table
+
+        def tail(eps, idx):
+            si = self.s[idx]
+            return log_phi(si / 2 - eps / si), log_phi(-si / 2 - eps / si)
+
+        # the directions are equal: one search for both
+        super().__init__({"remove": tail}, zero, infinite)
+
+    def first_guess(self, delta):
+        regular = np.flatnonzero(~(self.zero | self.infinite))
+        if not (self.table and regular.size and np.ptp(delta) == 0):
+            return None
+        # eps is smooth in log s: many rows at one delta share one spline
+        guess = _spline_start(_gaussian_nodes, (delta[0],), np.log(self.s[regular]))
+        if guess is None:
+            return None
+        start = np.zeros(self.s.size)
+        start[regular] = guess
+        return start
+
+
+def _gaussian_nodes(delta, log_s):
+    return GaussianLoss.epsilon_of(delta, np.exp(log_s), table=False)
+
+
+def gaussian_delta(eps, s):
+    """Tight delta(eps) of the Gaussian mechanism with sensitivity/noise ratio ``s``.
+
+    ``s`` = ||Delta||_{Sigma^{-1}}: the per-instance sensitivity measured in
+    the noise's Mahalanobis norm (Delta / sigma for isotropic noise).
+    """
+    return GaussianLoss.delta_of(eps, s)
+
+
+def gaussian_epsilon(delta, s):
+    """Tight eps(delta) of the Gaussian mechanism with ratio ``s``."""
+    return GaussianLoss.epsilon_of(delta, s)
+
+
+def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
+    """Smallest sigma for which N(0, sigma^2 I) noise on a query of l2
+    sensitivity ``sensitivity`` is (epsilon, delta)-DP (analytic Gaussian
+    mechanism; the classical sqrt(2 log(1.25/delta))/epsilon rule is invalid
+    for large epsilon, erratum E2 in doc/errata.rst).
+    """
+    # delta(epsilon) grows with s = sensitivity/sigma: find the largest s.
+    def excess(log_s):
+        with np.errstate(divide="ignore"):
+            return np.log(gaussian_delta(epsilon, np.exp(log_s))) - np.log(delta)
+
+    return sensitivity / np.exp(largest_root(excess))
+
+
+# Share of delta that a basic composition with a Gaussian mechanism gives the
+# Gaussian (the rest goes to the other mechanism, whose loss at small epsilon
+# is the larger one).
+GAUSSIAN_DELTA_SHARE = 0.1
+
+
+def compose_with_gaussian(epsilon_at, delta, ratio):
+    """Valid eps(delta) of a mechanism composed with a Gaussian mechanism.
+
+    ``epsilon_at(delta')`` is the mechanism's epsilon at delta' and
+    ``ratio`` the Gaussian mechanism's (l2 change over noise). Basic
+    composition: ``epsilon_at((1 - f) delta) + gaussian_epsilon(f delta,
+    ratio)`` with ``f = GAUSSIAN_DELTA_SHARE``, an upper bound on the tight
+    epsilon of the pair. ``ratio=None`` is the mechanism alone at ``delta``.
+    """
+    if ratio is None:
+        return epsilon_at(delta)
+    share = GAUSSIAN_DELTA_SHARE * delta
+    return epsilon_at(delta - share) + gaussian_epsilon(share, ratio)
+
+
+def gaussian_allowance(epsilon, delta, target):
+    """Largest Gaussian ratio that :func:`compose_with_gaussian` keeps within ``target``.
+
+    ``epsilon`` is the mechanism's (worst-case) epsilon at
+    ``(1 - GAUSSIAN_DELTA_SHARE) delta``; a ValueError when it alone
+    reaches ``target``.
+    """
+    if not epsilon < target:
+        raise ValueError(
+            f"The release alone costs {epsilon:.4g} at this delta: nothing is left "
+            f"for a publication within {target:.4g}; raise publish_epsilon."
+        )
+    return 1.0 / gaussian_noise_scale(target - epsilon, GAUSSIAN_DELTA_SHARE * delta)

@@ -1,0 +1,288 @@
+"""One Posterior Sample (doc/mechanisms/ops.rst): the tight loss, its
+calibration (the posterior scaling gamma for a budget, the automatic ridge,
+the data-independent guarantee) and the AdaOPS mixture of OPS losses
+(doc/mechanisms/adaops.rst).
+"""
+
+import numpy as np
+
+from ._domain import domain_bounds
+from ._engine import (
+    PrivacyLoss,
+    _spline_start,
+    epsilon_from_delta,
+    largest_root,
+    log_gauss_mass,
+    log_phi,
+)
+from ._gaussian import _gaussian_guess
+
+
+def _log_sq_above(t, m, s):
+    """log P(e^2 > t) for e ~ N(m, s^2)."""
+    with np.errstate(invalid="ignore"):
+        root = np.sqrt(np.maximum(t, 0.0))
+    up = np.logaddexp(log_phi((m - root) / s), log_phi((-m - root) / s))
+    return np.where(t <= 0, 0.0, up)
+
+
+def _log_sq_below(t, m, s):
+    """log P(e^2 < t) for e ~ N(m, s^2)."""
+    root = np.sqrt(np.maximum(t, 0.0))
+    m = np.abs(m)
+    return np.where(t <= 0, -np.inf, log_gauss_mass((-root - m) / s, (root - m) / s))
+
+
+def _ops_tails(mu, r, gamma):
+    """Tails of the OPS loss L = -log(1+mu)/2 + gamma/2 (e^2 - r^2/(1+mu)).
+
+    Under P, e ~ N(r, mu/gamma); under Q, e ~ N(r/(1+mu), mu/(gamma (1+mu))).
+    """
+    log1p_mu = np.log1p(mu)
+    r2 = r**2 / (1.0 + mu)
+    sd_p = np.sqrt(mu / gamma)
+    sd_q = sd_p / np.sqrt(1.0 + mu)
+    mean_q = r / (1.0 + mu)
+
+    def remove(eps, idx):  # delta_PQ: P(L > eps) - e^eps Q(L > eps)
+        t = (2 * eps + log1p_mu[idx]) / gamma[idx] + r2[idx]
+        return (
+            _log_sq_above(t, r[idx], sd_p[idx]),
+            _log_sq_above(t, mean_q[idx], sd_q[idx]),
+        )
+
+    def add(eps, idx):  # delta_QP: Q(L < -eps) - e^eps P(L < -eps)
+        t = (-2 * eps + log1p_mu[idx]) / gamma[idx] + r2[idx]
+        return (
+            _log_sq_below(t, mean_q[idx], sd_q[idx]),
+            _log_sq_below(t, r[idx], sd_p[idx]),
+        )
+
+    return {"remove": remove, "add": add}
+
+
+
+class OPSLoss(PrivacyLoss):
+    """Loss of OPS for targets with leverage ``mu`` and residual ``r`` (on the
+    smaller data set) at posterior scaling ``gamma``. ``table``: start the
+    search of many instances at one (delta, gamma) from a spline."""
+
+    def __init__(self, mu, r, gamma, direction="both", table=True):
+        # No leverage: the target does not move the posterior (delta = 0).
+        # Infinite leverage or residual: no finite epsilon exists (delta = 1).
+        zero = mu <= 0
+        infinite = ~np.isfinite(mu) | ~np.isfinite(r)
+        safe = zero | infinite
+        self.mu, self.r = np.where(safe, 1.0, mu), np.where(safe, 0.0, r)
+        self.gamma, self.direction, self.table = gamma, direction, table
+        super().__init__(_ops_tails(self.mu, self.r, gamma), zero, infinite, direction)
+
+    def first_guess(self, delta):
+        mu, r, gamma = self.mu, self.r, self.gamma
+        # From a spline, for many rows at one (delta, gamma): the loss depends
+        # on (mu, r, gamma) only through mu and a = |r| sqrt(gamma mu), and
+        # eps is smooth in log mu and log a, so in log mu and log |r| too
+        # (whose grid spans the rows' own ranges of mu and r); where
+        # a < 1e-3 mu, r hardly matters.
+        table = None
+        regular = np.flatnonzero(~(self.zero | self.infinite))
+        if self.table and regular.size and np.ptp(delta) == 0 and np.ptp(gamma) == 0:
+            d0, g0, m = delta[0], gamma[0], mu[regular]
+            with np.errstate(divide="ignore"):
+                log_r = np.log(np.abs(r[regular]))
+            log_r = np.maximum(log_r, np.log(1e-3 * np.sqrt(m.min() / g0)))
+            table = _spline_start(_ops_nodes, (d0, g0, self.direction), np.log(m), log_r)
+        # Otherwise, and where the spline is far off (it can ring between
+        # nodes of very different epsilons, and a start at an absurd epsilon
+        # costs many iterations), the Gaussian mechanism whose loss has the
+        # same variance, Var_P(L) = mu^2/2 + gamma mu r^2.
+        with np.errstate(invalid="ignore", over="ignore"):
+            start = _gaussian_guess(delta, np.sqrt(mu**2 / 2 + gamma * mu * r**2))
+        if table is not None:
+            start[regular] = np.where(table <= 10.0 * start[regular] + 1.0, table, start[regular])
+        return start
+
+
+def _ops_nodes(delta, gamma, direction, log_mu, log_r):
+    return OPSLoss.epsilon_of(delta, np.exp(log_mu), np.exp(log_r), gamma,
+                              direction=direction, table=False)
+
+
+def ops_delta(eps, mu, r, gamma, direction="both"):
+    """Tight delta(eps) of One Posterior Sample (doc/mechanisms/ops.rst).
+
+    Parameters
+    ----------
+    eps : float or array-like
+        Privacy level(s) at which to evaluate.
+    mu : float or array-like
+        Leverage x^T H^{-1} x of the target w.r.t. the smaller data set.
+    r : float or array-like
+        Residual y_z - x^T theta_hat on the smaller data set.
+    gamma : float or array-like
+        Posterior scaling; the release is N(theta_hat, (gamma H)^{-1}).
+    direction : {"both", "remove", "add"}, default="both"
+        "remove" is delta_PQ, "add" is delta_QP, "both" their maximum.
+
+    Returns
+    -------
+    delta : float or ndarray
+        Broadcast shape of the inputs.
+    """
+    return OPSLoss.delta_of(eps, mu, r, gamma, direction=direction)
+
+
+def ops_epsilon(delta, mu, r, gamma, direction="both"):
+    """Tight eps(delta) of One Posterior Sample, +inf where none exists.
+
+    Same parameters as :func:`ops_delta`, with ``delta`` in (0, 1).
+    """
+    return OPSLoss.epsilon_of(delta, mu, r, gamma, direction=direction)
+
+
+def ops_gamma(epsilon, delta, mu, r, xtol=1e-12):
+    """Largest gamma for which OPS at leverage ``mu`` and residual ``r`` is
+    (epsilon, delta) (both directions, exact loss of doc/mechanisms/ops.rst).
+
+    The loss grows with gamma, so a root search on log gamma (to ``xtol``)
+    finds the boundary; the result is then stepped down until the exact
+    epsilon at it is verified to be within ``epsilon``. Used at the worst
+    corner of a region of (mu, |r|), this calibrates OPS for every target in
+    the region.
+    """
+
+    def excess(log_gamma):
+        return ops_epsilon(delta, mu, r, np.exp(log_gamma)) - epsilon
+
+    try:
+        # as gamma -> 0 the loss keeps a non-degenerate limit (gamma e^2 does
+        # not vanish): below the limit's epsilon no gamma is private enough
+        log_gamma = largest_root(excess, start=5.0, step=10.0, xtol=xtol, lowest=-60.0)
+    except ValueError:
+        raise ValueError(
+            f"no gamma > 0 makes OPS ({epsilon}, {delta})-DP at leverage "
+            f"{mu}: epsilon is below the loss's limit as gamma -> 0."
+        ) from None
+    return float(np.exp(log_gamma))
+
+
+
+
+# Multiplier of the automatic ridge (d + 1) / epsilon, chosen on the utility
+# grid: 30 left the off-centre data 20-50% worse than the mean predictor, 100
+# met the 10% target in every cell with n epsilon >= 240 (doc/benchmarks/utility.md).
+_AUTO_ALPHA_SCALE = 100.0
+
+
+def ops_auto_alpha(epsilon, delta, n_samples, n_features, intercept):
+    """The ridge of ``alpha="auto"``: a function of public quantities only.
+
+    ``100 (d + 1) / epsilon``. OPS is calibrated at the worst leverage
+    ``~ 4 / alpha`` and residual ``~ sqrt(n / alpha)`` of the domain, so
+    its noise falls steeply with alpha; a ridge of this size (measured on the
+    utility grid against multiples of n and of sqrt(n)) shrinks the slopes,
+    never the intercept, and keeps the fit near or below the mean
+    predictor's error. Raised, if needed, until the loss limit as gamma -> 0
+    (the posterior covariance itself reveals the leverage) is at most half
+    the budget, so that the budget can be met.
+    """
+    alpha = _AUTO_ALPHA_SCALE * (n_features + 1) / epsilon
+
+    def excess(log_inverse):  # non-decreasing in -log alpha
+        return ops_dp_epsilon(delta, np.exp(-log_inverse), 1e-12, n_samples, intercept) - epsilon / 2
+
+    if excess(-np.log(alpha)) <= 0:
+        return float(alpha)
+    try:
+        return float(np.exp(-largest_root(
+            excess, start=-np.log(alpha), step=1.0, xtol=1e-6, lowest=-np.log(alpha) - 20.0
+        )))
+    except ValueError:  # the intercept's 1/(n - 1) alone exceeds it
+        raise ValueError(
+            f"OPSRegressor cannot meet epsilon={epsilon} with n_samples={n_samples}"
+            " and an intercept: too few samples (a function of the public size)."
+        ) from None
+
+
+def ops_dp_epsilon(delta, alpha, gamma, n_samples, intercept=False, min_samples=None):
+    """Data-independent OPS epsilon for rows in the unit ball (doc/mechanisms/ops.rst).
+
+    The loss grows in the leverage and the |residual|, so the corner of their
+    bounds over the domain (:func:`domain_bounds`) is the worst case. No
+    guarantee without ridge.
+    """
+    if alpha <= 0:
+        return np.inf
+    corner = domain_bounds(n_samples, alpha, intercept, min_samples)
+    return ops_epsilon(delta, corner["leverage"], corner["residual"], gamma)
+
+
+def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_rest):
+    """Tight eps(delta) of releasing an index k, then OPS with k's parameters.
+
+    The release (k, theta): k is drawn with probabilities p_k on the smaller
+    data set and q_k on the larger, then theta is one OPS draw whose row
+    statistics (leverage ``mu[:, k]``, residual ``r[:, k]``) and scaling
+    ``gamma[k]`` depend on k (AdaOPS, doc/mechanisms/adaops.rst). With
+    L_k = log(p_k / q_k) the loss of (k, theta) is L_k plus OPS's, so
+
+        delta_PQ(eps) = sum_k p_k delta_OPS,k^PQ(eps - L_k)
+                      = sum_k p_k A_k(eps - L_k) - e^eps sum_k q_k B_k(eps - L_k),
+
+    and delta_QP likewise with the roles swapped and eps + L_k: the same
+    shape A - e^eps B as every mechanism here, solved by the same search.
+    The indices left out (total probability ``exp(log_p_rest)`` and
+    ``exp(log_q_rest)`` per row) are counted as revealing everything
+    (delta 1 on them), so the result is an upper bound, exact up to them.
+
+    Parameters
+    ----------
+    delta : float
+    mu, r : ndarray of shape (n_rows, n_indices)
+        OPS statistics of each row under each index (on the smaller data set).
+    gamma : ndarray of shape (n_indices,)
+    log_p, log_q : ndarray of shape (n_rows, n_indices)
+        Log probabilities of the indices kept, per row.
+    log_p_rest, log_q_rest : ndarray of shape (n_rows,)
+
+    Returns
+    -------
+    eps : ndarray of shape (n_rows,)
+        ``inf`` where no finite epsilon exists.
+    """
+    n_rows, n_idx = mu.shape
+    # a row whose target does not move the posterior (mu = 0, no intercept and
+    # x = 0) has OPS loss 0: A = B = [eps' < 0]; an infinite leverage or
+    # residual reveals the row: A = 1, B = 0
+    zero = mu <= 0
+    infinite = ~np.isfinite(mu) | ~np.isfinite(r)
+    safe = zero | infinite
+    parts = _ops_tails(np.where(safe, 1.0, mu).ravel(), np.where(safe, 0.0, r).ravel(),
+                       np.broadcast_to(gamma, mu.shape).ravel())
+    log_ratio = log_p - log_q
+
+    def mixture(direction, log_a_weight, log_b_weight, log_rest, sign):
+        def tail(eps, idx):
+            shift = eps[:, None] - sign * log_ratio[idx]
+            cells = (idx[:, None] * n_idx + np.arange(n_idx)).ravel()
+            log_a, log_b = (v.reshape(shift.shape)
+                            for v in parts[direction](shift.ravel(), cells))
+            below = np.where(shift < 0, 0.0, -np.inf)
+            log_a = np.where(zero[idx], below, np.where(infinite[idx], 0.0, log_a))
+            log_b = np.where(zero[idx], below, np.where(infinite[idx], -np.inf, log_b))
+            log_a = np.logaddexp.reduce(log_a + log_a_weight[idx], axis=1)
+            return (np.logaddexp(log_a, log_rest[idx]),
+                    np.logaddexp.reduce(log_b + log_b_weight[idx], axis=1))
+        return tail
+
+    tails = [mixture("remove", log_p, log_q, log_p_rest, 1.0),
+             mixture("add", log_q, log_p, log_q_rest, -1.0)]
+    # First guess: each row's OPS loss under its most likely index, within
+    # about 1% of the mixture's for the rows of a fit (the search verifies it)
+    modal = np.argmax(log_p, axis=1)
+    start = np.zeros(n_rows)
+    for k in np.unique(modal):
+        rows = np.flatnonzero(modal == k)
+        start[rows] = OPSLoss(mu[rows, k], r[rows, k], np.full(rows.size, gamma[k])).epsilon(
+            np.full(rows.size, float(delta)))
+    return epsilon_from_delta(tails, delta, n_rows, start=np.where(np.isfinite(start), start, 0.0))
