@@ -76,14 +76,28 @@ def lambda_min_change(eigvals, eigvecs, Xs, *, add=False):
     """
     C2 = (Xs @ eigvecs) ** 2
     gaps = eigvals - eigvals[0]
+    # Evaluated at the gaps' ends, the terms beyond the first bound F:
+    # removing, F(s) <= c_1^2 / s + R, adding, F(s) <= c_1^2 / s - R, with
+    # R = sum_{j>1} c_j^2 / g_j, so c_1^2 / (1 -/+ R) is an upper end of the
+    # root (removing, where R < 1), close to it when R is small: the start.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rest = np.sum(C2[:, 1:] / gaps[1:], axis=1)  # inf or nan on a zero gap
     if add:
         lo, hi = np.zeros(Xs.shape[0]), C2[:, 0].copy()
         if gaps.size > 1:
             hi = np.minimum(hi, gaps[1])
+        bound = C2[:, 0] / (1.0 + rest)
     else:
         lo, hi = C2[:, 0].copy(), C2.sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bound = np.where(rest < 1.0, C2[:, 0] / (1.0 - rest), np.inf)
+    # widened by a relative 1e-12 against rounding in the bound itself
+    bound = bound * (1.0 + 1e-12)
+    tighter = bound < hi
+    hi = np.where(tighter, bound, hi)
     active = np.flatnonzero(hi > lo)
-    s = 0.5 * (lo + hi)
+    # (the old upper ends, Weyl's and g_2, can be poles or far off: not a start)
+    s = np.where(tighter, hi, 0.5 * (lo + hi))
     for _ in range(_SECULAR_MAX_ITER):
         if active.size == 0:
             break
