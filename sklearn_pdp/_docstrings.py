@@ -1,4 +1,5 @@
-"""Docstring paragraphs that every private regressor shares, kept in one place.
+"""Docstring paragraphs that the private regressors (and the accounting
+functions) share, kept in one place.
 
 A class decorated with :func:`fill_doc` writes ``{name}`` on a line of its own
 (indented like a parameter entry) where the paragraph ``name`` belongs; the
@@ -9,6 +10,14 @@ show the full text.
 import re
 
 _SHARED = {
+    "direction_delta": """\
+direction : {"both", "remove", "add"}, default="both"
+    "remove" is delta_PQ, "add" is delta_QP, "both" their maximum.
+
+Returns
+-------
+delta : float or ndarray
+    Broadcast shape of the inputs.""",
     "bounds": """\
 data_norm : float, default=None
     Public bound on the l2 norm of the rows of X. Longer rows are scaled

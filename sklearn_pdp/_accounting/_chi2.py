@@ -6,6 +6,7 @@ N(0, Sigma + z z^T), and its calibration.
 import numpy as np
 from scipy.special import chdtr, chdtrc
 
+from .._docstrings import fill_doc
 from ._engine import PrivacyLoss, _spline_start, largest_root
 
 
@@ -85,6 +86,7 @@ def _chi2_nodes(delta, df, direction, log_tau):
     return Chi2Loss.epsilon_of(delta, np.exp(log_tau), df, direction=direction, table=False)
 
 
+@fill_doc
 def chi2_delta(eps, tau, df, direction="both"):
     """Tight delta(eps) of releasing ``df`` Gaussian sketch rows (doc/mechanisms/random_projection.rst).
 
@@ -100,13 +102,7 @@ def chi2_delta(eps, tau, df, direction="both"):
         when z is outside the range of a singular Sigma.
     df : int or array-like
         Number of released rows n'.
-    direction : {"both", "remove", "add"}, default="both"
-        "remove" is delta_PQ, "add" is delta_QP, "both" their maximum.
-
-    Returns
-    -------
-    delta : float or ndarray
-        Broadcast shape of the inputs.
+    {direction_delta}
     """
     return Chi2Loss.delta_of(eps, tau, df, direction=direction)
 

@@ -10,6 +10,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import ndtr
 
+from .._docstrings import fill_doc
 from ._domain import domain_bounds
 from ._engine import PrivacyLoss, _pick, largest_root
 from ._gaussian import gaussian_epsilon
@@ -233,6 +234,7 @@ class ObjPertLoss(PrivacyLoss):
         return _pick(_objpert_tails(self.m0, self.mu, self.s_perp, target=delta), self.direction)
 
 
+@fill_doc
 def objpert_delta(eps, norm2, mu, inverse_norm2, r, sigma, direction="both"):
     """Tight delta(eps) of objective perturbation for ridge (doc/mechanisms/objective_perturbation.rst).
 
@@ -253,13 +255,7 @@ def objpert_delta(eps, norm2, mu, inverse_norm2, r, sigma, direction="both"):
         Residual y_z - x^T theta_hat on the smaller data set.
     sigma : float or array-like
         Standard deviation of the objective's linear noise b.
-    direction : {"both", "remove", "add"}, default="both"
-        "remove" is delta_PQ, "add" is delta_QP, "both" their maximum.
-
-    Returns
-    -------
-    delta : float or ndarray
-        Broadcast shape of the inputs.
+    {direction_delta}
     """
     return ObjPertLoss.delta_of(eps, norm2, mu, inverse_norm2, r, sigma, direction=direction)
 

@@ -6,6 +6,7 @@ the data-independent guarantee) and the AdaOPS mixture of OPS losses
 
 import numpy as np
 
+from .._docstrings import fill_doc
 from ._domain import domain_bounds
 from ._engine import (
     PrivacyLoss,
@@ -108,6 +109,7 @@ def _ops_nodes(delta, gamma, direction, log_mu, log_r):
                               direction=direction, table=False)
 
 
+@fill_doc
 def ops_delta(eps, mu, r, gamma, direction="both"):
     """Tight delta(eps) of One Posterior Sample (doc/mechanisms/ops.rst).
 
@@ -121,13 +123,7 @@ def ops_delta(eps, mu, r, gamma, direction="both"):
         Residual y_z - x^T theta_hat on the smaller data set.
     gamma : float or array-like
         Posterior scaling; the release is N(theta_hat, (gamma H)^{-1}).
-    direction : {"both", "remove", "add"}, default="both"
-        "remove" is delta_PQ, "add" is delta_QP, "both" their maximum.
-
-    Returns
-    -------
-    delta : float or ndarray
-        Broadcast shape of the inputs.
+    {direction_delta}
     """
     return OPSLoss.delta_of(eps, mu, r, gamma, direction=direction)
 
