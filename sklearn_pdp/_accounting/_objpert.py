@@ -359,7 +359,7 @@ def objpert_auto_alpha(epsilon, delta, n_samples, n_features, intercept=False):
         )
     target = limit + _FLOOR_SHARE * epsilon
     # the smallest alpha whose floor is within the target (the floor falls with alpha)
-    log_alpha = -largest_root(lambda t: floor(np.exp(-t)) - target, xtol=1e-4)
+    log_alpha = -largest_root(lambda t: floor(np.exp(-t)) - target, xtol=1e-4, lowest=-40.0)
     growth = np.clip((_FEW / (n_samples * epsilon)) ** 3, 1.0, _MAX_GROWTH)
     return float(np.exp(log_alpha) * growth)
 
