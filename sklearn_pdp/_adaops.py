@@ -227,6 +227,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     Attributes
     ----------
     {model}
+    {mean_only}
     alpha_ : float
         The ridge strength of the released cell (scaled data).
     floor_ : float
@@ -372,7 +373,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         return _calibration(n, d, self._paper_floor(n, d), self.kappa, self.fit_intercept,
                             float(eps_eigen), float(eps_sample), delta_share)
 
-    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+    def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         # every cell's gamma is calibrated to the sample's share, and the
         # floor holds except on the margin event: (eps_1 + eps_2, delta)
         for n in {n_samples, min_samples or n_samples}:

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, _fit_context
 from ._config import get_config as _get_pdp_config
+from ._mean import PrivateMean, mean_only_size
 from ._public import public_model
 from ._data import (
     DomainScaler,
@@ -332,6 +333,21 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         delta : float
             The delta of ``epsilon``.
         """
+        fallback = self._mean_only_size(n_features)
+        if not fallback:
+            return self._mechanism_guarantee(n_samples, n_features, min_samples)
+        # Sizes up to ``fallback`` release the label mean within the budget.
+        # The mechanism is checked from the first size it fits, whatever the
+        # size asked: its invalid parameters and refusals are raised at every
+        # size, so refused sizes stay below accepted ones.
+        low = max(min_samples or n_samples, fallback + 1)
+        high = max(n_samples, low)
+        guarantee = self._mechanism_guarantee(high, n_features, None if low == high else low)
+        return (float(self.epsilon), self.delta) if n_samples <= fallback else guarantee
+
+    def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
+        """:meth:`dp_guarantee` of the mechanism itself (sizes above the
+        fallback to the label mean)."""
         raise NotImplementedError(
             f"{type(self).__name__} does not implement dp_guarantee."
         )
@@ -382,7 +398,9 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         """The public quantities every :class:`ReleaseLaw` holds: the domain,
         the released (scaled) coefficients, the ridge and the public size."""
         check_is_fitted(self)
-        return {"scaler": self._scaler, "coef": self._theta, "alpha": self.alpha_,
+        # the label mean alone: the slopes infinitely penalised
+        alpha = np.inf if self._mean_release is not None else self.alpha_
+        return {"scaler": self._scaler, "coef": self._theta, "alpha": alpha,
                 "n_samples": self._n}
 
     def release_law(self):
@@ -405,6 +423,17 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         NotImplementedError
             For a mechanism whose loss cannot (yet) be bounded this way.
         """
+        check_is_fitted(self)
+        if self._mean_release is not None:
+            from ._ssp import AdaSSPLaw  # one Gaussian block: the label sum
+
+            mean = self._mean_release
+            return AdaSSPLaw(noise_scale={"ysum": mean.noise_scale},
+                             worst_ratio=1.0 / mean.noise_scale, **self._law_public())
+        return self._mechanism_law()
+
+    def _mechanism_law(self):
+        """:meth:`release_law` of the mechanism itself."""
         raise NotImplementedError(
             f"{type(self).__name__} does not support published reports "
             "(PDPReport with publish_epsilon) yet."
@@ -500,7 +529,22 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             self.data_norm_, self.y_bound_, self.fit_intercept, self.bounds_X_
         )
         data = scaled_data(X, y, self._scaler, self.n_jobs)
-        theta = self._fit_scaled(data, noise_generator(self.random_state))
+        # a refit must not keep the previous fit's state (mechanism attributes)
+        for name in [k for k in vars(self) if k.endswith("_") or k == "_ridge"]:
+            if name not in ("data_norm_", "bounds_X_", "y_bound_", "n_features_in_",
+                            "feature_names_in_"):
+                delattr(self, name)
+        rng = noise_generator(self.random_state)
+        self.mean_only_ = data.n_samples <= self._mean_only_size(self.n_features_in_)
+        if self.mean_only_:
+            self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
+                data.n_samples, self.n_features_in_)
+            self._mean_release = PrivateMean(self.epsilon, self.delta, data)
+            self._n = data.n_samples
+            theta = self._mean_release.release(rng)
+        else:
+            self._mean_release = None
+            theta = self._fit_scaled(data, rng)
         self._theta = theta  # the release in scaled coordinates (release_law)
         self.coef_, self.intercept_ = self._scaler.unscale_coef(theta)
         self.pdp_losses_ = data.map_rows(
@@ -599,4 +643,21 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         """
         snapshot = copy.copy(self)
         snapshot.__dict__.pop("pdp_losses_", None)
+        if self._mean_release is not None:  # the label mean alone was released
+            mean = self._mean_release
+            return {"_training_epsilon": mean.epsilon, "_target_epsilon": mean.epsilon,
+                    "_law_statistics": mean.statistics}[name]
         return getattr(snapshot, name)
+
+    def _mean_only_size(self, n_features):
+        """The largest size at which :meth:`fit` releases the label mean alone
+        (0: never; only with an intercept and an epsilon budget)."""
+        budget = self._mean_fallback_budget()
+        if not self.fit_intercept or budget is None:
+            return 0
+        return mean_only_size(budget, n_features)
+
+    def _mean_fallback_budget(self):
+        """The epsilon budget of the fallback to the label mean, or None where
+        the estimator never falls back (a raw noise level, no budget)."""
+        return getattr(self, "epsilon", None)

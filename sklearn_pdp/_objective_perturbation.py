@@ -64,6 +64,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
     Attributes
     ----------
     {model}
+    {mean_only}
     alpha_ : float
         The ridge strength used (``alpha``, or the "auto" choice).
     pdp_losses_ : ndarray of shape (n_samples,)
@@ -179,7 +180,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         )
         return alpha, sigma
 
-    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+    def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         if self.sigma is None:
             # every size gets its own alpha and sigma, calibrated and checked
             # there; a size refused is refused below every accepted one
@@ -226,7 +227,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         )
 
 
-    def release_law(self):
+    def _mechanism_law(self):
         """Public description of the release, for a published report.
 
         Returns

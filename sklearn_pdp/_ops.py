@@ -57,6 +57,7 @@ class OPSRegressor(PrivateRegressorMixin):
     Attributes
     ----------
     {model}
+    {mean_only}
     alpha_ : float
         The ridge strength used.
     gamma_ : float
@@ -167,7 +168,7 @@ class OPSRegressor(PrivateRegressorMixin):
             ) from None
         return alpha, gamma
 
-    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+    def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         if self.epsilon is not None:
             # calibrated at the fitted size, verified there: the budget holds
             # at every size it accepts (each refusal is raised here)
@@ -205,7 +206,7 @@ class OPSRegressor(PrivateRegressorMixin):
         # search's tolerance must not report more
         return eps if self.epsilon is None else np.minimum(eps, self.dp_epsilon_)
 
-    def release_law(self):
+    def _mechanism_law(self):
         """Public description of the release, for a published report.
 
         Returns

@@ -66,6 +66,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
     Attributes
     ----------
     {model}
+    {mean_only}
     pdp_losses_ : ndarray of shape (n_samples,)
         Per-instance epsilon of removing each training row: at ``delta`` for
         Gaussian noise (exact), pure for ``"laplace"`` (exact,
@@ -193,7 +194,11 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         tags.regressor_tags.poor_score = True
         return tags
 
-    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+    def _mean_fallback_budget(self):
+        # the pure (norm-exponential) variant has no delta to spend on a Gaussian mean
+        return self.epsilon if self.noise == "gaussian" else None
+
+    def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         if self.fit_intercept and min(n_samples, min_samples or n_samples) < 2:
             # without its only row the data set has no intercept direction:
             # the sensitivity is unbounded (a function of the public size)
@@ -295,7 +300,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             return self._center + self.noise_scale_ * draw
         return self._center + norm_exponential_noise(rng, d, self.noise_scale_, size)
 
-    def release_law(self):
+    def _mechanism_law(self):
         """Public description of the release, for a published report.
 
         Returns

@@ -65,6 +65,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     Attributes
     ----------
     {model}
+    {mean_only}
     n_components_ : int
         Number of sketch rows used.
     sketch_ : ndarray of shape (`n_components_`, n_features + fit_intercept + 1)
@@ -178,6 +179,10 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         tags.regressor_tags.poor_score = True
         return tags
 
+    def _mean_fallback_budget(self):
+        # the paper's variant reproduces the paper: no budget to meet
+        return self.epsilon if self.variant == "dp" else None
+
     def _resolve_n_components(self, n_samples):
         n = n_samples
         if self.n_components == "full" or (
@@ -198,7 +203,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
             )
         return int(self.n_components)
 
-    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+    def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         # chi2_noise_scale verifies chi2_delta(epsilon) <= delta at every size
         return (float(self.epsilon) if self.variant == "dp" else np.inf), self.delta
 

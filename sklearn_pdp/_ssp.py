@@ -107,6 +107,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
     Attributes
     ----------
     {model}
+    {mean_only}
     alpha_ : float
         The ridge chosen from the noisy statistics (scaled domain).
     lambda_min_ : float
@@ -218,6 +219,10 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         tags.regressor_tags.poor_score = True
         return tags
 
+    def _mean_fallback_budget(self):
+        # the noisy label sum and the ridge already fall back to the mean
+        return None
+
     def _weights(self, n_samples):
         """Shares of s*^2 of the blocks in ``_BLOCKS`` (zero for an absent block)."""
         if self.budget_split is None:
@@ -254,7 +259,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
             for key, c, w in zip(_BLOCKS, change, weights) if w > 0
         }
 
-    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+    def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         # the noise is calibrated at every size so that the domain's worst
         # ratio is exactly the budget's
         self._weights(n_samples)
@@ -328,7 +333,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
             self._eig, self._mean, self._n, x, intercept=self.fit_intercept, add=add
         ) ** 2)
 
-    def release_law(self):
+    def _mechanism_law(self):
         """Public description of the release, for a published report.
 
         Returns

@@ -181,7 +181,8 @@ def test_pdp_losses_equal_the_mixture_written_out(fit_intercept):
     exact loss of (cell, coefficients): dense eigenvalues and solves per
     neighbour, cell masses from scipy.stats, ops_delta per cell, brentq."""
     X, y = _unit_rows(40, 2, 0, scale=0.9)
-    reg = AdaOPSRegressor(epsilon=3.0, fit_intercept=fit_intercept, random_state=0,
+    # above the fallback to the label mean, n epsilon > 40 (d + 1)
+    reg = AdaOPSRegressor(epsilon=3.5, fit_intercept=fit_intercept, random_state=0,
                           **BOUNDS).fit(X, y)
     Z, ys = _scaled(X, y, reg)
     cal, lam = reg._cal, _scatter_min(Z, fit_intercept)
@@ -359,15 +360,15 @@ def test_kappa_is_checked_against_the_paper_constraint():
         AdaOPSRegressor(kappa=1.01 * kappa_max, **BOUNDS).fit(X, y)
 
 
-def test_too_few_samples_for_an_intercept_is_a_clear_error():
-    """A function of the public size: the intercept's own posterior (leverage
-    1/(n - 1)) cannot meet a tiny budget."""
+def test_too_few_samples_for_an_intercept_release_the_mean():
+    """Where the intercept's own posterior (leverage 1/(n - 1)) could not meet
+    a tiny budget, the fit releases the label mean within it instead."""
     X, y = _unit_rows(50, 2, 0)
     with pytest.raises(ValueError, match="too few samples"):
-        AdaOPSRegressor(epsilon=0.05, **BOUNDS).fit(X, y)
-    with pytest.raises(ValueError, match="too few samples"):
-        AdaOPSRegressor(epsilon=0.05).dp_guarantee(50, 2)
-    AdaOPSRegressor(epsilon=0.05, fit_intercept=False, **BOUNDS).fit(X, y)
+        AdaOPSRegressor(epsilon=0.05)._mechanism_guarantee(50, 2)
+    reg = AdaOPSRegressor(epsilon=0.05, **BOUNDS).fit(X, y)
+    assert reg.mean_only_ and reg.dp_epsilon_ == 0.05 == reg.dp_guarantee(50, 2)[0]
+    assert not AdaOPSRegressor(epsilon=0.05, fit_intercept=False, **BOUNDS).fit(X, y).mean_only_
 
 
 @pytest.mark.parametrize(

@@ -89,7 +89,9 @@ def test_publish_epsilon_composes_and_publishes(capsys):
 
 
 def test_publish_epsilon_unsupported_estimator_is_one_clear_line(capsys):
-    _assert_one_line_error(capsys, ["--estimator", "adaops", "--publish-epsilon", "0.2"],
+    # epsilon 3: above the fallback to the label mean (which can be published)
+    _assert_one_line_error(capsys, ["--estimator", "adaops", "--epsilon", "3",
+                                    "--publish-epsilon", "0.2"],
                            "not supported for AdaOPSRegressor")
 
 

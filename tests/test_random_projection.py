@@ -150,7 +150,8 @@ def test_chi2_noise_scale_is_tight():
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_pdp_losses_equal_brute_force_leave_one_out(variant, fit_intercept):
     X, y = _data(n=40)
-    reg = _fit(X, y, epsilon=1.0, n_components=7, variant=variant, fit_intercept=fit_intercept)
+    # epsilon 5: above the fallback to the label mean, n epsilon > 40 (d + 1)
+    reg = _fit(X, y, epsilon=5.0, n_components=7, variant=variant, fit_intercept=fit_intercept)
     Z = _scaled_z(X, y, reg)
     noise = np.diag(_noise_variances(reg, Z.shape[1]))
     expected = []
@@ -187,7 +188,7 @@ def test_dp_calibration_is_tight_at_the_worst_row():
 
 def test_pdp_epsilon_of_new_targets():
     X, y = _data(n=50)
-    reg = _fit(X, y, n_components=5)
+    reg = _fit(X, y, epsilon=5.0, n_components=5)  # above the fallback to the mean
     X_new, y_new = _data(n=8, seed=1)
     Z, Z_new = _scaled_z(X, y, reg), _scaled_z(X_new, y_new, reg)
     sigma = Z.T @ Z + np.diag(_noise_variances(reg, Z.shape[1]))

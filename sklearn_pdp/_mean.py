@@ -1,0 +1,67 @@
+"""The private label mean: what an estimator releases when n epsilon is too
+small to learn slopes (doc/mechanisms/index.rst, "Falling back to the mean").
+
+Below about 40 units of ``n_samples * epsilon`` per coefficient, no slope
+estimate of the package's mechanisms beats predicting the label mean, while
+the mechanisms' own intercepts are noisy: their residual-based sensitivity
+is 2 (a label in [-1, 1] against a prediction in [-1, 1]) where the label
+sum's is 1, and they spend part of the budget on the slopes. There the
+estimators (with an intercept and an epsilon budget) release the label mean
+alone, by the analytic Gaussian mechanism with the whole budget: slopes 0,
+intercept ``(sum y + sigma N(0, 1)) / n`` with n public. A row's loss is
+that of the Gaussian mechanism at ratio ``|y_i| / sigma``, exact and the
+same in both directions. The switch is a function of public quantities
+(n, d, epsilon) only.
+"""
+
+import numpy as np
+
+from ._accounting import gaussian_epsilon, gaussian_noise_scale
+
+# n epsilon per coefficient (the d slopes and the intercept) at or below which
+# the label mean is released alone: measured on the utility benchmark, where
+# up to about this rate every mechanism's slopes cost more than they explain.
+MEAN_ONLY_RATE = 40.0
+
+
+def mean_only_size(epsilon, n_features):
+    """The largest sample size whose fit releases the label mean alone."""
+    return int(np.floor(MEAN_ONLY_RATE * (n_features + 1) / epsilon))
+
+
+def _label_sum(start, Xs, ys):
+    return ys.sum()
+
+
+class PrivateMean:
+    """The label sum of the scaled data plus N(0, sigma^2), sigma from the
+    analytic Gaussian mechanism for sensitivity 1 at (epsilon, delta).
+
+    Holds the exact sum (a non-private statistic, like the mechanisms'
+    ridge): per-row functions take it to the workers as O(1) state.
+    """
+
+    def __init__(self, epsilon, delta, data):
+        self.dp = (float(epsilon), float(delta))
+        self.noise_scale = gaussian_noise_scale(epsilon, delta)
+        self.n_samples, self.n_coef = data.n_samples, data.n_features
+        self.label_sum = float(data.reduce(_label_sum))
+
+    def release(self, rng, size=None):
+        """Draw(s) of the released coefficients (scaled): slopes 0, intercept
+        the noisy mean."""
+        noise = rng.standard_normal(1 if size is None else size)
+        theta = np.zeros((noise.size, self.n_coef))
+        theta[:, -1] = (self.label_sum + self.noise_scale * noise) / self.n_samples
+        return theta[0] if size is None else theta
+
+    def statistics(self, Xs, ys, add=False):
+        """Squared change of the label sum by each row (the worst, 1, when
+        ``ys`` is None), as a block of :class:`~sklearn_pdp._ssp.AdaSSPLaw`."""
+        return {"ysum": np.ones(Xs.shape[0]) if ys is None else ys**2}
+
+    def epsilon(self, Xs, ys):
+        """Exact loss of each row, removed or added (the same)."""
+        ratio = np.sqrt(self.statistics(Xs, ys)["ysum"]) / self.noise_scale
+        # the worst row costs exactly the budget: the search's tolerance must not add
+        return np.minimum(gaussian_epsilon(self.dp[1], ratio), self.dp[0])

@@ -1,0 +1,148 @@
+"""The fallback to the private label mean when n epsilon is too small for slopes."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy import stats
+
+from sklearn_pdp import (
+    AdaOPSRegressor,
+    AdaSSPRegressor,
+    ObjPertRegressor,
+    OPSRegressor,
+    OutputPerturbationRegressor,
+    PDPReport,
+    RandomProjectionRegressor,
+)
+from sklearn_pdp._accounting import gaussian_noise_scale
+
+BUDGETED = [OPSRegressor, AdaOPSRegressor, ObjPertRegressor, OutputPerturbationRegressor,
+            RandomProjectionRegressor]
+BOUNDS = dict(data_norm=1.0, y_bound=1.0)
+
+
+def _data(n, d=3, seed=0, offset=0.4):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d)) / np.sqrt(d)
+    y = np.clip(offset + X @ rng.normal(size=d) + 0.2 * rng.normal(size=n), -1, 1)
+    return X, y
+
+
+def _gaussian_delta(eps, s):
+    """Hockey-stick divergence of N(s, 1) from N(0, 1), from scipy.stats alone."""
+    return stats.norm.cdf(s / 2 - eps / s) - np.exp(eps) * stats.norm.cdf(-s / 2 - eps / s)
+
+
+@pytest.mark.parametrize("cls", BUDGETED, ids=lambda c: c.__name__)
+def test_small_n_epsilon_releases_the_label_mean(cls):
+    """At n epsilon <= 40 (d + 1) the release is the label mean by the Gaussian
+    mechanism at the whole budget: slopes 0, exact losses |y| / sigma, the same
+    for every seed, and the worst row costs the budget."""
+    eps, delta, d = 0.5, 1e-6, 3
+    n = int(40 * (d + 1) / eps)  # the largest size that falls back
+    X, y = _data(n, d)
+    fits = [cls(epsilon=eps, delta=delta, random_state=s, **BOUNDS).fit(X, y) for s in (0, 1)]
+    sigma = gaussian_noise_scale(eps, delta)
+    for reg in fits:
+        assert reg.mean_only_ and np.all(reg.coef_ == 0)
+        assert (reg.dp_epsilon_, reg.dp_delta_) == (eps, delta) == reg.dp_guarantee(n, d)
+        assert_allclose(_gaussian_delta(reg.pdp_losses_, np.abs(y) / sigma), delta, rtol=1e-6)
+        worst = reg.pdp_epsilon(X[:3])
+        assert_allclose(worst, eps, rtol=1e-9)
+        assert np.all(worst <= eps)
+        assert_allclose(reg.pdp_epsilon(X[:3], y[:3]), reg.pdp_losses_[:3], rtol=1e-12)
+    assert_allclose(fits[0].pdp_losses_, fits[1].pdp_losses_, rtol=0)
+    assert fits[0].intercept_ != fits[1].intercept_
+    # one more row: the mechanism itself
+    X, y = _data(n + 1, d)
+    assert not cls(epsilon=eps, delta=delta, **BOUNDS).fit(X, y).mean_only_
+
+
+def test_released_mean_has_the_calibrated_law_and_monte_carlo_loss():
+    """KS test of the released intercepts against N(mean, (sigma / n)^2), and
+    delta at the reported epsilon of the worst row against Monte Carlo of
+    the release on the data set and on its neighbour without the row."""
+    eps, delta = 1.0, 0.05
+    X, y = _data(60)
+    y[0] = -1.0  # the row of largest |y|
+    reg = OPSRegressor(epsilon=eps, delta=delta, **BOUNDS).fit(X, y)
+    assert reg.mean_only_
+    sigma = gaussian_noise_scale(eps, delta)
+    rng = np.random.default_rng(3)
+    draws = np.array([
+        OPSRegressor(epsilon=eps, delta=delta, random_state=s, **BOUNDS).fit(X, y).intercept_
+        for s in range(300)
+    ])
+    law = stats.norm(loc=y.mean(), scale=sigma / len(y))
+    assert stats.kstest(draws, law.cdf).pvalue > 1e-3
+    # neighbour: row 0 removed; the size is public, so the sum moves by |y_0| = 1
+    target = int(np.argmax(np.abs(y)))
+    p = stats.norm(loc=y.sum(), scale=sigma)
+    q = stats.norm(loc=y.sum() - y[target], scale=sigma)
+    sums = p.rvs(size=400_000, random_state=rng)
+    loss = p.logpdf(sums) - q.logpdf(sums)
+    eps_i = reg.pdp_losses_[target]
+    mc = np.mean(np.maximum(0.0, 1.0 - np.exp(eps_i - loss)))
+    tolerance = 5 * np.sqrt(delta / sums.size)
+    assert abs(mc - delta) <= tolerance
+    assert eps_i == pytest.approx(eps, rel=1e-9)
+    assert np.mean(reg.pdp_losses_) < eps
+
+
+@pytest.mark.parametrize(
+    "reg",
+    [AdaSSPRegressor(), OPSRegressor(fit_intercept=False), OPSRegressor(epsilon=None, gamma=1.0,
+                                                                         alpha=1.0),
+     OutputPerturbationRegressor(noise="laplace"), RandomProjectionRegressor(variant="paper")],
+    ids=["adassp", "no-intercept", "raw-gamma", "laplace", "paper"],
+)
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_no_fallback_without_an_intercept_and_a_gaussian_budget(reg):
+    X, y = _data(50)
+    assert not reg.set_params(**BOUNDS).fit(X, y).mean_only_
+
+
+def test_refit_drops_the_previous_mechanism_state():
+    X, y = _data(2000)
+    reg = OPSRegressor(**BOUNDS).fit(X, y)
+    assert not reg.mean_only_ and reg.design_ridge() is not None
+    reg.fit(X[:100], y[:100])
+    assert reg.mean_only_ and reg.design_ridge() is None
+    assert not hasattr(reg, "alpha_") and not hasattr(reg, "gamma_")
+
+
+def test_invalid_parameters_are_raised_in_the_fallback_too():
+    X, y = _data(50)
+    with pytest.raises(ValueError, match="budget_split"):
+        AdaOPSRegressor(budget_split=[1.0, 0.0], **BOUNDS).fit(X, y)
+    with pytest.raises(ValueError, match="exactly one of epsilon"):
+        OPSRegressor(gamma=1.0, **BOUNDS).fit(X, y)
+
+
+def test_guarantee_over_a_range_of_sizes_spanning_the_fallback():
+    reg = OPSRegressor(epsilon=1.0)
+    assert reg.dp_guarantee(10_000, 3, 10) == (1.0, 1e-6) == reg.dp_guarantee(100, 3, 10)
+
+
+def test_published_report_of_the_mean():
+    """The mean's release law is a Gaussian block of the label sum: the
+    published bounds cover the exact losses, which include the publication."""
+    X, y = _data(150)
+    report = PDPReport(OPSRegressor(**BOUNDS), publish_epsilon=0.2, random_state=0).fit(X, y)
+    assert report.estimator_.mean_only_
+    published = report.published_
+    assert 1.0 < report.dp_epsilon_ <= 1.2
+    bounds = published.epsilon(X, y)
+    assert np.all(bounds >= report.pdp_losses_ * (1 - 1e-9))
+    assert np.median(bounds / report.pdp_losses_) <= 3
+
+
+def test_fallback_predicts_about_as_well_as_the_mean():
+    """Where no slope can be learnt the model is within a few percent of the
+    (non-private) mean predictor, whatever the label mean."""
+    X, y = _data(4000, d=10, offset=0.6)
+    X_test, y_test = _data(20_000, d=10, seed=1, offset=0.6)
+    reg = ObjPertRegressor(epsilon=0.1, **BOUNDS).fit(X, y)
+    assert reg.mean_only_
+    mse = np.mean((reg.predict(X_test) - y_test) ** 2)
+    assert mse <= 1.05 * np.mean((y.mean() - y_test) ** 2)
