@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, _fit_context
 from ._config import get_config as _get_pdp_config
-from ._mean import PrivateMean, mean_only_size
+from ._mean import MEAN_ONLY_RATE, PrivateMean, mean_only_size
 from ._public import public_model
 from ._data import (
     DomainScaler,
@@ -294,6 +294,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
     }
+    # n epsilon per coefficient up to which a fit releases the label mean alone
+    _mean_only_rate = MEAN_ONLY_RATE
 
     def dp_guarantee(self, n_samples, n_features, min_samples=None):
         """Data-independent (epsilon, delta)-DP guarantee of a fit of this size.
@@ -655,7 +657,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         budget = self._mean_fallback_budget()
         if not self.fit_intercept or budget is None:
             return 0
-        return mean_only_size(budget, n_features)
+        return mean_only_size(budget, n_features, self._mean_only_rate)
 
     def _mean_fallback_budget(self):
         """The epsilon budget of the fallback to the label mean, or None where

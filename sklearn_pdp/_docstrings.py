@@ -64,12 +64,12 @@ intercept_ : float
     "mean_only": """\
 mean_only_ : bool
     True when the fit released the label mean alone: with an intercept and
-    an epsilon budget, ``n_samples * epsilon <= 40 (n_features + 1)``, where
-    no slopes are worth their noise. ``coef_`` is then 0 and ``intercept_``
-    the label mean plus Gaussian noise at the whole budget; ``pdp_losses_``
-    are the Gaussian mechanism's at ``|y_i| / sigma`` (doc/mechanisms,
-    "Falling back to the mean"). Never for ``AdaSSPRegressor``, a raw noise
-    level or a mechanism without a Gaussian budget.""",
+    an epsilon budget, ``n_samples * epsilon <= 40 (n_features + 1)`` (20
+    for ``AdaSSPRegressor``), where no slopes are worth their noise.
+    ``coef_`` is then 0 and ``intercept_`` the label mean plus Gaussian
+    noise at the whole budget; ``pdp_losses_`` are the Gaussian mechanism's
+    at ``|y_i| / sigma`` (doc/mechanisms, "Falling back to the mean").
+    Never with a raw noise level or without a Gaussian budget.""",
     "fitted_bounds": """\
 data_norm_, bounds_X_, y_bound_ : float, tuple or None
     The bounds used (the parameters, or the data's own when not given).

@@ -20,13 +20,14 @@ from ._accounting import gaussian_epsilon, gaussian_noise_scale
 
 # n epsilon per coefficient (the d slopes and the intercept) at or below which
 # the label mean is released alone: measured on the utility benchmark, where
-# up to about this rate every mechanism's slopes cost more than they explain.
+# up to about this rate every mechanism's slopes cost more than they explain
+# (AdaSSP's up to about half of it: it uses its own rate).
 MEAN_ONLY_RATE = 40.0
 
 
-def mean_only_size(epsilon, n_features):
+def mean_only_size(epsilon, n_features, rate=MEAN_ONLY_RATE):
     """The largest sample size whose fit releases the label mean alone."""
-    return int(np.floor(MEAN_ONLY_RATE * (n_features + 1) / epsilon))
+    return int(np.floor(rate * (n_features + 1) / epsilon))
 
 
 def _label_sum(start, Xs, ys):

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, StrOptions
 from ._accounting import domain_bounds, gaussian_epsilon, gaussian_noise_scale
+from ._accounting._engine import largest_root
 from ._base import PrivateRegressorMixin, ReleaseLaw, Ridge, leave_one_out, penalty
 from ._docstrings import fill_doc
 
@@ -53,7 +54,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         The sensitivity, hence the noise, shrinks like 1/alpha^1.5 (about
         sqrt(n) / alpha^1.5 without ``radius``): useful values grow with the
         sample size. "auto": :func:`output_perturbation_auto_alpha`, a rule in
-        the public (n, d, epsilon).
+        the public (n, d, epsilon, delta).
     radius : float, default=None
         Constrain the solution to ``||theta|| <= radius`` (scaled coordinates),
         as rls-out does. The sensitivity is then independent of the sample
@@ -216,7 +217,8 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         XtX, Xty = data.gram()
         self._n = data.n_samples
         self.alpha_ = (
-            output_perturbation_auto_alpha(self.epsilon, data.n_samples, self.n_features_in_)
+            output_perturbation_auto_alpha(self.epsilon, self.delta, data.n_samples,
+                                           self.n_features_in_, self.fit_intercept)
             if self.alpha == "auto" else float(self.alpha)
         )
         self._ridge = Ridge(XtX, Xty, self.alpha_, self.fit_intercept)
@@ -410,20 +412,45 @@ class OutputPerturbationLaw(ReleaseLaw):
 
 # Constant of the automatic ridge, measured on the utility grid.
 _AUTO_ALPHA_SCALE = 10.0
+# Bound on the noise variance of a prediction at a row of norm 1 (labels in
+# [-1, 1]) that the automatic ridge keeps, measured on the utility grid: the
+# noise of a small n epsilon then costs a few percent of a label variance.
+_NOISE_TARGET = 5e-4
+_AUTO_ALPHA_CAP = 100.0
 
 
-def output_perturbation_auto_alpha(epsilon, n_samples, n_features):
-    """``alpha="auto"``: ``10 (d + 1) n^(1/3) / epsilon^(2/3)``, public quantities only.
+def output_perturbation_auto_alpha(epsilon, delta, n_samples, n_features, intercept=True):
+    """``alpha="auto"``: a rule in the public (n, d, epsilon, delta).
 
-    The sensitivity is about ``sqrt(n / alpha) / alpha`` and the noise that
-    sensitivity over epsilon: this alpha keeps the noise of a prediction the
-    same at every n and epsilon, and shrinks the slopes (never the
-    intercept) less as n grows. Measured on the utility grid against rules
-    in n^0.6 and in 1 / epsilon, whose noise grew with n or with epsilon.
+    The larger of ``10 (d + 1) n^(1/3) / epsilon^(2/3)`` and the smallest
+    alpha at which the Gaussian noise of a prediction at a row of norm 1,
+    ``(1 + intercept) sigma(alpha)^2``, is at most 5e-4 (at most 100 times
+    the first, where the intercept's own noise stays above). For large n the
+    sensitivity is about ``sqrt(n / alpha) / alpha`` and the first rule keeps
+    the noise about constant while the slopes are shrunk less as n grows
+    (measured against rules in n^0.6 and in 1 / epsilon); for small n the
+    sensitivity's constant part (the residual 2 and the intercept's leverage)
+    dominates and the second keeps the noise small, shrinking the slopes
+    (never the intercept) instead.
     """
-    return float(
-        _AUTO_ALPHA_SCALE * (n_features + 1) * n_samples ** (1 / 3) / epsilon ** (2 / 3)
-    )
+    rule = _AUTO_ALPHA_SCALE * (n_features + 1) * n_samples ** (1 / 3) / epsilon ** (2 / 3)
+    coords = 1.0 + bool(intercept)
+
+    def excess(x):  # noise over its target at alpha = e^-x: grows with x
+        sensitivity = output_perturbation_sensitivity(np.exp(-x), n_samples,
+                                                      intercept=intercept)
+        return coords * gaussian_noise_scale(epsilon, delta, sensitivity) ** 2 - _NOISE_TARGET
+
+    if excess(-np.log(rule)) <= 0:
+        return float(rule)
+    # on the line of -log alpha the excess grows: the largest root is the
+    # smallest alpha. At most 100 times the rule: with few rows the
+    # intercept's own noise (leverage 1 / (n - 1)) may stay above the target.
+    try:
+        return float(np.exp(-largest_root(excess, start=-np.log(rule), step=2.0, xtol=1e-6,
+                                          lowest=-np.log(_AUTO_ALPHA_CAP * rule))))
+    except ValueError:
+        return float(_AUTO_ALPHA_CAP * rule)
 
 
 def output_perturbation_sensitivity(alpha, n_samples, radius=None, intercept=False):

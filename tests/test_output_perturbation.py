@@ -5,9 +5,14 @@ from scipy import optimize, stats
 from sklearn.linear_model import Ridge
 
 from sklearn_pdp import OutputPerturbationRegressor
-from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon
+from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon, gaussian_noise_scale
 from sklearn_pdp._data import DomainScaler
-from sklearn_pdp._output_perturbation import ball_ridge, norm_exponential_noise
+from sklearn_pdp._output_perturbation import (
+    ball_ridge,
+    norm_exponential_noise,
+    output_perturbation_auto_alpha,
+    output_perturbation_sensitivity,
+)
 from tests._reference import ridge_penalty
 
 from ._mc import assert_matches_mc
@@ -381,7 +386,7 @@ def test_chunked_passes_do_not_depend_on_chunk_size(radius):
 
 
 def test_auto_alpha_is_a_public_rule_and_falls_back_to_the_mean():
-    """alpha="auto" depends on (n, d, epsilon) only; a ridge shrinks the
+    """alpha="auto" depends on (n, d, epsilon, delta) only; a ridge shrinks the
     slopes, never the intercept."""
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(2000, 3))
@@ -391,10 +396,33 @@ def test_auto_alpha_is_a_public_rule_and_falls_back_to_the_mean():
                                     random_state=s).fit(X + shift, y)
         for s, shift in ((0, 0.0), (1, 0.1))
     ]
-    assert fits[0].alpha_ == fits[1].alpha_ == pytest.approx(10 * 4 * 2000 ** (1 / 3))
+    assert fits[0].alpha_ == fits[1].alpha_ == output_perturbation_auto_alpha(
+        1.0, 1e-6, 2000, 3, True)
     # a ridge strong enough to silence the slopes leaves the intercept at the
     # label mean, not at the midpoint 20 of the label range
     strong = OutputPerturbationRegressor(epsilon=1.0, alpha=1e6, bounds_X=(-1, 1),
                                          y_bound=(0, 40), random_state=0).fit(X, y)
     assert abs(strong.predict(X).mean() - y.mean()) < 0.5
     assert np.all(np.abs(strong.coef_) < 0.5)
+
+
+@pytest.mark.parametrize("n, epsilon", [(800, 1.0), (8000, 0.1), (80_000, 1.0), (40, 1.0)])
+def test_auto_alpha_keeps_the_prediction_noise_below_its_target(n, epsilon):
+    """The larger of the n^(1/3) rule and the smallest alpha whose noise
+    variance at a unit row with the intercept, 2 sigma^2, is at most 5e-4;
+    at most 100 times the rule where the intercept's own noise stays above."""
+    d, delta = 10, 1e-6
+    alpha = output_perturbation_auto_alpha(epsilon, delta, n, d)
+    rule = 10 * (d + 1) * n ** (1 / 3) / epsilon ** (2 / 3)
+
+    def noise(a):
+        return 2 * gaussian_noise_scale(
+            epsilon, delta, output_perturbation_sensitivity(a, n, intercept=True)) ** 2
+
+    assert rule <= alpha <= 100 * rule * (1 + 1e-12)
+    if alpha == pytest.approx(100 * rule):
+        assert noise(alpha) > 5e-4
+    elif alpha > rule:
+        assert noise(alpha) <= 5e-4 < noise(alpha * 0.999)
+    else:
+        assert noise(rule) <= 5e-4
