@@ -406,7 +406,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
             )
         return self._ridges[k]
 
-    def _release(self, rng, size=None):
+    def _mechanism_release(self, rng, size=None):
         """Draw(s) of the whole release (cell, then coefficients; scaled)."""
         cells = self._draw_cells(rng, 1 if size is None else size)
         theta = np.empty((cells.size, self._XtX.shape[0]))

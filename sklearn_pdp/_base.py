@@ -277,7 +277,9 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
       fills ``pdp_losses_``;
     - ``_target_epsilon(Xs, ys)``: that of adding the rows (``ys`` None: the
       worst label);
-    - ``_release(rng, size=None)``: fresh draw(s) of the release (audits);
+    - ``_mechanism_release(rng, size=None)``: fresh draw(s) of the release
+      (audits draw through ``_release``, which is the label mean's where the
+      fit fell back to it);
     - :meth:`dp_guarantee`: the data-independent guarantee for a sample size,
       which ``_fit_scaled`` reports as ``dp_epsilon_``/``dp_delta_``.
 
@@ -650,6 +652,17 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             return {"_training_epsilon": mean.epsilon, "_target_epsilon": mean.epsilon,
                     "_law_statistics": mean.statistics}[name]
         return getattr(snapshot, name)
+
+    def _release(self, rng, size=None):
+        """Fresh draw(s) of the whole release, scaled: the label mean's where
+        the fit released it alone, else the mechanism's."""
+        if self._mean_release is not None:
+            return self._mean_release.release(rng, size)
+        return self._mechanism_release(rng, size)
+
+    def _mechanism_release(self, rng, size=None):
+        """:meth:`_release` of the mechanism itself."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement _release.")
 
     def _mean_only_size(self, n_features):
         """The largest size at which :meth:`fit` releases the label mean alone

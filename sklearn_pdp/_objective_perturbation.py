@@ -201,7 +201,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         )
         return self._release(rng)
 
-    def _release(self, rng, size=None):
+    def _mechanism_release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled coordinates).
 
         theta = H^{-1}(X^T y - b) = theta_hat - H^{-1} b, b ~ N(0, sigma^2 I)

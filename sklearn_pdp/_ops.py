@@ -191,7 +191,7 @@ class OPSRegressor(PrivateRegressorMixin):
         self.noise_scale_ = 1.0 / np.sqrt(self.gamma_)
         return self._release(rng)
 
-    def _release(self, rng, size=None):
+    def _mechanism_release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled coordinates)."""
         return self._ridge.coef + self._ridge.sample(rng, self.noise_scale_, size)
 

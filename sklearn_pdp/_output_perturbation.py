@@ -294,7 +294,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         # must not report more.
         return np.minimum(eps, self.dp_epsilon_)
 
-    def _release(self, rng, size=None):
+    def _mechanism_release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled coordinates)."""
         d = self._center.shape[0]
         if self.noise == "gaussian":

@@ -333,7 +333,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         rounding = _NULL_RTOL * row_norms(Z)
         return np.where(off > rounding, np.inf, tau)
 
-    def _release(self, rng, size=None):
+    def _mechanism_release(self, rng, size=None):
         """Draw(s) of the released sketch (scaled coordinates).
 
         Uses that the sketch rows are N(0, Sigma) whatever the draw of S:

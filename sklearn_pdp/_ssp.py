@@ -316,7 +316,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         intercept = (noisy["ysum"] - np.einsum("ij,ij->i", s, beta)) / self._n
         return np.column_stack([beta, intercept]), alpha
 
-    def _release(self, rng, size=None):
+    def _mechanism_release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled coordinates)."""
         theta = self._model(self._noisy(rng, 1 if size is None else size))[0]
         return theta[0] if size is None else theta
