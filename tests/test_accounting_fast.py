@@ -6,6 +6,7 @@ import pytest
 
 from sklearn_pdp._accounting import _engine, _ops
 from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon, ops_delta, ops_epsilon
+from sklearn_pdp._accounting._gaussian import GaussianLoss
 
 
 @pytest.fixture
@@ -104,3 +105,16 @@ def test_few_rows_or_mixed_parameters_skip_the_spline(monkeypatch):
     assert not any(built) and np.all(np.isfinite(eps[4:]))
     ops_epsilon(1e-6, mu, r, 10.0)
     assert built[-1]
+
+
+@pytest.mark.parametrize("start", [1e-300, 1.8e-23, 1e-17])
+def test_start_just_above_a_zero_loss_still_finds_zero(start):
+    """A first guess a few ulps above 0 (a spline's rounding, which differs
+    between platforms) for a row whose loss is 0 closes the bracket on
+    [0, start] at once: the search must still try 0 itself."""
+    s = np.array([1e-300, 1e-12, 1.0])
+    loss = GaussianLoss(s, table=False)
+    guess = np.array([start, start, 0.2])
+    eps = _engine.epsilon_from_delta(loss.directions, np.full(3, 1e-6), 3, guess)
+    assert eps[0] == 0 and eps[1] == 0
+    np.testing.assert_allclose(eps[2], gaussian_epsilon(1e-6, 1.0), rtol=1e-9)

@@ -134,8 +134,10 @@ def _solve_direction(tail, log_target, size, start=None, floor=None):
         # within one tolerance of Newton's estimate of the root.
         done = ((ha - la) <= tol) | (~above & (-step <= tol))
         # a root at (or within a tolerance of) eps = 0 is found by trying 0
-        # itself, not by halving towards it
-        try_zero = (guess <= 2 * tol) & (la == 0) & (ha > 0) & ~zero_tried[active]
+        # itself, not by halving towards it; a bracket that closes on
+        # [0, tiny] (from a start just above 0) tries 0 too
+        near_zero = (guess <= 2 * tol) | ((ha - la) <= tol)
+        try_zero = near_zero & (la == 0) & (ha > 0) & ~zero_tried[active]
         done &= ~try_zero
         # past _NEWTON_STEPS only bisection: Newton can creep towards the
         # root from one side on a mixture of losses (AdaOPS)
