@@ -452,13 +452,14 @@ def _design_ridge(est, data):
     The mechanism's own factorisation when it keeps one (``design_ridge``);
     otherwise (e.g. random projection) built here with its ridge strength, if
     any: the fitted ``alpha_``, a numeric ``alpha`` parameter, or 0 (also for
-    a fit that released the label mean alone).
+    a fit that released the label mean alone, whose ridge is missing or
+    infinite).
     """
     ridge = est.design_ridge()
     if ridge is not None:
         return ridge
     alpha = getattr(est, "alpha_", est.get_params().get("alpha", 0.0))
-    alpha = alpha if isinstance(alpha, Real) else 0.0
+    alpha = alpha if isinstance(alpha, Real) and np.isfinite(alpha) else 0.0
     return Ridge(*data.gram(), alpha, est.fit_intercept)
 
 

@@ -162,3 +162,41 @@ def test_falls_back_towards_the_mean_at_a_tiny_budget():
     assert not any(reg.mean_only_ for reg in fits)
     scores = [reg.score(X, y) for reg in fits]
     assert np.mean(scores) > -0.1
+
+
+
+def _skewed_noise_ratios():
+    """Test MSE over the mean predictor's on labels that vary little and do
+    not depend on X (skewed, near one end of the range, as survey counts)."""
+    ratios = []
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        X = rng.uniform(0, 1, (6000, 8)) / np.sqrt(8)
+        y = np.clip(0.03 + 0.04 * rng.standard_normal(6000) ** 2, 0, 1)
+        reg = AdaSSPRegressor(epsilon=1.0, random_state=seed, **BOUNDS).fit(X[:5000], y[:5000])
+        mse = np.mean((reg.predict(X[5000:]) - y[5000:]) ** 2)
+        ratios.append(mse / np.mean((y[:5000].mean() - y[5000:]) ** 2))
+    return np.mean(ratios)
+
+
+def test_labels_without_signal_that_vary_little_give_the_mean(monkeypatch):
+    """The signal test of the cross term releases (nearly) the label mean
+    where slopes fitted at Wang's ridge alone cost far more than the mean."""
+    assert _skewed_noise_ratios() < 1.05
+    monkeypatch.setattr(AdaSSPRegressor, "_signal_ridge", lambda self, scatter, *a: 0.0)
+    assert _skewed_noise_ratios() > 1.3
+
+
+def test_strong_signal_is_hardly_shrunk(monkeypatch):
+    """Where the cross term is far above its noise the signal ridge is tiny
+    against the scatter: the same noisy statistics give nearly the model of
+    Wang's ridge alone (slopes shrunk by less than 0.1%)."""
+    X, y = _data(n=20000, d=5, seed=2)
+    reg = AdaSSPRegressor(epsilon=1.0, random_state=0, **BOUNDS).fit(X, y)
+    noisy = reg._noisy(np.random.RandomState(1), size=20)
+    theta, alpha = reg._model(noisy)
+    monkeypatch.setattr(AdaSSPRegressor, "_signal_ridge", lambda self, scatter, *a: 0.0)
+    theta_wang, alpha_wang = reg._model(noisy)
+    assert np.all(alpha >= alpha_wang) and np.all(np.isfinite(alpha))
+    shrink = np.linalg.norm(theta[:, :5], axis=1) / np.linalg.norm(theta_wang[:, :5], axis=1)
+    assert np.all((shrink > 0.999) & (shrink <= 1.0))
