@@ -47,10 +47,11 @@ class ObjPertRegressor(PrivateRegressorMixin):
         term however large ``sigma`` is, so a budget needs ``alpha`` large
         enough. "auto" (with ``epsilon``) chooses it from public quantities
         only: the smallest alpha whose loss floor is a quarter of
-        ``epsilon``, raised by ``100 / (n_samples * epsilon)`` when the data
-        are too few for slopes (then a large alpha shrinks the slopes towards
-        0 while the unpenalised intercept stays at the label mean); see
-        :func:`objpert_auto_alpha`. ``alpha=0`` gives no data-independent
+        ``epsilon``, raised by ``(1000 / (n_samples * epsilon))^3`` when the
+        data are too few for slopes (then a large alpha shrinks the slopes
+        towards 0 while the unpenalised intercept stays at the label mean),
+        then doubled until the noise along a unit slope direction,
+        ``sigma^2 / alpha^2``, is at most 1e-4; see :func:`objpert_auto_alpha`. ``alpha=0`` gives no data-independent
         guarantee.
     sigma : float or None, default=None
         For experts, with ``epsilon=None``: the standard deviation of the

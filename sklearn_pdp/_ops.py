@@ -43,8 +43,10 @@ class OPSRegressor(PrivateRegressorMixin):
         Ridge strength on the scaled data (rows of norm <= 1, labels in
         [-1, 1]), as ``Ridge(alpha=alpha)`` would use it there (intercept not
         penalised). "auto" (needs ``epsilon``): ``100 (d + 1) / epsilon``,
-        raised where the budget needs it (``ops_auto_alpha``). ``alpha=0`` gives no
-        data-independent guarantee.
+        raised where the budget needs it and doubled until the posterior
+        noise along a unit slope direction is at most 1e-4
+        (``ops_auto_alpha``). ``alpha=0`` gives no data-independent
+        guarantee.
     gamma : float or None, default=None
         Posterior scaling, for experts, only with ``epsilon=None``: the draw
         has covariance (gamma H)^{-1}; ``dp_epsilon_`` is then whatever it

@@ -11,7 +11,12 @@ from scipy.stats import gamma as gamma_law
 from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, StrOptions
-from ._accounting import domain_bounds, gaussian_epsilon, gaussian_noise_scale
+from ._accounting import (
+    PREDICTION_NOISE,
+    domain_bounds,
+    gaussian_epsilon,
+    gaussian_noise_scale,
+)
 from ._accounting._engine import largest_root
 from ._base import PrivateRegressorMixin, ReleaseLaw, Ridge, leave_one_out, penalty
 from ._docstrings import fill_doc
@@ -412,10 +417,7 @@ class OutputPerturbationLaw(ReleaseLaw):
 
 # Constant of the automatic ridge, measured on the utility grid.
 _AUTO_ALPHA_SCALE = 10.0
-# Bound on the noise variance of a prediction at a row of norm 1 (labels in
-# [-1, 1]) that the automatic ridge keeps, measured on the utility grid: the
-# noise of a small n epsilon then costs a few percent of a label variance.
-_NOISE_TARGET = 5e-4
+# Largest multiple of the n^(1/3) rule that the noise bound may take.
 _AUTO_ALPHA_CAP = 100.0
 
 
@@ -424,8 +426,9 @@ def output_perturbation_auto_alpha(epsilon, delta, n_samples, n_features, interc
 
     The larger of ``10 (d + 1) n^(1/3) / epsilon^(2/3)`` and the smallest
     alpha at which the Gaussian noise of a prediction at a row of norm 1,
-    ``(1 + intercept) sigma(alpha)^2``, is at most 5e-4 (at most 100 times
-    the first, where the intercept's own noise stays above). For large n the
+    ``(1 + intercept) sigma(alpha)^2``, is at most ``PREDICTION_NOISE``
+    (1e-4; at most 100 times the first, where the intercept's own noise
+    stays above). For large n the
     sensitivity is about ``sqrt(n / alpha) / alpha`` and the first rule keeps
     the noise about constant while the slopes are shrunk less as n grows
     (measured against rules in n^0.6 and in 1 / epsilon); for small n the
@@ -439,7 +442,7 @@ def output_perturbation_auto_alpha(epsilon, delta, n_samples, n_features, interc
     def excess(x):  # noise over its target at alpha = e^-x: grows with x
         sensitivity = output_perturbation_sensitivity(np.exp(-x), n_samples,
                                                       intercept=intercept)
-        return coords * gaussian_noise_scale(epsilon, delta, sensitivity) ** 2 - _NOISE_TARGET
+        return coords * gaussian_noise_scale(epsilon, delta, sensitivity) ** 2 - PREDICTION_NOISE
 
     if excess(-np.log(rule)) <= 0:
         return float(rule)

@@ -8,6 +8,7 @@ from sklearn.linear_model import Ridge
 
 from sklearn_pdp import ObjPertRegressor, PrivacyLeakWarning
 from sklearn_pdp._accounting import (
+    PREDICTION_NOISE,
     domain_bounds,
     epsilon_from_delta,
     gaussian_epsilon,
@@ -17,7 +18,7 @@ from sklearn_pdp._accounting import (
     objpert_epsilon,
     objpert_noise_scale,
 )
-from sklearn_pdp._accounting._objpert import _gh_rule, _objpert_inner
+from sklearn_pdp._accounting._objpert import _floor_alpha, _gh_rule, _objpert_inner
 from sklearn_pdp._data import DomainScaler
 
 from ._mc import assert_matches_mc
@@ -474,10 +475,20 @@ def test_auto_alpha_rule():
         floor = [objpert_dp_epsilon(delta, a, 1.0, n, intercept, residual=0.0) for a in alphas]
         assert np.all(np.diff(floor) < 0)
     limit = objpert_dp_epsilon(delta, np.inf, 1.0, n, True, residual=0.0, refine=False)
-    alpha = objpert_auto_alpha(1.0, delta, n, 5, True)  # n epsilon >= 1000: no growth
-    floor = objpert_dp_epsilon(delta, alpha, 1.0, n, True, residual=0.0, refine=False)
+    base = _floor_alpha(1.0, delta, n, True)  # n epsilon >= 1000: no growth
+    floor = objpert_dp_epsilon(delta, base, 1.0, n, True, residual=0.0, refine=False)
     assert floor == pytest.approx(limit + 0.25, rel=1e-3)
-    assert objpert_auto_alpha(0.25, delta, n, 5, True) > 8 * objpert_auto_alpha(0.5, delta, n, 5, True)
+    assert _floor_alpha(0.25, delta, n, True) > 8 * _floor_alpha(0.5, delta, n, True)
+    # then doubled until the noise along a slope is at most PREDICTION_NOISE
+    alpha = objpert_auto_alpha(1.0, delta, n, 5, True)
+    doublings = np.log2(alpha / base)
+    assert doublings == pytest.approx(round(doublings)) and doublings >= 0
+
+    def noise(a):
+        return (objpert_noise_scale(1.0, delta, a, n, True) / a) ** 2
+
+    assert noise(alpha) <= PREDICTION_NOISE
+    assert doublings < 0.5 or noise(alpha / 2) > PREDICTION_NOISE
     with pytest.raises(ValueError, match="n_samples=10 is too few"):
         objpert_auto_alpha(1.0, delta, 10, 5, True)
 

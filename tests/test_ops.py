@@ -8,7 +8,13 @@ from sklearn.linear_model import Ridge
 
 from tests._reference import ridge_penalty
 from sklearn_pdp import OPSRegressor, PrivacyLeakWarning
-from sklearn_pdp._accounting import ops_epsilon
+from sklearn_pdp._accounting import (
+    PREDICTION_NOISE,
+    domain_bounds,
+    ops_auto_alpha,
+    ops_epsilon,
+    ops_gamma,
+)
 from sklearn_pdp._data import DomainScaler
 
 
@@ -202,3 +208,23 @@ def test_domain_clip_gives_the_rows_the_mechanism_sees():
     direction = X[~inside] / norms[~inside, None]
     assert_allclose(clipped[~inside] / 2.0, direction, rtol=1e-14)
     assert_allclose(scaler.scale(clipped), scaler.scale(X), rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("n, epsilon", [(800, 1.0), (8000, 0.3), (80_000, 3.0)])
+def test_auto_alpha_rule(n, epsilon):
+    """100 (d + 1) / epsilon (raised only where the budget's floor needs it:
+    not at these sizes), doubled until the posterior noise along a unit
+    slope direction, 1 / (alpha gamma), is at most PREDICTION_NOISE."""
+    d, delta = 10, 1e-6
+    alpha = ops_auto_alpha(epsilon, delta, n, d, True)
+    doublings = np.log2(alpha / (100 * (d + 1) / epsilon))
+    assert doublings == pytest.approx(round(doublings), abs=1e-9) and doublings >= 0
+
+    def noise(a):
+        corner = domain_bounds(n, a, True)
+        return 1 / (a * ops_gamma(epsilon, delta, corner["leverage"], corner["residual"]))
+
+    assert noise(alpha) <= PREDICTION_NOISE
+    assert doublings < 0.5 or noise(alpha / 2) > PREDICTION_NOISE
+    reg = OPSRegressor(epsilon=epsilon, data_norm=1.0, y_bound=1.0)
+    assert reg._calibrate(n, d)[0] == alpha

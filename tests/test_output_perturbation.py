@@ -5,7 +5,12 @@ from scipy import optimize, stats
 from sklearn.linear_model import Ridge
 
 from sklearn_pdp import OutputPerturbationRegressor
-from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon, gaussian_noise_scale
+from sklearn_pdp._accounting import (
+    PREDICTION_NOISE,
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_noise_scale,
+)
 from sklearn_pdp._data import DomainScaler
 from sklearn_pdp._output_perturbation import (
     ball_ridge,
@@ -409,7 +414,8 @@ def test_auto_alpha_is_a_public_rule_and_falls_back_to_the_mean():
 @pytest.mark.parametrize("n, epsilon", [(800, 1.0), (8000, 0.1), (80_000, 1.0), (40, 1.0)])
 def test_auto_alpha_keeps_the_prediction_noise_below_its_target(n, epsilon):
     """The larger of the n^(1/3) rule and the smallest alpha whose noise
-    variance at a unit row with the intercept, 2 sigma^2, is at most 5e-4;
+    variance at a unit row with the intercept, 2 sigma^2, is at most
+    PREDICTION_NOISE;
     at most 100 times the rule where the intercept's own noise stays above."""
     d, delta = 10, 1e-6
     alpha = output_perturbation_auto_alpha(epsilon, delta, n, d)
@@ -421,8 +427,8 @@ def test_auto_alpha_keeps_the_prediction_noise_below_its_target(n, epsilon):
 
     assert rule <= alpha <= 100 * rule * (1 + 1e-12)
     if alpha == pytest.approx(100 * rule):
-        assert noise(alpha) > 5e-4
+        assert noise(alpha) > PREDICTION_NOISE
     elif alpha > rule:
-        assert noise(alpha) <= 5e-4 < noise(alpha * 0.999)
+        assert noise(alpha) <= PREDICTION_NOISE < noise(alpha * 0.999)
     else:
-        assert noise(rule) <= 5e-4
+        assert noise(rule) <= PREDICTION_NOISE

@@ -29,7 +29,7 @@ per-row statistics.
 """
 
 from ._chi2 import chi2_delta, chi2_epsilon, chi2_noise_scale
-from ._domain import domain_bounds
+from ._domain import PREDICTION_NOISE, domain_bounds
 from ._engine import epsilon_from_delta, hockey_stick, log_gauss_mass, log_phi
 from ._gaussian import (
     GAUSSIAN_DELTA_SHARE,
@@ -57,6 +57,7 @@ from ._ops import (
 
 __all__ = [
     "GAUSSIAN_DELTA_SHARE",
+    "PREDICTION_NOISE",
     "chi2_delta",
     "chi2_epsilon",
     "chi2_noise_scale",

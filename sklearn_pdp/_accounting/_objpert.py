@@ -11,7 +11,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import ndtr
 
 from .._docstrings import fill_doc
-from ._domain import domain_bounds
+from ._domain import domain_bounds, quiet_ridge
 from ._engine import PrivacyLoss, _pick, largest_root
 from ._gaussian import gaussian_epsilon
 
@@ -334,15 +334,30 @@ _MAX_GROWTH = 1000.0
 def objpert_auto_alpha(epsilon, delta, n_samples, n_features, intercept=False):
     """The ridge strength of ``alpha="auto"``, from public quantities only.
 
-    The floor of the loss (its worst case at zero residual, which no sigma
-    removes) falls with alpha towards its limit f_inf (0 without intercept;
-    with one, the unpenalised intercept's leverage 1/(n - 1) remains).
-    alpha is where the floor is f_inf + epsilon / 4, times
+    The loss-floor rule (:func:`_floor_alpha`), doubled until the noise the
+    release adds along a unit slope direction, ``sigma^2 / alpha^2``
+    (theta - theta_hat = -H^{-1} b), is at most ``PREDICTION_NOISE``
+    (:func:`quiet_ridge`). ``n_features`` is part of the signature of the
+    rule; it does not use it.
+    """
+    def noise(alpha):
+        try:
+            return (objpert_noise_scale(epsilon, delta, alpha, n_samples, intercept) / alpha) ** 2
+        except ValueError:
+            return np.inf
+
+    return float(quiet_ridge(noise, _floor_alpha(epsilon, delta, n_samples, intercept)))
+
+
+def _floor_alpha(epsilon, delta, n_samples, intercept):
+    """The floor of the loss (its worst case at zero residual, which no
+    sigma removes) falls with alpha towards its limit f_inf (0 without
+    intercept; with one, the unpenalised intercept's leverage 1/(n - 1)
+    remains). alpha is where the floor is f_inf + epsilon / 4, times
     ``(1000 / (n epsilon))^3`` when n epsilon < 1000 (at most 1000 times):
     with few data the slopes cannot be learnt and a large alpha shrinks them
     to 0 (the intercept is not penalised). A size whose f_inf is above 3/4
     of the budget is refused.
-    ``n_features`` is part of the signature of the rule; it does not use it.
     """
     def floor(alpha):
         return objpert_dp_epsilon(
@@ -360,8 +375,7 @@ def objpert_auto_alpha(epsilon, delta, n_samples, n_features, intercept=False):
     target = limit + _FLOOR_SHARE * epsilon
     # the smallest alpha whose floor is within the target (the floor falls with alpha)
     log_alpha = -largest_root(lambda t: floor(np.exp(-t)) - target, xtol=1e-4, lowest=-40.0)
-    growth = np.clip((_FEW / (n_samples * epsilon)) ** 3, 1.0, _MAX_GROWTH)
-    return float(np.exp(log_alpha) * growth)
+    return np.exp(log_alpha) * np.clip((_FEW / (n_samples * epsilon)) ** 3, 1.0, _MAX_GROWTH)
 
 
 @lru_cache(maxsize=64)

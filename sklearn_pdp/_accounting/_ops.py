@@ -4,10 +4,12 @@ the data-independent guarantee) and the AdaOPS mixture of OPS losses
 (doc/mechanisms/adaops.rst).
 """
 
+from functools import lru_cache
+
 import numpy as np
 
 from .._docstrings import fill_doc
-from ._domain import domain_bounds
+from ._domain import domain_bounds, quiet_ridge
 from ._engine import (
     PrivacyLoss,
     _spline_start,
@@ -170,6 +172,7 @@ def ops_gamma(epsilon, delta, mu, r, xtol=1e-12):
 _AUTO_ALPHA_SCALE = 100.0
 
 
+@lru_cache(maxsize=64)
 def ops_auto_alpha(epsilon, delta, n_samples, n_features, intercept):
     """The ridge of ``alpha="auto"``: a function of public quantities only.
 
@@ -177,27 +180,39 @@ def ops_auto_alpha(epsilon, delta, n_samples, n_features, intercept):
     ``~ 4 / alpha`` and residual ``~ sqrt(n / alpha)`` of the domain, so
     its noise falls steeply with alpha; a ridge of this size (measured on the
     utility grid against multiples of n and of sqrt(n)) shrinks the slopes,
-    never the intercept, and keeps the fit near or below the mean
-    predictor's error. Raised, if needed, until the loss limit as gamma -> 0
-    (the posterior covariance itself reveals the leverage) is at most half
-    the budget, so that the budget can be met.
+    never the intercept. Raised, if needed, until the loss limit as
+    gamma -> 0 (the posterior covariance itself reveals the leverage) is at
+    most half the budget, so that the budget can be met; then doubled until
+    the posterior noise along a unit slope direction, ``1 / (alpha gamma)``,
+    is at most ``PREDICTION_NOISE`` (:func:`quiet_ridge`), so that the
+    release is never much worse than the mean predictor where the labels
+    vary little.
     """
     alpha = _AUTO_ALPHA_SCALE * (n_features + 1) / epsilon
 
     def excess(log_inverse):  # non-decreasing in -log alpha
         return ops_dp_epsilon(delta, np.exp(-log_inverse), 1e-12, n_samples, intercept) - epsilon / 2
 
-    if excess(-np.log(alpha)) <= 0:
-        return float(alpha)
-    try:
-        return float(np.exp(-largest_root(
-            excess, start=-np.log(alpha), step=1.0, xtol=1e-6, lowest=-np.log(alpha) - 20.0
-        )))
-    except ValueError:  # the intercept's 1/(n - 1) alone exceeds it
-        raise ValueError(
-            f"OPSRegressor cannot meet epsilon={epsilon} with n_samples={n_samples}"
-            " and an intercept: too few samples (a function of the public size)."
-        ) from None
+    if excess(-np.log(alpha)) > 0:
+        try:
+            alpha = np.exp(-largest_root(
+                excess, start=-np.log(alpha), step=1.0, xtol=1e-6, lowest=-np.log(alpha) - 20.0
+            ))
+        except ValueError:  # the intercept's 1/(n - 1) alone exceeds it
+            raise ValueError(
+                f"OPSRegressor cannot meet epsilon={epsilon} with n_samples={n_samples}"
+                " and an intercept: too few samples (a function of the public size)."
+            ) from None
+
+    def noise(alpha):  # posterior variance along a unit slope direction
+        corner = domain_bounds(n_samples, alpha, intercept)
+        try:
+            return 1.0 / (alpha * ops_gamma(epsilon, delta, corner["leverage"],
+                                            corner["residual"], xtol=1e-6))
+        except ValueError:
+            return np.inf
+
+    return float(quiet_ridge(noise, alpha))
 
 
 def ops_dp_epsilon(delta, alpha, gamma, n_samples, intercept=False, min_samples=None):
