@@ -137,8 +137,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
     >>> import numpy as np
     >>> from sklearn_pdp import OPSRegressor, PDPReport
     >>> rng = np.random.RandomState(0)
-    >>> X = rng.uniform(-1, 1, size=(500, 3)) / np.sqrt(3)
-    >>> y = np.clip(X @ [1.0, -0.5, 0.2] + 0.1 * rng.randn(500), -1, 1)
+    >>> X = rng.uniform(-1, 1, size=(2000, 3)) / np.sqrt(3)
+    >>> y = np.clip(X @ [1.0, -0.5, 0.2] + 0.1 * rng.randn(2000), -1, 1)
     >>> report = PDPReport(OPSRegressor(data_norm=1.0, y_bound=1.0, random_state=0))
     >>> report.fit(X, y).transform(X[:2]).shape
     (2, 2)
