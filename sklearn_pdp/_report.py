@@ -47,12 +47,14 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         Extra privacy budget for publishing the report itself (see
         ``published_`` and doc/publish.rst): half of it releases a noisy
         Gram matrix (analytic Gaussian mechanism, composed with the model
-        at ``delta``), half a private summary (pure DP). ``pdp_losses_``,
-        ``dp_epsilon_`` and ``summary_`` then include what the publication
-        costs. Supported for :class:`OPSRegressor`, :class:`AdaSSPRegressor`,
-        :class:`ObjPertRegressor` and :class:`OutputPerturbationRegressor`
-        (``radius=None``); other estimators raise ``NotImplementedError``.
-        None publishes nothing.
+        at ``delta``), half a private summary (pure DP). Random projection
+        and a search without refit need no Gram matrix (their losses are
+        bounded from the release itself): all of it goes to the summary.
+        ``pdp_losses_``, ``dp_epsilon_`` and ``summary_`` then include what
+        the publication costs. Supported for every estimator but
+        :class:`AdaOPSRegressor`, ``RandomProjectionRegressor(variant="paper")``
+        (no guarantee) and a search with ``refit=True``, which raise
+        ``NotImplementedError``. None publishes nothing.
     publish_beta : float, default=0.05
         Failure probability of the published bounds: each holds for a given
         person with probability at least ``1 - publish_beta``.
