@@ -17,9 +17,10 @@ From these alone anyone bounds a person's loss, with probability at least
 - the exact loss grows with each statistic (or the law maximises it over
   the box), so the loss at the upper values bounds the true one.
 
-A law whose statistics can be bounded from its own release (random
-projection: the released sketch) sets ``needs_gram = False``: no Gram matrix
-is published for it.
+A law whose statistics can be bounded without it (random projection: from
+the released sketch; a search without refit: its loss is a public function
+of the label) sets ``needs_gram = False``: no Gram matrix is published for
+it.
 
 Private quantiles of these bounds over the training rows are released by
 the exponential mechanism: each bound is a fixed public function of the
@@ -239,8 +240,8 @@ def publish(law, gram, *, publish_epsilon, beta, delta, model_epsilon, rng,
     target = model_epsilon + GRAM_SHARE * publish_epsilon
     ratio = law.gaussian_allowance(delta, target)
     noise_scale = gram_max_change(law.intercept) / ratio
-    Z2 = gram()
-    noisy = Z2 + noise_scale * gram_noise(rng, Z2.shape[0], law.intercept)
+    exact = gram()
+    noisy = exact + noise_scale * gram_noise(rng, exact.shape[0], law.intercept)
     return PublishedReport(
         law, noisy, noise_scale, summary_epsilon=summary_epsilon,
         dp_epsilon=law.dp_epsilon(delta, ratio) + summary_epsilon, **common,
@@ -255,8 +256,9 @@ def private_summary(values, thresholds, epsilon, lower, upper, rng):
     made non-decreasing (post-processing). ``epsilon`` is split equally
     between the mean (Laplace noise on the sum, sensitivity ``upper``, divided
     by the public size), each quantile of ``_QUANTILES`` (exponential
-    mechanism on a public log grid, utility sensitivity 1) and the fractions (Laplace noise on
-    the counts, l1 sensitivity the number of thresholds): pure epsilon-DP.
+    mechanism on a public log grid, utility sensitivity 1) and the fractions
+    (Laplace noise on the counts, l1 sensitivity the number of thresholds):
+    pure epsilon-DP.
     """
     part = epsilon / _SUMMARY_PARTS
     values = np.clip(values, 0.0, upper)

@@ -365,7 +365,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         return np.minimum(chi2_epsilon(self.delta, tau, self.n_components_), self.dp_epsilon_)
 
     def _target_epsilon(self, Xs, ys):
-        tau = label_quadratic(self._tau, Xs, ys)
+        tau = _label_quadratic(self._tau, Xs, ys)
         return np.minimum(chi2_epsilon(self.delta, tau, self.n_components_), self.dp_epsilon_)
 
     def _law_statistics(self, Xs, ys, add=False):
@@ -375,7 +375,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         label), which :func:`leave_one_out` maps back to tau."""
         if not add:
             return {"tau": self._training_tau(Xs, ys)}
-        tau = label_quadratic(self._tau, Xs, ys)
+        tau = _label_quadratic(self._tau, Xs, ys)
         with np.errstate(invalid="ignore"):
             return {"tau": np.where(np.isinf(tau), 1.0, tau / (1.0 + tau))}
 
@@ -386,8 +386,9 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         -------
         law : RandomProjectionLaw
             The Gram matrix of the released sketch, the number of sketch
-            rows, the noise level, the guarantee, the public size, the domain
-            and the released (scaled) coefficients.
+            rows, the domain's largest tau (from the noise level), the
+            guarantee, the public size, the domain and the released (scaled)
+            coefficients.
 
         Raises
         ------
@@ -455,11 +456,11 @@ class RandomProjectionLaw(ReleaseLaw):
             sketch = Ridge(self.sketch_gram, None, 0.0)
         except ValueError:  # fewer sketch rows than columns: nothing is bounded
             return {"tau": np.full(Xs.shape[0], np.inf)}
-        quad = label_quadratic(lambda Z: sketch.row_statistics(Z)["leverage"], Xs, ys)
+        quad = _label_quadratic(lambda Z: sketch.row_statistics(Z)["leverage"], Xs, ys)
         return {"tau": scale * quad}
 
 
-def label_quadratic(quad, Xs, ys):
+def _label_quadratic(quad, Xs, ys):
     """``quad(z)`` of the rows ``z = [x, y]``; with ``ys`` None the worst
     label: a quadratic form is convex in the label, so an end of [-1, 1]."""
     if ys is not None:

@@ -315,6 +315,7 @@ def test_transform_includes_the_publication():
     PrivateGridSearchCV(OPSRegressor(alpha=300.0, data_norm=1.0, y_bound=1.0),
                         {"epsilon": [0.5, 1.0]}),
 ], ids=["AdaOPS", "paper", "refit"])
+@pytest.mark.filterwarnings("ignore:variant='paper'")
 def test_unsupported_estimators_are_named(est):
     X, y = _data(3000, d=3)
     name = type(est).__name__
