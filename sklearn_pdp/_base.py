@@ -208,7 +208,13 @@ class ReleaseLaw:
     :meth:`published_statistics` gives the statistics' upper values from a
     published report alone; the fitted estimator gives their exact values
     (``_law_statistics``). A mechanism whose loss depends on other
-    statistics overrides both (AdaSSP).
+    statistics overrides both (AdaSSP, random projection).
+
+    A law whose statistics are bounded without the publication's noisy Gram
+    matrix (from the release itself, or a loss that is a public function of
+    the row) sets the class attribute ``needs_gram = False`` (read with
+    default True): no Gram matrix is published, all of ``publish_epsilon``
+    goes to the summary, and ``gaussian_allowance`` is not needed.
     """
 
     def __init__(self, *, scaler, coef, alpha, n_samples):

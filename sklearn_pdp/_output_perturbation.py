@@ -18,7 +18,14 @@ from ._accounting import (
     gaussian_noise_scale,
 )
 from ._accounting._engine import largest_root
-from ._base import PrivateRegressorMixin, ReleaseLaw, Ridge, leave_one_out, penalty
+from ._base import (
+    PrivateRegressorMixin,
+    ReleaseLaw,
+    Ridge,
+    leave_one_out,
+    out_of_sample,
+    penalty,
+)
 from ._docstrings import fill_doc
 
 # A neighbouring solution counts as inside the ball (closed-form leave-one-out
@@ -313,59 +320,85 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         Returns
         -------
         law : OutputPerturbationLaw
-            The noise law and scale, the global sensitivity, the ridge, the
-            public size, the domain and the released (scaled) coefficients:
-            see :class:`sklearn_pdp._base.ReleaseLaw`.
-
-        Raises
-        ------
-        NotImplementedError
-            With ``radius``: the exact loss then depends on whether the
-            neighbours' solutions leave the ball.
+            The noise law and scale, the global sensitivity, the radius, the
+            ridge, the public size, the domain and the released (scaled)
+            coefficients: see :class:`sklearn_pdp._base.ReleaseLaw`.
         """
         check_is_fitted(self)
-        if self.radius is not None:
-            raise NotImplementedError(
-                "OutputPerturbationRegressor with a radius does not support "
-                "published reports yet (radius=None does)."
-            )
         return OutputPerturbationLaw(
             noise=self.noise, noise_scale=self.noise_scale_, sensitivity=self.sensitivity_,
-            dp=(self.dp_epsilon_, self.dp_delta_), **self._law_public(),
+            dp=(self.dp_epsilon_, self.dp_delta_), radius=self.radius, **self._law_public(),
         )
 
-    def _target_epsilon(self, Xs, ys):
+    def _law_statistics(self, Xs, ys, add=False):
+        """Exact statistics of the rows for :meth:`release_law`'s ``epsilon``.
+
+        Without a radius those of every ridge mechanism. With one, the
+        residual is taken against the released centre (the constrained
+        solution), and the rows also carry ``|y|`` (``label``), the smallest
+        eigenvalue of H (``lowest``) and the estimator's own sensitivity of
+        each row (``sensitivity``: exact where the constraint is inactive),
+        which the law's bound, valid in every case, can only lower.
+        """
+        if self.radius is None:
+            return super()._law_statistics(Xs, ys, add)
+        stats = self._ridge.row_statistics(Xs, inverse_norm=True, norm=True)
+        fitted = Xs @ self._center
+        # every bound grows with |r| and |y|: the worst label is an end of [-1, 1]
+        stats["residual"] = 1.0 + np.abs(fitted) if ys is None else ys - fitted
+        stats["label"] = np.ones(Xs.shape[0]) if ys is None else np.abs(ys)
+        H = self._ridge.chol @ self._ridge.chol.T
+        stats["lowest"] = linalg.eigvalsh(H, subset_by_index=[0, 0], check_finite=False)[0]
+        if not add:
+            stats["sensitivity"] = self._row_sensitivity(Xs, ys, in_sample=True)
+            return stats
+        stats["sensitivity"] = self._added_sensitivity(Xs, ys)
+        return out_of_sample(stats)
+
+    def _added_sensitivity(self, Xs, ys):
+        """Sensitivity (or its bound) of adding each row; ``ys`` None: the worst label."""
         if ys is not None:
-            return self._epsilon(self._row_sensitivity(Xs, ys, in_sample=False))
+            return self._row_sensitivity(Xs, ys, in_sample=False)
         # The worst label is an end of [-1, 1]: the exact sensitivity grows
         # with |residual|, the set of labels whose neighbour stays inside the
         # ball is an interval (a convex quadratic in the label), and the bound
         # is largest at |y| = 1.
-        ends = [
+        return np.maximum(*(
             self._row_sensitivity(Xs, np.full(Xs.shape[0], end), in_sample=False)
             for end in (-1.0, 1.0)
-        ]
-        return self._epsilon(np.maximum(*ends))
+        ))
+
+    def _target_epsilon(self, Xs, ys):
+        return self._epsilon(self._added_sensitivity(Xs, ys))
 
 
 class OutputPerturbationLaw(ReleaseLaw):
-    """Output perturbation's release law, unconstrained ridge (doc/publish.rst).
+    """Output perturbation's release law (doc/publish.rst).
 
-    coef = theta_hat + k with Gaussian k ~ N(0, noise_scale^2 I) or
-    norm-exponential k (||k|| ~ Gamma(d, noise_scale)). A training row's
-    sensitivity is |r'| ||H^{-1} x|| / (1 - mu') in its in-sample
-    statistics, non-decreasing in each; the loss is the analytic Gaussian
-    epsilon at sensitivity / noise_scale (pure sensitivity / noise_scale for
-    "laplace"). A Gaussian publication composes exactly with Gaussian noise
-    (the ratios add in squares) and by basic composition with "laplace".
+    coef = theta_c + k with Gaussian k ~ N(0, noise_scale^2 I) or
+    norm-exponential k (||k|| ~ Gamma(d, noise_scale)), theta_c the ridge
+    solution (constrained to ``||theta|| <= radius`` with a radius). Without
+    a radius a training row's sensitivity is |r'| ||H^{-1} x|| / (1 - mu')
+    in its in-sample statistics. With one it is at most the smallest of
+    |r'| (||H^{-1} x|| + sqrt(mu' / lambda_min(H))) / (2 (1 - mu')), r' the
+    residual against theta_c (the variational inequalities of the two
+    constrained problems), ||x|| (R ||x|| + |y|) / c (strong convexity c)
+    and 2R, valid whether or not the constraint binds, and of the
+    estimator's own value where given (``sensitivity``). Each is
+    non-decreasing in the statistics (and in 1 / lambda_min); the loss is
+    the analytic Gaussian epsilon at sensitivity / noise_scale (pure
+    sensitivity / noise_scale for "laplace"). A Gaussian publication
+    composes exactly with Gaussian noise (the ratios add in squares) and by
+    basic composition with "laplace".
     """
 
-    def __init__(self, *, noise, noise_scale, sensitivity, dp, **public):
+    def __init__(self, *, noise, noise_scale, sensitivity, dp, radius=None, **public):
         super().__init__(**public)
         self.noise = noise
         self.noise_scale = float(noise_scale)
         self.sensitivity = float(sensitivity)
         self.dp = dp
+        self.radius = None if radius is None else float(radius)
 
     def residual_margin(self, beta, stats):
         if self.noise == "gaussian":
@@ -374,10 +407,32 @@ class OutputPerturbationLaw(ReleaseLaw):
             quantile = gamma_law.isf(beta, self.coef.shape[0])
         return quantile * self.noise_scale * np.sqrt(stats["norm2"])
 
+    def published_statistics(self, published, Xs, ys):
+        stats = super().published_statistics(published, Xs, ys)
+        stats["label"] = np.ones(Xs.shape[0]) if ys is None else np.abs(ys)
+        return stats
+
     def _ratio(self, stats):
+        if self.radius is not None:
+            sensitivity = np.minimum(stats.get("sensitivity", np.inf), self._ball_bound(stats))
+            return sensitivity / self.noise_scale
         _, r = leave_one_out(stats["leverage"], stats["residual"])
         with np.errstate(invalid="ignore"):
             return np.abs(r) * np.sqrt(stats["inverse_norm2"]) / self.noise_scale
+
+    def _ball_bound(self, stats):
+        """min(variational, strong convexity, 2R) bound on the sensitivity of
+        the constrained solution (class docstring; doc/publish.rst)."""
+        mu, lowest = stats["leverage"], stats["lowest"]
+        valid = (mu < 1.0) & (lowest > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            spread = np.sqrt(stats["inverse_norm2"]) + np.sqrt(mu / lowest)
+            variational = np.abs(stats["residual"]) * spread / (2.0 * (1.0 - mu))
+        variational = np.where(valid, variational, np.inf)
+        norm = np.sqrt(stats["norm2"])
+        _, convexity = _ball_constants(self.alpha, self.n_samples, self.radius, self.intercept)
+        strong = norm * (self.radius * norm + stats["label"]) / convexity
+        return np.minimum(np.minimum(variational, strong), 2.0 * self.radius)
 
     def _loss(self, delta, ratio, gaussian_ratio):
         if self.noise == "gaussian":

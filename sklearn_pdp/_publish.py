@@ -17,6 +17,11 @@ From these alone anyone bounds a person's loss, with probability at least
 - the exact loss grows with each statistic (or the law maximises it over
   the box), so the loss at the upper values bounds the true one.
 
+A law whose statistics can be bounded without it (random projection: from
+the released sketch; a search without refit: its loss is a public function
+of the label) sets ``needs_gram = False``: no Gram matrix is published for
+it.
+
 Private quantiles of these bounds over the training rows are released by
 the exponential mechanism: each bound is a fixed public function of the
 published object and of its own row, so removing a row removes one value
@@ -37,6 +42,8 @@ GRAM_SHARE = 0.5
 _QUANTILES = {"median": 0.5, "q90": 0.9, "q99": 0.99}
 # mean, three quantiles, the fractions below the thresholds
 _SUMMARY_PARTS = 5
+# Relative resolution of the private quantiles' grid (values are rounded up to it)
+_GRID_STEP = 1e-3
 
 
 def gram_noise_bound(n_coef, beta):
@@ -67,11 +74,12 @@ class PublishedReport:
     law : ReleaseLaw
         The model's public description (:meth:`release_law` of the
         estimator).
-    noisy_gram : ndarray of shape (p, p)
+    noisy_gram : ndarray of shape (p, p) or None
         ``Z^T Z + noise_scale * E`` of the scaled training rows (constant
-        feature included, its own entry the public size).
+        feature included, its own entry the public size); None for a law
+        that needs none (``law.needs_gram`` false).
     noise_scale : float
-        Standard deviation of the Gram noise.
+        Standard deviation of the Gram noise (0 without one).
     beta : float
         Failure probability of :meth:`epsilon`.
     delta : float
@@ -102,7 +110,10 @@ class PublishedReport:
         self.summary = None
 
     def gaussian_ratio(self, Xs):
-        """The Gram release's ratio (l2 change over noise) of each scaled row."""
+        """The Gram release's ratio (l2 change over noise) of each scaled row;
+        None without a Gram release."""
+        if self.noisy_gram is None:
+            return None
         return np.sqrt(gram_change2(Xs, self.law.intercept)) / self.noise_scale
 
     def loss_at(self, stats, Xs):
@@ -179,6 +190,8 @@ class PublishedReport:
         Also ||H^{-1} x|| <= ||H~^{-1} x|| / (1 - s ||H~^{-1}||) with H~ = G~ + alpha P
         (H^{-1} x = H~^{-1} x + H~^{-1} (H~ - H) H^{-1} x); the smaller bound is used.
         The in-sample leverage of a row is below 1: larger bounds mean "unbounded".
+        Also ``lowest``, the lower bound lambda_min(H_low) on lambda_min(H)
+        (0 when the bound is not positive).
         """
         law = self.law
         p = self.noisy_gram.shape[0]
@@ -189,7 +202,7 @@ class PublishedReport:
         norm2 = np.einsum("ij,ij->i", Xs, Xs)
         if not lowest > 0:
             inf = np.full(Xs.shape[0], np.inf)
-            return {"leverage": inf, "inverse_norm2": inf, "norm2": norm2}
+            return {"leverage": inf, "inverse_norm2": inf, "norm2": norm2, "lowest": 0.0}
         chol = linalg.cholesky(H_tilde - shift * np.eye(p), lower=True)
         W = linalg.solve_triangular(chol, Xs.T, lower=True)
         leverage = np.einsum("ij,ij->j", W, W)
@@ -197,7 +210,8 @@ class PublishedReport:
         neumann = np.einsum("ij,ij->j", V, V) / (1.0 - shift / eig_tilde) ** 2
         inverse_norm2 = np.minimum(leverage / lowest, neumann)
         leverage = np.where(leverage < 1.0, leverage, np.inf)
-        return {"leverage": leverage, "inverse_norm2": inverse_norm2, "norm2": norm2}
+        return {"leverage": leverage, "inverse_norm2": inverse_norm2, "norm2": norm2,
+                "lowest": lowest}
 
     def __repr__(self):
         return (f"PublishedReport({type(self.law).__name__}, dp_epsilon="
@@ -211,16 +225,26 @@ def publish(law, gram, *, publish_epsilon, beta, delta, model_epsilon, rng,
 
     ``GRAM_SHARE * publish_epsilon`` goes to the noisy Gram matrix, composed
     with the model (``law.gaussian_allowance``), the rest to the summary.
+    ``gram`` is called for ``Z^T Z`` only if the law needs it
+    (``law.needs_gram``, true unless the law says otherwise); otherwise the
+    whole ``publish_epsilon`` goes to the summary.
     """
+    common = dict(beta=beta, delta=delta, dp_delta=delta, n_features_in=n_features_in,
+                  feature_names_in=feature_names_in)
+    if not getattr(law, "needs_gram", True):
+        return PublishedReport(
+            law, None, 0.0, summary_epsilon=publish_epsilon,
+            dp_epsilon=law.dp_epsilon(delta) + publish_epsilon, **common,
+        )
     summary_epsilon = (1.0 - GRAM_SHARE) * publish_epsilon
     target = model_epsilon + GRAM_SHARE * publish_epsilon
     ratio = law.gaussian_allowance(delta, target)
     noise_scale = gram_max_change(law.intercept) / ratio
-    noisy = gram + noise_scale * gram_noise(rng, gram.shape[0], law.intercept)
+    exact = gram()
+    noisy = exact + noise_scale * gram_noise(rng, exact.shape[0], law.intercept)
     return PublishedReport(
-        law, noisy, noise_scale, beta=beta, delta=delta, summary_epsilon=summary_epsilon,
-        dp_epsilon=law.dp_epsilon(delta, ratio) + summary_epsilon, dp_delta=delta,
-        n_features_in=n_features_in, feature_names_in=feature_names_in,
+        law, noisy, noise_scale, summary_epsilon=summary_epsilon,
+        dp_epsilon=law.dp_epsilon(delta, ratio) + summary_epsilon, **common,
     )
 
 
@@ -232,8 +256,9 @@ def private_summary(values, thresholds, epsilon, lower, upper, rng):
     made non-decreasing (post-processing). ``epsilon`` is split equally
     between the mean (Laplace noise on the sum, sensitivity ``upper``, divided
     by the public size), each quantile of ``_QUANTILES`` (exponential
-    mechanism over ranks, sensitivity 1) and the fractions (Laplace noise on
-    the counts, l1 sensitivity the number of thresholds): pure epsilon-DP.
+    mechanism on a public log grid, utility sensitivity 1) and the fractions
+    (Laplace noise on the counts, l1 sensitivity the number of thresholds):
+    pure epsilon-DP.
     """
     part = epsilon / _SUMMARY_PARTS
     values = np.clip(values, 0.0, upper)
@@ -254,19 +279,23 @@ def private_summary(values, thresholds, epsilon, lower, upper, rng):
 
 
 def _private_quantile(values, q, epsilon, lower, upper, rng):
-    """Smith's (2011) exponential-mechanism quantile on a log scale.
+    """Exponential-mechanism quantile over a public log grid.
 
-    Over the output range [log(lower), log(upper)], the points
-    between the k-th and (k+1)-th smallest (clipped, logged) values have
-    utility -|k - q n|, which one row changes by at most 1; an interval is
-    drawn with probability proportional to its length times
-    exp(-epsilon |k - q n| / 2), then a point uniformly in it.
+    The candidates are the points ``lower * e^(j h)`` of a grid of relative
+    step about ``_GRID_STEP`` from ``lower`` to ``upper`` (both included).
+    Each value is first rounded up to the grid, a fixed public map: one row
+    still moves one value. A candidate o has utility
+    ``-max(#{v < o} - q n, q n - #{v <= o}, 0)``, zero exactly when o is a
+    q-quantile of the rounded values (also for tied values, where Smith's
+    (2011) intervals between values have no length). Removing a row lowers
+    each count by 0 or 1 and ``q n`` by q, so the utility moves by at most
+    1; o is drawn with probability proportional to ``exp(epsilon u(o) / 2)``.
     """
     low, high = np.log(lower), np.log(upper)
-    points = np.concatenate(([low], np.sort(np.clip(np.log(values), low, high)), [high]))
-    lengths = np.diff(points)
-    ranks = np.arange(lengths.size)
-    with np.errstate(divide="ignore"):
-        log_weight = np.log(lengths) - 0.5 * epsilon * np.abs(ranks - q * values.size)
-    k = select(log_weight, rng)
-    return np.exp(points[k] + rng.uniform() * lengths[k])
+    grid = np.linspace(low, high, max(int(np.ceil((high - low) / _GRID_STEP)), 0) + 1)
+    cells = np.searchsorted(grid, np.log(np.clip(values, lower, upper)), side="left")
+    at_most = np.cumsum(np.bincount(np.minimum(cells, grid.size - 1), minlength=grid.size))
+    below = np.concatenate(([0], at_most[:-1]))
+    target = q * values.size
+    utility = -np.maximum(np.maximum(below - target, target - at_most), 0.0)
+    return float(np.exp(grid[select(0.5 * epsilon * utility, rng)]))

@@ -8,8 +8,8 @@ from scipy import linalg
 from sklearn.exceptions import DataDimensionalityWarning
 
 from ._sklearn import Interval, StrOptions
-from ._accounting import chi2_epsilon, chi2_noise_scale
-from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._accounting import chi2_epsilon, chi2_noise_scale, compose_with_gaussian
+from ._base import PrivateRegressorMixin, ReleaseLaw, Ridge, leave_one_out
 from ._data import row_norms
 from ._docstrings import fill_doc
 from .exceptions import PrivacyLeakWarning
@@ -217,6 +217,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
                 stacklevel=4,
             )
         k = self.n_components_ = self._resolve_n_components(data.n_samples)
+        self._n = data.n_samples
         ZtZ, col_sq, col_max_sq = data.reduce(_column_statistics, _combine_statistics)
         p = data.n_features
         if self.variant == "dp":
@@ -346,27 +347,125 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         draw = G @ chol.T
         return draw if self._null is None else draw @ self._basis.T
 
-    def _training_epsilon(self, Xs, ys):
+    def _training_tau(self, Xs, ys):
+        """In-sample tau' = z^T Sigma^{-1} z of the training rows."""
         tau_in = self._tau(np.column_stack((Xs, ys)))
         # A row alone spanning a direction of Sigma has tau_in = 1 exactly;
         # within rounding of 1 report it as such (infinite loss), never as a
         # large finite number that rounding produced.
         tau_in[tau_in > _ONE] = 1.0
+        return tau_in
+
+    def _training_epsilon(self, Xs, ys):
         # Sherman-Morrison: tau of the data set without the row (residual unused)
+        tau_in = self._training_tau(Xs, ys)
         tau, _ = leave_one_out(tau_in, np.zeros_like(tau_in))
         # tau <= 2 / s^2, where the calibration verified epsilon: the root
         # search's tolerance must not report more than dp_epsilon_
         return np.minimum(chi2_epsilon(self.delta, tau, self.n_components_), self.dp_epsilon_)
 
     def _target_epsilon(self, Xs, ys):
-        if ys is None:
-            # tau is convex in the label: the worst one is an end of [-1, 1]
-            tau = np.maximum(
-                *(self._tau(np.column_stack((Xs, np.full(len(Xs), v)))) for v in (-1.0, 1.0))
-            )
-        else:
-            tau = self._tau(np.column_stack((Xs, ys)))
+        tau = _label_quadratic(self._tau, Xs, ys)
         return np.minimum(chi2_epsilon(self.delta, tau, self.n_components_), self.dp_epsilon_)
+
+    def _law_statistics(self, Xs, ys, add=False):
+        """Exact statistic of the rows for :meth:`release_law`'s ``epsilon``:
+        the in-sample tau' of training rows, or (``add``) the in-sample
+        equivalent tau / (1 + tau) of rows added (``ys`` None: the worst
+        label), which :func:`leave_one_out` maps back to tau."""
+        if not add:
+            return {"tau": self._training_tau(Xs, ys)}
+        tau = _label_quadratic(self._tau, Xs, ys)
+        with np.errstate(invalid="ignore"):
+            return {"tau": np.where(np.isinf(tau), 1.0, tau / (1.0 + tau))}
+
+    def _mechanism_law(self):
+        """Public description of the release, for a published report.
+
+        Returns
+        -------
+        law : RandomProjectionLaw
+            The Gram matrix of the released sketch, the number of sketch
+            rows, the domain's largest tau (from the noise level), the
+            guarantee, the public size, the domain and the released (scaled)
+            coefficients.
+
+        Raises
+        ------
+        NotImplementedError
+            For ``variant="paper"``, which has no guarantee to publish under.
+        """
+        if self.variant != "dp":
+            raise NotImplementedError(
+                "RandomProjectionRegressor with variant='paper' has no DP "
+                "guarantee, so its report cannot be published (variant='dp' can)."
+            )
+        return RandomProjectionLaw(
+            sketch_gram=self.sketch_.T @ self.sketch_, n_components=self.n_components_,
+            max_tau=(2.0 + self.fit_intercept) / self.noise_scale_**2,
+            dp=(self.dp_epsilon_, self.dp_delta_), scaler=self._scaler, coef=self._theta,
+            # the noise's implicit ridge on the sketch's normal equations
+            alpha=self.noise_scale_**2, n_samples=self._n,
+        )
+
+
+class RandomProjectionLaw(ReleaseLaw):
+    """Random projection's release law (doc/publish.rst): n' rows N(0, Sigma).
+
+    A row's statistic is its in-sample ``tau' = z^T Sigma^{-1} z``,
+    ``z = [x, y]``, and its loss the chi-square one at
+    ``tau = tau' / (1 - tau')``, non-decreasing in tau'. The released sketch
+    R bounds it: ``R^T R = Sigma^{1/2} G^T G Sigma^{1/2}`` with G an
+    n' x p matrix of independent N(0, 1) entries, whose largest singular
+    value is at most ``sqrt(n') + sqrt(p) + sqrt(2 log(1/beta))`` except
+    with probability beta (Gordon's bound and Gaussian concentration). On
+    that event ``R^T R <= s^2 Sigma``, so ``tau' <= s^2 z^T (R^T R)^{-1} z``
+    for every z at once. The publication needs no Gram matrix
+    (``needs_gram``): it costs the summary alone.
+    """
+
+    needs_gram = False
+
+    def __init__(self, *, sketch_gram, n_components, max_tau, dp, **public):
+        super().__init__(**public)
+        self.sketch_gram = np.asarray(sketch_gram, dtype=np.float64)
+        self.n_components = int(n_components)
+        self.max_tau = float(max_tau)
+        self.dp = dp
+
+    def _dp(self, delta):
+        # the guarantee at the fit's delta; elsewhere the loss at the corner
+        if delta == self.dp[1]:
+            return self.dp[0]
+        return float(chi2_epsilon(delta, self.max_tau, self.n_components))
+
+    def epsilon(self, delta, stats, gaussian_ratio=None):
+        tau, _ = leave_one_out(stats["tau"], np.zeros_like(stats["tau"]))
+        return compose_with_gaussian(
+            lambda d: np.minimum(chi2_epsilon(d, tau, self.n_components), self._dp(d)),
+            delta, gaussian_ratio,
+        )
+
+    def dp_epsilon(self, delta, gaussian_ratio=None):
+        return compose_with_gaussian(self._dp, delta, gaussian_ratio)
+
+    def published_statistics(self, published, Xs, ys):
+        k, p = self.n_components, self.sketch_gram.shape[0]
+        scale = (np.sqrt(k) + np.sqrt(p) + np.sqrt(2.0 * np.log(1.0 / published.beta))) ** 2
+        try:
+            sketch = Ridge(self.sketch_gram, None, 0.0)
+        except ValueError:  # fewer sketch rows than columns: nothing is bounded
+            return {"tau": np.full(Xs.shape[0], np.inf)}
+        quad = _label_quadratic(lambda Z: sketch.row_statistics(Z)["leverage"], Xs, ys)
+        return {"tau": scale * quad}
+
+
+def _label_quadratic(quad, Xs, ys):
+    """``quad(z)`` of the rows ``z = [x, y]``; with ``ys`` None the worst
+    label: a quadratic form is convex in the label, so an end of [-1, 1]."""
+    if ys is not None:
+        return quad(np.column_stack((Xs, ys)))
+    return np.maximum(*(quad(np.column_stack((Xs, np.full(len(Xs), v)))) for v in (-1.0, 1.0)))
 
 
 def _column_statistics(start, Xs, ys):

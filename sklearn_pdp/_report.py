@@ -47,12 +47,14 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         Extra privacy budget for publishing the report itself (see
         ``published_`` and doc/publish.rst): half of it releases a noisy
         Gram matrix (analytic Gaussian mechanism, composed with the model
-        at ``delta``), half a private summary (pure DP). ``pdp_losses_``,
-        ``dp_epsilon_`` and ``summary_`` then include what the publication
-        costs. Supported for :class:`OPSRegressor`, :class:`AdaSSPRegressor`,
-        :class:`ObjPertRegressor` and :class:`OutputPerturbationRegressor`
-        (``radius=None``); other estimators raise ``NotImplementedError``.
-        None publishes nothing.
+        at ``delta``), half a private summary (pure DP). Random projection
+        and a search without refit need no Gram matrix (their losses are
+        bounded from the release itself): all of it goes to the summary.
+        ``pdp_losses_``, ``dp_epsilon_`` and ``summary_`` then include what
+        the publication costs. Supported for every estimator but
+        :class:`AdaOPSRegressor`, ``RandomProjectionRegressor(variant="paper")``
+        (no guarantee) and a search with ``refit=True``, which raise
+        ``NotImplementedError``. None publishes nothing.
     publish_beta : float, default=0.05
         Failure probability of the published bounds: each holds for a given
         person with probability at least ``1 - publish_beta``.
@@ -231,8 +233,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             ) from None
         rng = noise_generator(self.random_state)
         self.published_ = published = publish(
-            law, data.gram()[0], publish_epsilon=self.publish_epsilon,
-            beta=self.publish_beta, delta=est.delta, model_epsilon=self.dp_epsilon_,
+            law, lambda: data.gram()[0], publish_epsilon=self.publish_epsilon,
+            beta=self.publish_beta, delta=_pdp_delta(est), model_epsilon=self.dp_epsilon_,
             rng=rng, n_features_in=self.n_features_in_,
             feature_names_in=getattr(self, "feature_names_in_", None),
         )
@@ -266,8 +268,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             ratio = np.float64(self.dp_epsilon_) / q50
         return {
             "n_samples": eps.size,
-            # a search's per-instance losses hold at its pdp_delta_
-            "delta": float(getattr(self.estimator_, "pdp_delta_", self.estimator_.delta)),
+            "delta": _pdp_delta(self.estimator_),
             "mean": float(mean),
             "median": float(q50),
             "q90": float(q90),
@@ -444,6 +445,12 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+
+def _pdp_delta(est):
+    """The delta of the estimator's per-instance losses: a search's
+    ``pdp_delta_``, else its ``delta``."""
+    return float(getattr(est, "pdp_delta_", est.delta))
 
 
 def _design_ridge(est, data):

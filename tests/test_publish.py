@@ -17,12 +17,21 @@ from sklearn_pdp import (
     RandomProjectionRegressor,
 )
 from sklearn_pdp._accounting import gaussian_epsilon, objpert_epsilon
-from sklearn_pdp._publish import gram_noise_bound, _private_quantile
+from sklearn_pdp._base import penalty
+from sklearn_pdp._output_perturbation import ball_ridge
+from sklearn_pdp._publish import _GRID_STEP, gram_noise_bound, _private_quantile
 from sklearn_pdp._ssp import gram_noise
+from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 # mechanisms whose loss is a function of the leverage and residual
 RIDGE_LAWS = [OPSRegressor, OutputPerturbationRegressor, ObjPertRegressor]
-SUPPORTED = RIDGE_LAWS + [AdaSSPRegressor]
+SUPPORTED = RIDGE_LAWS + [AdaSSPRegressor, RandomProjectionRegressor]
+# every published law, as (class, parameters): radius 1 leaves the test
+# data's constraint inactive, radius 0.3 makes it bind
+LAWS = [pytest.param(cls, {}, id=cls.__name__) for cls in SUPPORTED] + [
+    pytest.param(OutputPerturbationRegressor, {"radius": r}, id=f"radius={r}")
+    for r in (1.0, 0.3)
+]
 
 
 def _data(n, d=5, seed=0):
@@ -55,6 +64,96 @@ def test_law_reproduces_the_estimators_losses(cls):
     est = cls(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
     _, _, stats, _ = _in_sample_stats(est, X, y)
     assert_allclose(est.release_law().epsilon(est.delta, stats), est.pdp_losses_, rtol=1e-6)
+
+
+def test_random_projection_law_reproduces_the_estimators_losses():
+    X, y = _data(1500)
+    est = RandomProjectionRegressor(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    law = est.release_law()
+    Xs, ys = law.scaler.scale(X, y)
+    eps = law.epsilon(est.delta, est.law_statistics()(Xs, ys))
+    assert_allclose(eps, est.pdp_losses_, rtol=1e-12)
+    # added targets, with a label and with the worst one
+    X_new, y_new = _data(50, seed=1)
+    Xn, yn = law.scaler.scale(X_new, y_new)
+    for labels, given in ((yn, y_new), (None, None)):
+        added = law.epsilon(est.delta, est.law_statistics()(Xn, labels, add=True))
+        assert_allclose(added, est.pdp_epsilon(X_new, given), rtol=1e-9)
+
+
+@pytest.mark.parametrize("radius", [1.0, 0.1])
+def test_ball_law_at_most_the_estimators_losses(radius):
+    # the law keeps the estimator's own sensitivity (exact where the
+    # constraint is inactive) and can only lower it with its bound
+    X, y = _data(1500)
+    est = OutputPerturbationRegressor(radius=radius, data_norm=1.0, y_bound=1.0,
+                                      random_state=0).fit(X, y)
+    law = est.release_law()
+    Xs, ys = law.scaler.scale(X, y)
+    eps = law.epsilon(est.delta, est.law_statistics()(Xs, ys))
+    assert np.all(eps <= est.pdp_losses_ * (1 + 1e-12))
+    if est._inside:  # the constraint is inactive: the exact losses
+        assert_allclose(eps, est.pdp_losses_, rtol=1e-12)
+    else:  # it binds: the variational bound is far below the estimator's
+        assert radius == 0.1 and np.median(eps / est.pdp_losses_) < 0.2
+
+
+@pytest.mark.parametrize("radius, alpha", [(0.3, 5.0), (0.5, 1.0), (10.0, 1.0)])
+def test_ball_bound_covers_the_constrained_solutions(radius, alpha):
+    # ||theta_c - theta_c'|| of the ball-constrained ridge, solved with and
+    # without each row (and with targets added), never exceeds the law's bound
+    X, y = _data(200, d=3)
+    y = np.clip(3 * y, -1, 1)  # large coefficients: the constraint binds
+    est = OutputPerturbationRegressor(alpha=alpha, radius=radius, data_norm=1.0,
+                                      y_bound=1.0, random_state=0).fit(X, y)
+    law = est.release_law()
+    Xs, ys = law.scaler.scale(X, y)
+    H = Xs.T @ Xs + alpha * penalty(Xs.shape[1], True)
+    full = ball_ridge(H, Xs.T @ ys, radius)
+
+    def moved(x, label, sign):
+        other = ball_ridge(H + sign * np.outer(x, x), Xs.T @ ys + sign * label * x, radius)
+        return np.linalg.norm(full - other)
+
+    removed = np.array([moved(x, t, -1) for x, t in zip(Xs, ys)])
+    bound = law._ball_bound(est.law_statistics()(Xs, ys))
+    assert np.all(bound >= removed * (1 - 1e-9))
+    X_new, y_new = _data(40, d=3, seed=1)
+    Xn, yn = law.scaler.scale(X_new, np.clip(3 * y_new, -1, 1))
+    added = np.array([moved(x, t, 1) for x, t in zip(Xn, yn)])
+    assert np.all(law._ball_bound(est.law_statistics()(Xn, yn, add=True)) >= added * (1 - 1e-9))
+    worst = np.array([max(moved(x, t, 1) for t in (-1.0, 1.0)) for x in Xn])
+    assert np.all(law._ball_bound(est.law_statistics()(Xn, None, add=True)) >= worst * (1 - 1e-9))
+    # tight where the constraint is inactive, within a few times where it binds
+    assert np.median(bound / removed) < (1.2 if est._inside else 8.0)
+
+
+def test_sketch_bound_coverage():
+    # tau' <= s^2 z^T (R^T R)^{-1} z for all rows at once, on at least
+    # 1 - beta of the sketches; with 1500 sketch rows s^2 / n' = 1.26 and the
+    # bound is within 35% of tau' at the median
+    X, y = _data(2000, d=3)
+    est = RandomProjectionRegressor(n_components=1500, data_norm=1.0, y_bound=1.0,
+                                    random_state=0).fit(X, y)
+    law = est.release_law()
+    Xs, ys = law.scaler.scale(X, y)
+    tau = est.law_statistics()(Xs, ys)["tau"]
+    runs, beta = 1000, 0.05
+
+    class Published:  # what published_statistics reads
+        pass
+
+    published = Published()
+    published.beta = beta
+    sketches = est._release(np.random.RandomState(1), size=runs)
+    covered, ratios = [], []
+    for R in sketches:
+        law.sketch_gram = R.T @ R
+        upper = law.published_statistics(published, Xs, ys)["tau"]
+        covered.append(np.all(upper >= tau))
+        ratios.append(np.median(upper / tau))
+    assert np.mean(covered) >= 1 - beta - 3 * np.sqrt(beta * (1 - beta) / runs)
+    assert np.median(ratios) < 1.35
 
 
 def test_laplace_law_reproduces_the_estimators_losses():
@@ -107,10 +206,10 @@ def test_gram_noise_bound_coverage(intercept):
     assert t < 1.8 * np.quantile(norms, 1 - beta)
 
 
-@pytest.mark.parametrize("cls", SUPPORTED)
-def test_targets_at_n_20000(cls):
+@pytest.mark.parametrize("cls, params", LAWS)
+def test_targets_at_n_20000(cls, params):
     X, y = _data(20000)
-    report = _report(cls, X, y)
+    report = _report(cls, X, y, **params)
     published = report.published_
     exact = report.pdp_losses_
     bound = published.epsilon(X, y)
@@ -121,6 +220,21 @@ def test_targets_at_n_20000(cls):
     assert model < report.dp_epsilon_ <= model + 0.2 + 1e-9
     assert report.summary_["dp_epsilon"] == report.dp_epsilon_
     assert len(pickle.dumps(published)) < 10_000
+
+
+def test_random_projection_publishes_no_gram():
+    # the sketch bounds the statistic: the whole budget goes to the summary,
+    # and a training row's loss is the model's plus the summary's
+    X, y = _data(3000, d=3)
+    report = _report(RandomProjectionRegressor, X, y)
+    published = report.published_
+    assert published.noisy_gram is None and published.summary_epsilon == 0.2
+    assert_allclose(report.pdp_losses_, report.estimator_.pdp_losses_ + 0.2, rtol=1e-12)
+    assert report.dp_epsilon_ == report.estimator_.dp_epsilon_ + 0.2
+    bound = published.epsilon(X, y)
+    assert np.all(bound >= report.pdp_losses_)
+    model = report.estimator_.pdp_losses_
+    assert np.median((bound - 0.2) / model) < 1.5
 
 
 @pytest.mark.parametrize("cls", RIDGE_LAWS)
@@ -174,10 +288,10 @@ def test_pickle_holds_no_rows():
     assert sizes[0] == sizes[1]
 
 
-@pytest.mark.parametrize("cls", SUPPORTED)
-def test_losses_do_not_depend_on_the_draw(cls):
+@pytest.mark.parametrize("cls, params", LAWS)
+def test_losses_do_not_depend_on_the_draw(cls, params):
     X, y = _data(1000, d=3)
-    a, b = _report(cls, X, y, seed=0), _report(cls, X, y, seed=1)
+    a, b = _report(cls, X, y, seed=0, **params), _report(cls, X, y, seed=1, **params)
     assert_allclose(a.pdp_losses_, b.pdp_losses_, rtol=1e-12)
     assert a.dp_epsilon_ == b.dp_epsilon_
     # the publication's cost is in every row's loss
@@ -197,13 +311,40 @@ def test_transform_includes_the_publication():
 
 @pytest.mark.parametrize("est", [
     AdaOPSRegressor(data_norm=1.0, y_bound=1.0),
-    RandomProjectionRegressor(data_norm=1.0, y_bound=1.0),
-    OutputPerturbationRegressor(radius=1.0, data_norm=1.0, y_bound=1.0),
-], ids=lambda e: type(e).__name__)
+    RandomProjectionRegressor(variant="paper", data_norm=1.0, y_bound=1.0),
+    PrivateGridSearchCV(OPSRegressor(alpha=300.0, data_norm=1.0, y_bound=1.0),
+                        {"epsilon": [0.5, 1.0]}),
+], ids=["AdaOPS", "paper", "refit"])
+@pytest.mark.filterwarnings("ignore:variant='paper'")
 def test_unsupported_estimators_are_named(est):
     X, y = _data(3000, d=3)
-    with pytest.raises(NotImplementedError, match=type(est).__name__):
+    name = type(est).__name__
+    with pytest.raises(NotImplementedError, match=f"not supported for {name}"):
         PDPReport(est, publish_epsilon=0.2).fit(X, y)
+
+
+@pytest.mark.parametrize("epsilon", [None, 1.0])
+def test_search_without_refit_publishes_its_exact_losses(epsilon):
+    # max(G, selection bound of the label): a public function of the label,
+    # so the published bound of a training row is its loss; G at n + 1
+    # records for anyone added
+    X, y = _data(6000, d=3)
+    grid = {"gamma": [10.0, 100.0]} if epsilon is None else {"alpha": [300.0, 3000.0]}
+    ops = OPSRegressor(epsilon=epsilon, alpha=1000.0, data_norm=1.0, y_bound=1.0)
+    search = PrivateGridSearchCV(ops, grid, epsilon=1.0, refit=False, random_state=0)
+    report = PDPReport(search, publish_epsilon=0.2, random_state=0).fit(X, y)
+    published = report.published_
+    assert published.noisy_gram is None
+    assert_allclose(report.pdp_losses_, search.fit(X, y).pdp_losses_ + 0.2, rtol=1e-12)
+    assert report.dp_epsilon_ == report.estimator_.dp_epsilon_ + 0.2
+    bound = published.epsilon(X, y)
+    assert np.all(bound >= report.pdp_losses_) and np.median(bound / report.pdp_losses_) < 1.01
+    added = report.transform(X[:20])[:, 0]
+    assert np.all(published.epsilon(X[:20]) >= added)
+    assert_allclose(added, report.estimator_.pdp_epsilon(X[:20]) + 0.2, rtol=1e-12)
+    # all losses tie: the private median is theirs (rounded up to the grid)
+    exact = np.median(report.pdp_losses_)
+    assert exact <= published.summary["median"] <= exact * (1 + 2 * _GRID_STEP)
 
 
 def test_publish_epsilon_validated():
@@ -236,28 +377,39 @@ def test_objpert_loss_grows_with_the_leverage_at_fixed_inverse_norm():
 
 
 def test_private_quantile_is_the_exponential_mechanism():
-    # on a tiny data set the output's law is Smith's: check the mass of each
-    # interval between sorted values against the draws
-    values = np.array([0.01, 0.02, 0.5])
-    eps, lower, upper, q = 2.0, 1e-3, 1.0, 0.5
+    # on a tiny data set with ties the output's law is exp(eps u / 2) over
+    # the grid: check the mass at each rounded value and on each stretch
+    # between them (where the utility is constant) against the draws
+    values = np.array([0.6, 0.6, 0.7, 0.9])
+    eps, lower, upper, q = 2.0, 0.5, 1.0, 0.5
     rng = np.random.RandomState(0)
-    draws = np.array([_private_quantile(values, q, eps, lower, upper, rng)
-                      for _ in range(20000)])
-    points = np.log(np.concatenate(([lower], values, [upper])))
-    weight = np.diff(points) * np.exp(-0.5 * eps * np.abs(np.arange(4) - q * 3))
-    counts = np.histogram(np.log(draws), bins=points)[0]
-    assert st.chisquare(counts, weight / weight.sum() * counts.sum()).pvalue > 1e-3
+    draws = np.log([_private_quantile(values, q, eps, lower, upper, rng)
+                    for _ in range(20000)])
+    grid = np.linspace(np.log(lower), np.log(upper), int(np.ceil(np.log(2) / _GRID_STEP)) + 1)
+    cells = np.searchsorted(grid, np.log(values))
+    index = np.arange(grid.size)
+    below = np.array([np.sum(cells < j) for j in index])
+    at_most = np.array([np.sum(cells <= j) for j in index])
+    weight = np.exp(-0.5 * eps * np.maximum(np.maximum(below - q * 4, q * 4 - at_most), 0))
+    # segment of each grid point: 2 j + 1 on the j-th rounded value, 2 j on
+    # the stretch before it
+    ends = np.unique(cells)
+    segment = 2 * np.searchsorted(ends, index) + np.isin(index, ends)
+    expected = np.bincount(segment, weights=weight) / weight.sum()
+    drawn = np.rint((draws - grid[0]) / (grid[1] - grid[0])).astype(int)
+    counts = np.bincount(segment[drawn], minlength=expected.size)
+    assert st.chisquare(counts, expected * draws.size).pvalue > 1e-3
 
 
 @pytest.mark.audit
-@pytest.mark.parametrize("cls", SUPPORTED)
-def test_published_bound_coverage_over_releases(cls):
+@pytest.mark.parametrize("cls, params", LAWS)
+def test_published_bound_coverage_over_releases(cls, params):
     # the whole release (model and publication) redrawn: each fixed row's
     # bound covers its exact loss with frequency >= 1 - beta
     X, y = _data(1000, d=3)
     runs, beta, rows = 300, 0.05, np.arange(5)
     hits = np.zeros(rows.size)
     for seed in range(runs):
-        report = _report(cls, X, y, seed=seed)
+        report = _report(cls, X, y, seed=seed, **params)
         hits += report.published_.epsilon(X[rows], y[rows]) >= report.pdp_losses_[rows]
     assert np.all(hits / runs >= 1 - beta - 3 * np.sqrt(beta * (1 - beta) / runs))

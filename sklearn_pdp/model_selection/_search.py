@@ -21,7 +21,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._sklearn import HasMethods, Interval, _fit_context
-from .._base import PrivateRegressorMixin, noise_generator
+from .._base import PrivateRegressorMixin, ReleaseLaw, noise_generator
 from .._data import is_dask_array, label_range
 from .._public import public_model
 from ._exponential import exponential_log_proba, select
@@ -511,6 +511,56 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             )
         return eps
 
+    def release_law(self):
+        """Public description of the search, for a published report.
+
+        What :class:`~sklearn_pdp.PDPReport` with ``publish_epsilon`` needs
+        (doc/publish.rst). Without refit a record's loss,
+        ``max(G, epsilon * (1 + |y| / y_bound)^2 / 4)``, is a public function
+        of its label: :class:`SearchLaw` holds ``G`` (at ``n`` and at
+        ``n + 1`` records), the selection's ``epsilon`` and the bounds.
+
+        Returns
+        -------
+        law : SearchLaw
+
+        Raises
+        ------
+        NotImplementedError
+            With ``refit=True``: every candidate's refit on all the data is
+            part of each record's loss, but only the selected one is
+            released, so the others' residuals cannot be bounded from
+            published quantities.
+        """
+        check_is_fitted(self)
+        if self._full_fits:
+            raise NotImplementedError(
+                "PrivateGridSearchCV with refit=True: every candidate's refit "
+                "is part of each record's loss but only the selected one is "
+                "released, so the others cannot be bounded from published "
+                "quantities (refit=False can be published)."
+            )
+        n, d = self.pdp_losses_.shape[0], self.n_features_in_
+        return SearchLaw(
+            guarantee=self._training_guarantee(self._part_fits, n, d)[0],
+            added_guarantee=self._training_guarantee(self._part_fits, n + 1, d)[0],
+            selection=self.epsilon, dp=(self.dp_epsilon_, self.dp_delta_),
+            scaler=self.best_estimator_.domain_scaler(), n_samples=n,
+        )
+
+    def law_statistics(self):
+        """The row statistics that :meth:`release_law`'s law takes.
+
+        Returns
+        -------
+        statistics : callable
+            ``statistics(Xs, ys, add=False) -> dict`` on rows in the privacy
+            domain: the training guarantee that applies (at ``n`` records,
+            or at ``n + 1`` with ``add``) and each row's selection bound
+            (``ys`` None: the worst label).
+        """
+        return self.release_law().statistics
+
     @available_if(_estimator_has("predict"))
     def predict(self, X):
         """Predict with ``best_estimator_``.
@@ -583,6 +633,49 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         tags.regressor_tags = deepcopy(sub.regressor_tags)
         tags.input_tags.sparse = sub.input_tags.sparse
         return tags
+
+
+class SearchLaw(ReleaseLaw):
+    """The private search's release law without refit (doc/publish.rst).
+
+    A record's loss at the search's ``pdp_delta_`` is
+    ``max(G, selection * (1 + |y|)^2 / 4)`` with ``y`` its scaled label and
+    ``G`` the candidates' guarantee over the part sizes: a public function
+    of the label, so the published bound needs no high-probability step and
+    no Gram matrix (``needs_gram``). The published bound takes the larger
+    of ``G`` at ``n`` records (a training record's) and at ``n + 1`` (a
+    person added): it holds for both. The bound needs no coefficients
+    (``coef`` is empty).
+    """
+
+    needs_gram = False
+
+    def __init__(self, *, guarantee, added_guarantee, selection, dp, scaler, n_samples):
+        super().__init__(scaler=scaler, coef=np.empty(0), alpha=0.0, n_samples=n_samples)
+        self.guarantee = float(guarantee)
+        self.added_guarantee = float(added_guarantee)
+        self.selection = float(selection)
+        self.dp = dp
+
+    def statistics(self, Xs, ys, add=False):
+        """Exact statistics: the guarantee that applies and the selection bound."""
+        # scaled labels lie in [-1, 1]: the selection bound of the label bound 1
+        selection = selection_epsilon(self.selection, ys, 1.0) * np.ones(Xs.shape[0])
+        return {"guarantee": self.added_guarantee if add else self.guarantee,
+                "selection": selection}
+
+    def published_statistics(self, published, Xs, ys):
+        stats = self.statistics(Xs, ys)
+        stats["guarantee"] = max(self.guarantee, self.added_guarantee)
+        return stats
+
+    def epsilon(self, delta, stats, gaussian_ratio=None):
+        """The loss at the search's delta (``dp[1]``); it composes with no
+        Gaussian mechanism (``needs_gram`` false)."""
+        return np.maximum(stats["guarantee"], stats["selection"])
+
+    def dp_epsilon(self, delta, gaussian_ratio=None):
+        return self.dp[0]
 
 
 def _random_state(seed_sequence):
