@@ -179,7 +179,8 @@ def datasets(sizes, n_features):
     noise 10), and "offset" data whose features are small and off-centre and
     whose labels have mean 0.5 and a low signal to noise ratio (where a model
     that shrinks its intercept loses to the mean predictor). A new data set
-    per split. Then the diabetes data, label mean 0.44 of its bound.
+    per split. Then the diabetes data, label mean 0.44 of its bound, and
+    the survey data of :func:`survey` when statsmodels is installed.
     """
     out = []
     for n in sizes:
@@ -193,7 +194,38 @@ def datasets(sizes, n_features):
     # treated as public knowledge of the domain.
     norm = float(np.sqrt(np.einsum("ij,ij->i", X, X)).max())
     out.append(("diabetes", lambda split: (X, y, norm, float(np.abs(y).max()))))
+    for name in SURVEYS:
+        data = survey(name)
+        if data is not None:
+            out.append((name, lambda split, data=data: (*data, 1.0, 1.0)))
     return out
+
+
+# Survey data sets bundled with statsmodels (used when it is installed): the
+# American National Election Study 1996, extramarital affairs (labels that
+# vary little: most are 0) and the RAND health insurance experiment
+# (outpatient spending, as skewed as incomes).
+SURVEYS = ("anes96", "fair", "randhie")
+
+
+def survey(name):
+    """A statsmodels survey data set in the unit domain, or None without
+    statsmodels: categorical columns one-hot encoded, every feature
+    min-max scaled to [0, 1] and divided by sqrt(d) (rows in the unit ball),
+    the label min-max scaled to [0, 1]; the ranges are treated as public."""
+    try:
+        from statsmodels import datasets as sm_datasets
+    except ImportError:
+        return None
+    import pandas as pd
+
+    loaded = getattr(sm_datasets, name).load_pandas()
+    X = pd.get_dummies(loaded.exog, drop_first=True).to_numpy(dtype=float)
+    y = np.asarray(loaded.endog, dtype=float)
+    low, high = X.min(axis=0), X.max(axis=0)
+    X = (X[:, high > low] - low[high > low]) / (high - low)[high > low]
+    X /= np.sqrt(X.shape[1])
+    return X, (y - y.min()) / (y.max() - y.min())
 
 
 def offset_synthetic(n_samples, n_features, random_state):
@@ -289,7 +321,10 @@ def utility(args):
         f"size (a ValueError from public quantities). Centred "
         f"synthetic data: rows in the unit ball, y = x^T theta* + N(0, 0.1^2); "
         f"offset: small off-centre features, label mean 0.5, low signal to "
-        f"noise (see benchmarks/run.py).\n\n" + summary
+        f"noise; anes96, fair, randhie: survey data bundled with statsmodels, "
+        f"features and label min-max scaled (fair's and randhie's labels "
+        f"vary little: variance 1.5e-3 and 3.4e-3 of the unit range) (see "
+        f"benchmarks/run.py).\n\n" + summary
     )
     write_page("utility", "Utility against privacy", intro, names, table,
                "python benchmarks/run.py " + " ".join(sys.argv[1:]),

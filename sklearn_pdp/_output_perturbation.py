@@ -122,8 +122,11 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
     row). With a radius this is exact when both ``theta_hat`` and
     ``theta_hat_{-i}`` lie inside the ball (their norms are also available in
     closed form). Otherwise ``pdp_losses_`` uses the valid upper bound
-    ``min(||x_i|| (R ||x_i|| + |y_i|) / alpha, 2 R)``: the same
-    strong-convexity argument as above with the gradient of row i alone.
+    ``min(|r_i| (||H^{-1} x_i|| + sqrt(mu_i / lambda_min(H))) / (2 (1 - mu_i)),
+    ||x_i|| (R ||x_i|| + |y_i|) / alpha, 2 R)``, ``r_i`` against the
+    constrained solution (:func:`ball_sensitivity`): the variational
+    inequalities of the two constrained problems, the strong-convexity
+    argument with the gradient of row i alone, or the ball's diameter.
 
     Choosing ``alpha`` and ``radius`` (they must not be tuned on the private
     data, or tuned privately): ``alpha="auto"`` is ``10 (d + 1) n^(1/3) /
@@ -235,6 +238,9 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         )
         self._ridge = Ridge(XtX, Xty, self.alpha_, self.fit_intercept)
         self._center = self._ridge.coef
+        if self.radius is not None:  # for the sensitivity bound of ball_sensitivity
+            H = self._ridge.chol @ self._ridge.chol.T
+            self._lowest = linalg.eigvalsh(H, subset_by_index=[0, 0], check_finite=False)[0]
         self._inside = self.radius is None or (
             linalg.norm(self._center) <= self.radius * (1 - _INSIDE_RTOL)
         )
@@ -282,9 +288,14 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         if self.radius is None:
             return exact
         R = self.radius
-        norm_x = np.sqrt(np.einsum("ij,ij->i", Xs, Xs))
+        # the bound valid whether or not the constraint binds, in the
+        # in-sample statistics against the released (constrained) centre
+        ball = dict(stats, residual=ys - Xs @ self._center,
+                    norm2=np.einsum("ij,ij->i", Xs, Xs), label=np.abs(ys))
+        if not in_sample:
+            ball = out_of_sample(ball)
         _, convexity = _ball_constants(self.alpha_, self._n, R, self.fit_intercept)
-        bound = np.minimum(norm_x * (R * norm_x + np.abs(ys)) / convexity, 2.0 * R)
+        bound = ball_sensitivity(ball, self._lowest, R, convexity)
         if not self._inside:
             return bound
         with np.errstate(invalid="ignore", over="ignore"):
@@ -347,8 +358,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         # every bound grows with |r| and |y|: the worst label is an end of [-1, 1]
         stats["residual"] = 1.0 + np.abs(fitted) if ys is None else ys - fitted
         stats["label"] = np.ones(Xs.shape[0]) if ys is None else np.abs(ys)
-        H = self._ridge.chol @ self._ridge.chol.T
-        stats["lowest"] = linalg.eigvalsh(H, subset_by_index=[0, 0], check_finite=False)[0]
+        stats["lowest"] = self._lowest
         if not add:
             stats["sensitivity"] = self._row_sensitivity(Xs, ys, in_sample=True)
             return stats
@@ -421,18 +431,8 @@ class OutputPerturbationLaw(ReleaseLaw):
             return np.abs(r) * np.sqrt(stats["inverse_norm2"]) / self.noise_scale
 
     def _ball_bound(self, stats):
-        """min(variational, strong convexity, 2R) bound on the sensitivity of
-        the constrained solution (class docstring; doc/publish.rst)."""
-        mu, lowest = stats["leverage"], stats["lowest"]
-        valid = (mu < 1.0) & (lowest > 0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            spread = np.sqrt(stats["inverse_norm2"]) + np.sqrt(mu / lowest)
-            variational = np.abs(stats["residual"]) * spread / (2.0 * (1.0 - mu))
-        variational = np.where(valid, variational, np.inf)
-        norm = np.sqrt(stats["norm2"])
         _, convexity = _ball_constants(self.alpha, self.n_samples, self.radius, self.intercept)
-        strong = norm * (self.radius * norm + stats["label"]) / convexity
-        return np.minimum(np.minimum(variational, strong), 2.0 * self.radius)
+        return ball_sensitivity(stats, stats["lowest"], self.radius, convexity)
 
     def _loss(self, delta, ratio, gaussian_ratio):
         if self.noise == "gaussian":
@@ -468,6 +468,28 @@ class OutputPerturbationLaw(ReleaseLaw):
         if not worst < target:
             raise ValueError("nothing is left for a publication; raise publish_epsilon.")
         return 1.0 / gaussian_noise_scale(target - worst, delta)
+
+
+def ball_sensitivity(stats, lowest, radius, convexity):
+    """Bound on the sensitivity of the ball-constrained ridge solution to a
+    row, valid whether or not the constraint binds (doc/publish.rst): the
+    smallest of the variational bound
+    ``|r| (||H^{-1} x|| + sqrt(mu / lowest)) / (2 (1 - mu))``, the strong
+    convexity bound ``||x|| (R ||x|| + |y|) / convexity`` and ``2 R``, in the
+    row's in-sample statistics (keys of ``Ridge.row_statistics`` with
+    ``inverse_norm2`` and ``norm2``, the residual against the constrained
+    solution, and ``label`` = |y|); ``lowest`` is the smallest eigenvalue of
+    H. Non-decreasing in every statistic and in ``1 / lowest``.
+    """
+    mu = stats["leverage"]
+    valid = (mu < 1.0) & (lowest > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.sqrt(stats["inverse_norm2"]) + np.sqrt(mu / lowest)
+        variational = np.abs(stats["residual"]) * spread / (2.0 * (1.0 - mu))
+    variational = np.where(valid, variational, np.inf)
+    norm = np.sqrt(stats["norm2"])
+    strong = norm * (radius * norm + stats["label"]) / convexity
+    return np.minimum(np.minimum(variational, strong), 2.0 * radius)
 
 
 # Constant of the automatic ridge, measured on the utility grid.

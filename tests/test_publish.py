@@ -18,7 +18,7 @@ from sklearn_pdp import (
 )
 from sklearn_pdp._accounting import gaussian_epsilon, objpert_epsilon
 from sklearn_pdp._base import penalty
-from sklearn_pdp._output_perturbation import ball_ridge
+from sklearn_pdp._output_perturbation import _ball_constants, ball_ridge
 from sklearn_pdp._publish import _GRID_STEP, gram_noise_bound, _private_quantile
 from sklearn_pdp._ssp import gram_noise
 from sklearn_pdp.model_selection import PrivateGridSearchCV
@@ -82,20 +82,25 @@ def test_random_projection_law_reproduces_the_estimators_losses():
 
 
 @pytest.mark.parametrize("radius", [1.0, 0.1])
-def test_ball_law_at_most_the_estimators_losses(radius):
-    # the law keeps the estimator's own sensitivity (exact where the
-    # constraint is inactive) and can only lower it with its bound
+def test_ball_law_reproduces_the_estimators_losses(radius):
+    # the law at the exact statistics gives the estimator's losses, whether
+    # the constraint is inactive (exact) or binds (the variational bound,
+    # far below the strong-convexity one)
     X, y = _data(1500)
     est = OutputPerturbationRegressor(radius=radius, data_norm=1.0, y_bound=1.0,
                                       random_state=0).fit(X, y)
     law = est.release_law()
     Xs, ys = law.scaler.scale(X, y)
-    eps = law.epsilon(est.delta, est.law_statistics()(Xs, ys))
-    assert np.all(eps <= est.pdp_losses_ * (1 + 1e-12))
-    if est._inside:  # the constraint is inactive: the exact losses
-        assert_allclose(eps, est.pdp_losses_, rtol=1e-12)
-    else:  # it binds: the variational bound is far below the estimator's
-        assert radius == 0.1 and np.median(eps / est.pdp_losses_) < 0.2
+    stats = est.law_statistics()(Xs, ys)
+    eps = law.epsilon(est.delta, stats)
+    assert_allclose(eps, est.pdp_losses_, rtol=1e-12)
+    assert est._inside == (radius == 1.0)
+    if not est._inside:
+        norm = np.sqrt(stats["norm2"])
+        _, convexity = _ball_constants(est.alpha_, len(y), radius, True)
+        strong = norm * (radius * norm + stats["label"]) / convexity
+        strong_eps = gaussian_epsilon(est.delta, strong / est.noise_scale_)
+        assert np.median(est.pdp_losses_ / strong_eps) < 0.2
 
 
 @pytest.mark.parametrize("radius, alpha", [(0.3, 5.0), (0.5, 1.0), (10.0, 1.0)])
