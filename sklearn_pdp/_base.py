@@ -168,71 +168,6 @@ def out_of_sample(stats):
     return out
 
 
-class ReleaseLaw:
-    """The public description of a fitted release, for reports published from it.
-
-    Returned by :meth:`PrivateRegressorMixin.release_law`. It holds public
-    quantities only: the declared domain (``scaler``, a ``DomainScaler``),
-    the released coefficients in scaled coordinates (``coef``), the ridge
-    strength ``alpha`` and whether the constant feature is unpenalised
-    (``intercept``), the public size ``n_samples`` and the mechanism's noise
-    parameters. Nothing in it is a statistic of the private data.
-
-    Row statistics are passed as a dict with the keys of
-    :meth:`Ridge.row_statistics` (``leverage`` x^T H^{-1} x, ``residual``
-    y - x^T theta_hat, ``inverse_norm2`` ||H^{-1} x||^2 and ``norm2``
-    ||x||^2), *in-sample*: against H and theta_hat of the data that contains
-    the row. Subclasses implement:
-
-    - ``residual_margin(beta, stats)``: a bound on |x^T (coef - theta_hat)|
-      that holds with probability at least 1 - beta over the mechanism's
-      noise, for a fixed row; non-decreasing in the statistics;
-    - ``epsilon(delta, stats, gaussian_ratio=None)``: the per-instance epsilon
-      at ``delta`` of removing the row, exact at exact statistics, composed
-      with an independent Gaussian mechanism whose ratio (l2 change over
-      noise) for the row is ``gaussian_ratio``; given upper bounds on
-      ``leverage``, ``inverse_norm2`` and ``|residual|`` it returns an upper
-      bound (the largest loss over that box);
-    - ``dp_epsilon(delta, gaussian_ratio=None)``: the data-independent
-      guarantee at ``delta``, composed with a Gaussian mechanism of worst
-      ratio ``gaussian_ratio``;
-    - ``gaussian_allowance(delta, target)``: the largest worst-case ratio of
-      such a Gaussian mechanism for which ``dp_epsilon(delta, ratio)`` is at
-      most ``target``.
-
-    Where the composition is not exact (the mechanism's loss is not
-    Gaussian) it spends ``delta`` as ``(1 - GAUSSIAN_DELTA_SHARE) delta`` on
-    the mechanism and the rest on the Gaussian (basic composition: a valid
-    upper bound).
-
-    :meth:`published_statistics` gives the statistics' upper values from a
-    published report alone; the fitted estimator gives their exact values
-    (``_law_statistics``). A mechanism whose loss depends on other
-    statistics overrides both (AdaSSP, random projection).
-
-    A law whose statistics are bounded without the publication's noisy Gram
-    matrix (from the release itself, or a loss that is a public function of
-    the row) sets the class attribute ``needs_gram = False`` (read with
-    default True): no Gram matrix is published, all of ``publish_epsilon``
-    goes to the summary, and ``gaussian_allowance`` is not needed.
-    """
-
-    def __init__(self, *, scaler, coef, alpha, n_samples):
-        self.scaler = scaler
-        self.coef = np.asarray(coef, dtype=np.float64)
-        self.alpha = float(alpha)
-        self.intercept = bool(scaler.fit_intercept)
-        self.n_samples = int(n_samples)
-
-    def published_statistics(self, published, Xs, ys):
-        """Upper values of each scaled row's statistics, valid with
-        probability at least ``1 - published.beta`` over the noise: by
-        default the leverage and ``||H^{-1} x||^2`` from the noisy Gram and
-        the residual from the released coefficients plus
-        :meth:`residual_margin` (``ys`` None: the worst label)."""
-        return published.ridge_statistics(Xs, ys)
-
-
 def _feature_bounds(bounds_X, n_features):
     """``bounds_X`` as two float arrays of length ``n_features``, lower < upper."""
     try:
@@ -435,11 +370,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if self._mean_release is not None:
-            from ._ssp import AdaSSPLaw  # one Gaussian block: the label sum
-
-            mean = self._mean_release
-            return AdaSSPLaw(noise_scale={"ysum": mean.noise_scale},
-                             worst_ratio=1.0 / mean.noise_scale, **self._law_public())
+            return self._mean_release.law(**self._law_public())
         return self._mechanism_law()
 
     def _mechanism_law(self):

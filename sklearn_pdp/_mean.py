@@ -17,6 +17,7 @@ same in both directions. The switch is a function of public quantities
 import numpy as np
 
 from ._accounting import gaussian_epsilon, gaussian_noise_scale
+from ._law import GaussianLaw
 
 # n epsilon per coefficient (the d slopes and the intercept) at or below which
 # the label mean is released alone: measured on the utility benchmark, where
@@ -58,11 +59,32 @@ class PrivateMean:
 
     def statistics(self, Xs, ys, add=False):
         """Squared change of the label sum by each row (the worst, 1, when
-        ``ys`` is None), as a block of :class:`~sklearn_pdp._ssp.AdaSSPLaw`."""
-        return {"ysum": np.ones(Xs.shape[0]) if ys is None else ys**2}
+        ``ys`` is None): the one block of :meth:`law`."""
+        return _label_change2(Xs, ys)
+
+    def law(self, **public):
+        """The release law of the noisy mean, for a published report: one
+        Gaussian block, the label sum (``public``: the quantities every
+        :class:`~sklearn_pdp._law.ReleaseLaw` holds)."""
+        return MeanLaw(noise_scale={"ysum": self.noise_scale},
+                       worst_ratio=1.0 / self.noise_scale, **public)
 
     def epsilon(self, Xs, ys):
         """Exact loss of each row, removed or added (the same)."""
         ratio = np.sqrt(self.statistics(Xs, ys)["ysum"]) / self.noise_scale
         # the worst row costs exactly the budget: the search's tolerance must not add
         return np.minimum(gaussian_epsilon(self.dp[1], ratio), self.dp[0])
+
+
+def _label_change2(Xs, ys):
+    return {"ysum": np.ones(Xs.shape[0]) if ys is None else ys**2}
+
+
+class MeanLaw(GaussianLaw):
+    """The law of the noisy label mean: its loss is a public function of the
+    label, so a published report needs no Gram matrix (``needs_gram``)."""
+
+    needs_gram = False
+
+    def published_statistics(self, published, Xs, ys):
+        return _label_change2(Xs, ys)

@@ -16,7 +16,8 @@ from ._accounting import (
     objpert_epsilon,
     objpert_noise_scale,
 )
-from ._base import PrivateRegressorMixin, ReleaseLaw, Ridge, leave_one_out
+from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._law import ReleaseLaw
 from ._docstrings import fill_doc
 
 
@@ -236,7 +237,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         law : ObjPertLaw
             The noise level ``noise_scale_``, the ridge, the public size, the
             domain and the released (scaled) coefficients: see
-            :class:`sklearn_pdp._base.ReleaseLaw`.
+            :class:`sklearn_pdp._law.ReleaseLaw`.
         """
         return ObjPertLaw(sigma=self.noise_scale_, **self._law_public())
 

@@ -16,7 +16,8 @@ from ._accounting import (
     ops_epsilon,
     ops_gamma,
 )
-from ._base import PrivateRegressorMixin, ReleaseLaw, Ridge, leave_one_out
+from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._law import ReleaseLaw
 from ._docstrings import fill_doc
 
 
@@ -216,7 +217,7 @@ class OPSRegressor(PrivateRegressorMixin):
         law : OPSLaw
             The posterior scaling ``gamma_``, the ridge, the public size, the
             domain and the released (scaled) coefficients: see
-            :class:`sklearn_pdp._base.ReleaseLaw`.
+            :class:`sklearn_pdp._law.ReleaseLaw`.
         """
         return OPSLaw(gamma=self.gamma_, **self._law_public())
 

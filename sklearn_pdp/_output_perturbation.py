@@ -20,13 +20,13 @@ from ._accounting import (
 from ._accounting._engine import largest_root
 from ._base import (
     PrivateRegressorMixin,
-    ReleaseLaw,
     Ridge,
     leave_one_out,
     out_of_sample,
     penalty,
 )
 from ._docstrings import fill_doc
+from ._law import ReleaseLaw
 
 # A neighbouring solution counts as inside the ball (closed-form leave-one-out
 # valid) only with this relative margin, so that rounding never picks the
@@ -333,7 +333,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         law : OutputPerturbationLaw
             The noise law and scale, the global sensitivity, the radius, the
             ridge, the public size, the domain and the released (scaled)
-            coefficients: see :class:`sklearn_pdp._base.ReleaseLaw`.
+            coefficients: see :class:`sklearn_pdp._law.ReleaseLaw`.
         """
         check_is_fitted(self)
         return OutputPerturbationLaw(

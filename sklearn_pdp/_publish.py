@@ -3,7 +3,7 @@
 A report of per-instance losses is a function of the private data. What is
 published instead: a noisy Gram matrix ``G~ = Z^T Z + sigma E`` (analytic
 Gaussian mechanism, E symmetric), next to the released coefficients and the
-mechanism's public parameters (its :class:`~sklearn_pdp._base.ReleaseLaw`).
+mechanism's public parameters (its :class:`~sklearn_pdp._law.ReleaseLaw`).
 From these alone anyone bounds a person's loss, with probability at least
 1 - beta over the noise:
 
@@ -226,12 +226,12 @@ def publish(law, gram, *, publish_epsilon, beta, delta, model_epsilon, rng,
     ``GRAM_SHARE * publish_epsilon`` goes to the noisy Gram matrix, composed
     with the model (``law.gaussian_allowance``), the rest to the summary.
     ``gram`` is called for ``Z^T Z`` only if the law needs it
-    (``law.needs_gram``, true unless the law says otherwise); otherwise the
+    (``law.needs_gram``); otherwise the
     whole ``publish_epsilon`` goes to the summary.
     """
     common = dict(beta=beta, delta=delta, dp_delta=delta, n_features_in=n_features_in,
                   feature_names_in=feature_names_in)
-    if not getattr(law, "needs_gram", True):
+    if not law.needs_gram:
         return PublishedReport(
             law, None, 0.0, summary_epsilon=publish_epsilon,
             dp_epsilon=law.dp_epsilon(delta) + publish_epsilon, **common,

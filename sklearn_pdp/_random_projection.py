@@ -9,7 +9,8 @@ from sklearn.exceptions import DataDimensionalityWarning
 
 from ._sklearn import Interval, StrOptions
 from ._accounting import chi2_epsilon, chi2_noise_scale, compose_with_gaussian
-from ._base import PrivateRegressorMixin, ReleaseLaw, Ridge, leave_one_out
+from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._law import ReleaseLaw
 from ._data import row_norms
 from ._docstrings import fill_doc
 from .exceptions import PrivacyLeakWarning

@@ -14,9 +14,10 @@ import numpy as np
 
 from ._sklearn import Interval
 from ._accounting import gaussian_epsilon, gaussian_noise_scale
-from ._base import PrivateRegressorMixin, ReleaseLaw
+from ._base import PrivateRegressorMixin
 from ._docstrings import fill_doc
 from ._eigen import eigen_change, eigen_max_change, scatter_eigen
+from ._law import GaussianLaw, block_ratio
 
 # The released blocks, in the order of ``budget_split``.
 _BLOCKS = ("gram", "xy", "ysum", "eigen")
@@ -356,7 +357,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
 
     def _row_ratio(self, Xs, ys, add):
         """The privacy ratio s of each row: removing it (or adding, ``add``)."""
-        return _ratio(self.noise_scale_, self._law_statistics(Xs, ys, add))
+        return block_ratio(self.noise_scale_, self._law_statistics(Xs, ys, add))
 
     def _law_statistics(self, Xs, ys, add=False):
         """Squared change of each released block when the rows are removed
@@ -405,51 +406,19 @@ def _row_changes2(Xs, ys, intercept, eigen2):
     }
 
 
-def _ratio(noise_scale, changes2):
-    """The Gaussian ratio of the whole release: sqrt(sum_b change_b^2 / sigma_b^2)."""
-    return np.sqrt(sum(
-        changes2[key] / sigma**2 for key, sigma in noise_scale.items() if sigma > 0
-    ))
-
-
-class AdaSSPLaw(ReleaseLaw):
-    """AdaSSP's release law (doc/publish.rst): one Gaussian mechanism.
+class AdaSSPLaw(GaussianLaw):
+    """AdaSSP's release law (doc/publish.rst): one Gaussian mechanism of the
+    released blocks (:class:`~sklearn_pdp._law.GaussianLaw`).
 
     A row's statistics are the squared changes of the released blocks
-    (:meth:`AdaSSPRegressor._law_statistics`); the loss is the analytic
-    Gaussian epsilon at their ratio, and a Gaussian publication composes
-    exactly (the ratios add in squares). From the published object alone,
-    every change but the eigenvalue's is a function of the row itself; the
-    eigenvalue moves by at most ``n/(n-1) ||x - x_bar||^2`` (a rank-one
-    update; ``||x||^2`` without intercept), with ``x_bar`` read from the
-    noisy Gram's constant column, whose noise is at most ``sigma t / n`` in
-    norm on the event of :func:`~sklearn_pdp._publish.gram_noise_bound`.
+    (:meth:`AdaSSPRegressor._law_statistics`). From the published object
+    alone, every change but the eigenvalue's is a function of the row
+    itself; the eigenvalue moves by at most ``n/(n-1) ||x - x_bar||^2`` (a
+    rank-one update; ``||x||^2`` without intercept), with ``x_bar`` read
+    from the noisy Gram's constant column, whose noise is at most
+    ``sigma t / n`` in norm on the event of
+    :func:`~sklearn_pdp._publish.gram_noise_bound`.
     """
-
-    def __init__(self, *, noise_scale, worst_ratio, **public):
-        super().__init__(**public)
-        self.noise_scale = dict(noise_scale)
-        self.worst_ratio = float(worst_ratio)
-
-    def epsilon(self, delta, stats, gaussian_ratio=None):
-        extra = 0.0 if gaussian_ratio is None else gaussian_ratio
-        # no row's model ratio exceeds the domain's worst (rounding aside)
-        ratio = np.minimum(_ratio(self.noise_scale, stats), self.worst_ratio)
-        return gaussian_epsilon(delta, np.hypot(ratio, extra))
-
-    def dp_epsilon(self, delta, gaussian_ratio=None):
-        extra = 0.0 if gaussian_ratio is None else gaussian_ratio
-        return float(gaussian_epsilon(delta, np.hypot(self.worst_ratio, extra)))
-
-    def gaussian_allowance(self, delta, target):
-        total = 1.0 / gaussian_noise_scale(target, delta)
-        if not total > self.worst_ratio:
-            raise ValueError(
-                f"The release alone costs {self.dp_epsilon(delta):.4g} at this delta: "
-                f"nothing is left for a publication within {target:.4g}; raise "
-                "publish_epsilon."
-            )
-        return float(np.sqrt(total**2 - self.worst_ratio**2))
 
     def published_statistics(self, published, Xs, ys):
         n, d = self.n_samples, Xs.shape[1] - int(self.intercept)

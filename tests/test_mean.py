@@ -138,6 +138,10 @@ def test_published_report_of_the_mean():
     bounds = published.epsilon(X, y)
     assert np.all(bounds >= report.pdp_losses_ * (1 - 1e-9))
     assert np.median(bounds / report.pdp_losses_) <= 3
+    # a loss that is a public function of the label: no Gram matrix is
+    # published, and a row's bound is exact (model and summary)
+    assert published.noisy_gram is None
+    assert_allclose(bounds, report.pdp_losses_, rtol=1e-9)
 
 
 def test_fallback_predicts_about_as_well_as_the_mean():

@@ -21,7 +21,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._sklearn import HasMethods, Interval, _fit_context
-from .._base import PrivateRegressorMixin, ReleaseLaw, noise_generator
+from .._base import PrivateRegressorMixin, noise_generator
+from .._law import ReleaseLaw
 from .._data import is_dask_array, label_range
 from .._public import public_model
 from ._exponential import exponential_log_proba, select
