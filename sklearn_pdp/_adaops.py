@@ -42,12 +42,11 @@ _MIN_BOUND_WIDTH = 0.05
 # The smallest floor without ridge, in units of the bound's noise scale per
 # unit sensitivity: there the bound is within a factor e^(2 * 11 / 10) of R.
 _BOUND_FLOOR = 10.0
-# Target of the worst posterior noise variance of a prediction (labels scaled
-# to [-1, 1]) that fixes the ridge's floor: 3e-3, relaxed with
-# n epsilon / (75 (d + 1)) up to 30 times (utility grid, doc/mechanisms/adaops.rst).
-_NOISE_TARGET = 3e-3
-_TARGET_RATE = 75.0
-_TARGET_CAP = 30.0
+# Target of the average posterior noise variance of the training predictions
+# (labels scaled to [-1, 1]) that fixes the ridge's floor, at the residual
+# bound released for R = 2 (utility grid, doc/mechanisms/adaops.rst).
+_NOISE_TARGET = 1e-3
+_NOMINAL_R = 2.0
 # Smallest ridge, relative to the smallest floor and to n d: keeps the
 # posterior proper and well conditioned even when the margin event fails.
 _RIDGE_FLOOR = 1e-6
@@ -148,7 +147,7 @@ class _Calibration:
         else:
             self.quiet = _quiet_floor(self)
             self.h0 = min(self.quiet, max(_BOUND_FLOOR * self.bound_scale, self.smallest_floor()))
-            while not np.isfinite(self.noise_bound(self.h0)):  # every floor needs a gamma
+            while not self.has_gamma(self.h0):
                 self.h0 = min(1.1 * self.h0, self.quiet)
         self.lowest = -max(int(np.ceil(self.h0 / self.width)), 1)
         self.tiny = max(_RIDGE_FLOOR * self.h0, _RIDGE_FLOOR_ND * n * (d + 1))
@@ -220,14 +219,27 @@ class _Calibration:
         at most c = -log(1 - leverage) between neighbours whose floor holds;
         its noise sigma = c * bound_scale, cells of width omega, the last J.
         J = 0 (one cell: the crude bound) when no bound is released."""
-        mu = self.leverage(self.floor(k))
+        return self._bound_scales(self.floor(k))
+
+    def _bound_scales(self, floor):
+        mu = self.leverage(floor)
         c = -np.log1p(-mu)
         sigma = c * self.bound_scale
         if not np.isfinite(sigma):
             return c, np.inf, np.inf, 0
         omega = max(_CELL_WIDTH * sigma, _MIN_BOUND_WIDTH)
-        last = np.log(self.crude(self.floor(k)) * (1.0 - mu)) / omega
+        last = np.log(self.crude(floor) * (1.0 - mu)) / omega
         return c, sigma, omega, max(int(np.ceil(last)), 0)
+
+    def nominal(self, floor):
+        """The residual bound that the release gives, at worst, for R = 2 (a
+        model whose predictions span [-1, 1] over the domain): the one the
+        ridge's floor is chosen for. The crude bound without release."""
+        _, sigma, omega, last = self._bound_scales(floor)
+        if last == 0:
+            return self.crude(floor)
+        bound = _NOMINAL_R * np.exp(self.z * sigma + omega) / (1.0 - self.leverage(floor))
+        return min(bound, self.crude(floor))
 
     def bound_index(self, k, u):
         _, _, omega, last = self.bound_grid(k)
@@ -263,28 +275,37 @@ class _Calibration:
             self._gammas[k, j] = ops_gamma(self.eps_sample, self.delta_share, *corner)
         return self._gammas[k, j]
 
-    def noise_bound(self, floor):
-        """Largest posterior noise variance of a prediction with the floor alone
-        (crude residual): inf where no gamma exists."""
+    def noise_bound(self, floor, residual):
+        """Bound on the average posterior noise variance of the training
+        predictions, (d + 1) / (n gamma) (the leverages sum to at most d + 1),
+        at the floor and the residual bound: inf where no gamma exists."""
         mu = self.leverage(floor)
         try:
-            return mu / ops_gamma(self.eps_sample, self.delta_share, mu, self.crude(floor))
+            gamma = ops_gamma(self.eps_sample, self.delta_share, mu, residual)
         except ValueError:
             return np.inf
+        return (self.d + 1) / (self.n * gamma)
+
+    def has_gamma(self, floor):
+        """Whether every pair of cells at this floor has a gamma (the crude
+        residual bound is the largest)."""
+        return np.isfinite(self.noise_bound(floor, self.crude(floor)))
 
 
 def _quiet_floor(cal):
-    """The smallest floor (on a grid of ratio 1.1) whose prediction noise with
-    the crude residual is below the target, or twice its limit as the floor
-    grows when that is larger (the bound falls with the floor; it is infinite
-    where no gamma meets the budget): exponential search and bisection. A
-    ValueError when even the limit has no gamma: the intercept's own
-    posterior, with leverage 1/(n - 1), reveals too much."""
+    """The smallest floor (on a grid of ratio 1.1) at which every pair of
+    cells has a gamma and the average prediction noise with the nominal
+    residual bound is below the target, or twice its limit as the floor grows
+    when that is larger (the bound falls with the floor): exponential search
+    and bisection. A ValueError when even the limit has no gamma: the
+    intercept's own posterior, with leverage 1/(n - 1), reveals too much."""
     limit = 0.0
     if cal.intercept:
         mu = 1.0 / (cal.n - 1) if cal.n > 1 else np.inf
         try:
-            limit = 2.0 * mu / ops_gamma(cal.eps_sample, cal.delta_share, mu, 2.0)
+            # the residual bound's limit as the floor grows: 2, both crude and nominal
+            gamma = ops_gamma(cal.eps_sample, cal.delta_share, mu, 2.0)
+            limit = 2.0 * (cal.d + 1) / (cal.n * gamma)
         except ValueError:
             raise ValueError(
                 f"AdaOPSRegressor cannot meet epsilon={cal.budget:.4g} with "
@@ -292,12 +313,12 @@ def _quiet_floor(cal):
                 "(the intercept's own posterior reveals too much). Raise epsilon, "
                 "or use AdaSSPRegressor."
             ) from None
-    rate = cal.n * cal.budget / (_TARGET_RATE * (cal.d + 1))
-    target = max(_NOISE_TARGET * np.clip(rate, 1.0, _TARGET_CAP), limit)
+    target = max(_NOISE_TARGET, limit)
     start = cal.smallest_floor()
 
     def quiet(j):
-        return cal.noise_bound(start * 1.1**j) <= target
+        floor = start * 1.1**j
+        return cal.has_gamma(floor) and cal.noise_bound(floor, cal.nominal(floor)) <= target
 
     lo, hi = -1, 0
     while not quiet(hi):
@@ -314,7 +335,7 @@ def _calibration(n, d, intercept, eps, delta_share, fixed_floor):
     its root searches are the slow part of small fits)."""
     cal = _Calibration(n=n, d=d, intercept=intercept, eps=eps, delta_share=delta_share,
                        fixed_floor=fixed_floor)
-    if cal.fixed and not np.isfinite(cal.noise_bound(cal.h0)):
+    if cal.fixed and not cal.has_gamma(cal.h0):
         raise ValueError(
             f"AdaOPSRegressor cannot meet epsilon={cal.budget:.4g} with that kappa "
             f"and n_samples={n}: no posterior scaling is private enough at its "
