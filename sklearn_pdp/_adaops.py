@@ -712,8 +712,12 @@ class AdaOPSRegressor(PrivateRegressorMixin):
             for shift in self._conditioning_shifts(Xs, add))
         columns = {key: [] for key in ("mu", "r", "gamma", "log_p", "log_q")}
         rests_p, rests_q = [rest_p], [rest_q]
+        rows = {}  # the cells without ridge share one fit
         for col, k in enumerate(cells.tolist()):
-            mu, r, shifts = self._cell_rows(k, Xs, ys, add)
+            alpha = cal.ridge(k)
+            if alpha not in rows:
+                rows[alpha] = self._cell_rows(k, Xs, ys, add)
+            mu, r, shifts = rows[alpha]
             _, sigma, _, last_bound = cal.bound_grid(k)
             if last_bound:
                 bounds, (log_pj, log_qj), (out_p, out_q) = _bound_cells(

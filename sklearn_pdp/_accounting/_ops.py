@@ -284,7 +284,6 @@ def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_res
     start = np.zeros(n_rows)
     for k in np.unique(modal):
         rows = np.flatnonzero(modal == k)
-        start[rows] = OPSLoss(mu[rows, k], r[rows, k], np.full(rows.size, gamma[k]),
-                              table=False).epsilon(
+        start[rows] = OPSLoss(mu[rows, k], r[rows, k], np.full(rows.size, gamma[k])).epsilon(
             np.full(rows.size, float(delta)))
     return epsilon_from_delta(tails, delta, n_rows, start=np.where(np.isfinite(start), start, 0.0))
