@@ -30,17 +30,18 @@ from ._base import PrivateRegressorMixin, Ridge, leave_one_out
 from ._docstrings import fill_doc
 from ._eigen import eigen_change, scatter_eigen
 
-# Width of a cell of either grid, in noise deviations of its release: the
-# number of cells a row's mixture spans is about 2 * 8.8 / 6 + 2 per grid
-# (the cost of a loss), and rounding to a cell costs at most 6 deviations on
-# top of the margin's 5 (utility grid: 4 to 8 change the MSE by under 2%).
+# Width of a cell of either grid, in noise deviations of its release: a row's
+# mixture spans about 2 * 8.8 / 6 + 2 cells per grid (the cost of a loss),
+# and rounding down to a cell costs at most 6 deviations on top of the
+# margin's 5 (utility grid: widths 3 to 6 agree within the splits' noise).
 _CELL_WIDTH = 6.0
 # Growth of the cells without ridge once they are wider than _CELL_WIDTH.
 _FLOOR_RATIO = 1.5
 # Smallest width of a bound cell, in log R.
 _MIN_BOUND_WIDTH = 0.05
 # The smallest floor without ridge, in units of the bound's noise scale per
-# unit sensitivity: there the bound is within a factor e^(2 * 11 / 10) of R.
+# unit sensitivity: there the bound's noise is about 0.1 in log R, and the
+# bound within a factor 3 of R (margin and cell).
 _BOUND_FLOOR = 10.0
 # Target of the average posterior noise variance of the training predictions
 # (labels scaled to [-1, 1]) that fixes the ridge's floor, at the residual
@@ -118,13 +119,13 @@ class _Calibration:
     Cell k >= 0 is [E_k, E_(k+1)) with E_0 = h0 and steps max(W, E_k / 2),
     W = 6 sigma: floor E_k and no ridge (with a fixed floor, the single cell
     [h0, inf)). Cell -m < 0 is [h0 - m W, h0 - (m - 1) W), the lowest one
-    everything below: floor h_q >= h0 and the ridge W_f^2 (h_q - lower end)
-    (0 for the lowest: G >= 0 always; W_f = 2 with an intercept, 1 without,
-    the largest 1 + ||x_bar||), so on every cell G + ridge / W_f^2 >= floor.
+    (-inf, ...): floor ``quiet`` >= h0 and the ridge 4 (quiet - max(lower
+    end, 0)) (1 (...) without intercept; 4 is the largest (1 + ||x_bar||)^2,
+    and G >= 0 always), so on every cell G + ridge / 4 >= floor when G >= e.
     Every cell also has the tiny ridge ``tiny``, which keeps the posterior
     proper. Cells of the bound live on the line of u = (released log R) +
-    margin, per conditioning cell: j * omega, j = 0 .. J, the first and last
-    open-ended.
+    margin, per conditioning cell: [j omega, (j + 1) omega) for j = 0 .. J,
+    the first and last open-ended.
     """
 
     def __init__(self, *, n, d, intercept, eps, delta_share, fixed_floor):
@@ -159,8 +160,8 @@ class _Calibration:
     # -- the conditioning's cells -------------------------------------------------
 
     def smallest_floor(self):
-        """Floors must leave the leverage bound below 1/2 for the smaller data set."""
-        return self.change + 2.0 + (2.0 if self.intercept else 0.0)
+        """The smallest floor: the leverage bound is at most 1/(n - 1) + 1/4."""
+        return self.change + 4.0
 
     def index(self, e):
         """The cells of the points ``e``."""
@@ -369,7 +370,8 @@ def _bound_cells(cal, k, centre, shifts, sigma):
     bounds = np.arange(low.min(), high.max() + 1)
     lower, upper = (edge - centre for edge in cal.bound_edges(k, bounds))
     outside = (bounds[None, :] < low[:, None]) | (bounds[None, :] > high[:, None])
-    own_lower, own_upper = cal.bound_edges(k, low)[0] - centre, cal.bound_edges(k, high)[1] - centre
+    own_lower = cal.bound_edges(k, low)[0] - centre
+    own_upper = cal.bound_edges(k, high)[1] - centre
     masses, rests = [], []
     for shift in shifts:
         z_lo = (lower[None, :] - shift[:, None]) / sigma
@@ -457,39 +459,40 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     Notes
     -----
     On the data scaled into the unit ball (labels in [-1, 1]), with budget
-    shares eps_1, eps_2, eps_3 and delta split equally between the
-    conditioning, its margin event, the bound, its margin event and the
-    sample (between three without bound):
+    shares eps_1, eps_2, eps_3 and delta split equally between the two
+    releases, their two margin events and the sample (between three without
+    bound), and z the normal quantile at 1 - delta/5:
 
     1. ``G~ = G + sigma_1 N(0, 1)``, ``G = lambda_min(S) / (1 + ||x_bar||)^2``,
        S the centred scatter matrix (``G = lambda_min(X^T X)`` without
        intercept), sigma_1 from the analytic Gaussian mechanism for G's
-       sensitivity ``1 + 1/(n-1) + (2 + 1/(n-1)) / d`` (1 without intercept);
-    2. ``e = G~ - sigma_1 z`` (z the normal quantile at 1 - delta/5) falls
-       into a cell of a public grid that fixes the floor h and the ridge
-       alpha with ``G + alpha / 4 >= h`` whenever ``G >= e``: then every
-       target's leverage against a neighbour is at most
-       ``mu = 1/(n-1) + 1/(h - sensitivity)``;
-    3. ``u = log R + sigma_2 N(0, 1) + sigma_2 z``, R = 1 + |b| + ||beta|| of
-       the cell's ridge fit, which one row moves by at most
-       ``c = -log(1 - mu)`` in log, sigma_2 from the analytic Gaussian
-       mechanism for c; u falls into a cell of width
-       ``omega = max(6 sigma_2, 0.05)`` whose upper end, widened by
-       ``1 / (1 - mu)`` and capped by the residual bound the floor alone
-       gives, bounds every target's residual;
+       sensitivity ``s_1 = 1 + 1/(n-1) + (2 + 1/(n-1)) / d`` (1 without
+       intercept);
+    2. ``e = G~ - sigma_1 z`` falls into a cell of a public grid that fixes
+       the floor h and the ridge alpha, with ``G + alpha / 4 >= h`` whenever
+       ``G >= e`` (``alpha`` without intercept): then every target's leverage
+       against either data set of a pair of neighbours is at most
+       ``mu = 1/(n-1) + 1/(h - s_1)``;
+    3. ``u = log R + sigma_2 (N(0, 1) + z)``, R = 1 + |b| + ||beta|| of the
+       cell's ridge fit (the largest residual of any target), which one row
+       moves by at most ``c = -log(1 - mu)`` once the floor holds, sigma_2
+       from the analytic Gaussian mechanism for c; u falls into a cell of
+       width ``max(6 sigma_2, 0.05)`` whose upper end, widened by
+       ``1 / (1 - mu)``, bounds every target's residual (capped by the bound
+       the floor alone gives, ``2 + sqrt((n - 1) / (h - s_1))``);
     4. ``gamma`` is the largest scaling whose exact OPS loss at delta/5 and
        the corner (mu, residual bound) is eps_3; one posterior sample with
        an unpenalised intercept.
 
-    The grids and the floors are functions of public quantities only. Cells
-    without ridge start at the smallest floor at which the bound is precise
-    (10 times its noise scale per unit sensitivity) and grow by steps of
-    6 noise deviations or half their floor; below them the ridge lifts the
-    floor to the one at which the posterior noise variance of any
-    prediction, with the residual bounded by the floor alone, is below
-    ``3e-3 * clip(n epsilon / (75 (d + 1)), 1, 30)``. The ridge shrinks the
-    slopes only: with a small ``n epsilon`` the model falls back towards
-    the label mean. The guarantee is ``(eps_1 + eps_2 + eps_3, delta)`` by
+    The grids are functions of public quantities only. Cells without ridge
+    start at ten times the bound's noise scale per unit sensitivity (where
+    the bound is within a factor 3 of R) and grow by 6 noise deviations or
+    half their floor; below them the ridge lifts the floor to the smallest
+    one at which the posterior noise variance of the training predictions
+    is on average at most 1e-3 with the residual bound the release gives
+    for R = 2. The ridge shrinks the slopes only: with little ``n epsilon``
+    or an ill-conditioned design the model falls back towards the label
+    mean. The guarantee is ``(eps_1 + eps_2 + eps_3, delta)`` by
     composition.
 
     Only the cells are released: ``pdp_losses_[i]`` is the exact loss of the
@@ -514,7 +517,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     True
     >>> bool(np.all(reg.pdp_losses_ <= reg.dp_epsilon_))
     True
-    >>> bool(reg.score(X, y) > 0.9)  # least squares: 0.93
+    >>> bool(reg.score(X, y) > 0.9)  # least squares: 0.935
     True
     """
 
