@@ -407,20 +407,27 @@ def test_loss_is_exact_against_monte_carlo_of_the_whole_release():
     assert cal.sigma == pytest.approx(sigma, rel=1e-6)
     z = stats.norm.isf(delta / 5)
 
-    def per_cell(func, *cells):
-        keys, which = np.unique(np.column_stack(cells), axis=0, return_inverse=True)
-        return np.array([func(*map(int, key)) for key in keys])[which.ravel()]
+    def per_cell(func, cells, *arrays):
+        """func(k, *arrays restricted to the draws in cell k), for each cell k."""
+        out = np.empty(cells.shape)
+        for k in np.unique(cells):
+            at = cells == k
+            out[at] = func(int(k), *(a[at] for a in arrays))
+        return out
 
     def bound_scale(k):
         return cal.bound_grid(k)[1]
+
+    def pair_gamma(k, bounds):
+        return np.array([cal.gamma(k, int(j)) for j in bounds])
 
     def sample(w, g, size):
         cells = cal.index(w + sigma * rng.standard_normal(size) - cal.margin)
         H = w + per_cell(cal.ridge, cells)
         scale = per_cell(bound_scale, cells)
         u = np.log(1 + np.abs(g / H)) + scale * (rng.standard_normal(size) + z)
-        bounds = np.array([cal.bound_index(k, v) for k, v in zip(cells, u)])
-        gamma = per_cell(cal.gamma, cells, bounds)
+        bounds = per_cell(cal.bound_index, cells, u).astype(int)
+        gamma = per_cell(pair_gamma, cells, bounds)
         return cells, bounds, g / H + rng.standard_normal(size) / np.sqrt(gamma * H)
 
     def log_mass(lower, upper, centre, scale):
@@ -431,10 +438,11 @@ def test_loss_is_exact_against_monte_carlo_of_the_whole_release():
         H = w + per_cell(cal.ridge, cells)
         scale = per_cell(bound_scale, cells)
         centre = np.log(1 + np.abs(g / H)) + z * scale
-        b_lower, b_upper = zip(*[cal.bound_edges(k, j) for k, j in zip(cells, bounds)])
-        gamma = per_cell(cal.gamma, cells, bounds)
+        b_lower = per_cell(lambda k, j: cal.bound_edges(k, j)[0], cells, bounds)
+        b_upper = per_cell(lambda k, j: cal.bound_edges(k, j)[1], cells, bounds)
+        gamma = per_cell(pair_gamma, cells, bounds)
         return (log_mass(*cal.edges(cells), w - cal.margin, sigma)
-                + log_mass(np.array(b_lower), np.array(b_upper), centre, scale)
+                + log_mass(b_lower, b_upper, centre, scale)
                 + 0.5 * np.log(H) - 0.5 * gamma * H * (theta - g / H) ** 2)
 
     small = ((X[1:, 0] ** 2).sum(), (X[1:, 0] * y[1:]).sum())  # P: without the target
