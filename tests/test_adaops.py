@@ -506,6 +506,40 @@ def test_guarantee_holds_on_adversarial_data(seed):
     assert np.all(reg.pdp_epsilon(Z) <= reg.dp_epsilon_)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_corner_covers_every_target_with_an_intercept(seed):
+    """With an intercept, on off-centre data (1 + ||x_bar|| near 2): when the
+    margin events hold, every training row left out and every target on the
+    unit sphere, with either extreme label, has at most the pair's leverage
+    1/(n - 1) + 1/(floor - s_1) and the pair's residual bound."""
+    rng = np.random.default_rng(seed)
+    n = 600
+    X = np.array([0.55, 0.55]) + 0.1 * rng.normal(size=(n, 2))
+    X /= np.maximum(np.linalg.norm(X, axis=1), 1.0)[:, None]
+    X[0] = [-0.6, -0.8]  # far from the mean
+    y = np.clip(0.3 + 2 * (X - X.mean(axis=0)) @ [1.0, -1.0] + 0.2 * rng.normal(size=n), -1, 1)
+    reg = AdaOPSRegressor(epsilon=3.0, random_state=seed, **BOUNDS).fit(X, y)
+    cal = reg._cal
+    Z = _with_constant(X)
+    P = np.diag([1.0, 1.0, 0.0])
+    H = Z.T @ Z + reg.alpha_ * P
+    theta = np.linalg.solve(H, Z.T @ y)
+    mu_c = cal.leverage(reg.floor_)
+    assert mu_c == pytest.approx(1 / (n - 1) + 1 / (reg.floor_ - cal.change))
+    # the margin events held for this draw
+    assert reg._G + reg.alpha_ / 4 >= reg.floor_
+    assert (lipschitz(theta, True) <= reg.residual_bound_ * (1 - mu_c)
+            or reg.residual_bound_ == cal.crude(reg.floor_))
+    lev = np.einsum("ij,ij->i", Z, np.linalg.solve(H, Z.T).T)
+    mu, r = lev / (1 - lev), (y - Z @ theta) / (1 - lev)
+    assert np.all(mu <= mu_c) and np.all(np.abs(r) <= reg.residual_bound_)
+    angle = np.linspace(0, 2 * np.pi, 361)
+    targets = _with_constant(np.column_stack([np.cos(angle), np.sin(angle)]))
+    mu_z = np.einsum("ij,ij->i", targets, np.linalg.solve(H, targets.T).T)
+    assert np.all(mu_z <= mu_c)
+    assert np.all(1 + np.abs(targets @ theta) <= reg.residual_bound_)
+
+
 def test_kappa_is_checked_against_the_paper_constraint():
     X, y = _unit_rows(1000, 4, 0)
     kappa_max = 1000 * 1.0 / (4 * 4 * (1 + np.log(4 / 1e-6)))
