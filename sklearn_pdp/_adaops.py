@@ -473,7 +473,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
        ``G >= e`` (``alpha`` without intercept): then every target's leverage
        against either data set of a pair of neighbours is at most
        ``mu = 1/(n-1) + 1/(h - s_1)``;
-    3. ``u = log R + sigma_2 (N(0, 1) + z)``, R = 1 + |b| + ||beta|| of the
+    3. ``u = log R + sigma_2 (N(0, 1) + z)``, ``R = 1 + |b| + ||beta||`` of the
        cell's ridge fit (the largest residual of any target), which one row
        moves by at most ``c = -log(1 - mu)`` once the floor holds, sigma_2
        from the analytic Gaussian mechanism for c; u falls into a cell of
