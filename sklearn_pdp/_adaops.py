@@ -1,17 +1,22 @@
-"""AdaOPS: One Posterior Sample with a privately chosen ridge (Wang 2017,
-Algorithm 1, corrected; doc/mechanisms/adaops.rst).
+"""AdaOPS: One Posterior Sample with a privately chosen ridge and a private
+residual bound (Wang 2017, Algorithm 1, corrected; Wang 2018's local
+Lipschitz bound; doc/mechanisms/adaops.rst).
 
-The release is a pair (cell, theta). A noisy smallest eigenvalue of the
-scatter matrix falls into one cell of a public partition of the real line;
-the cell fixes an eigenvalue floor, a ridge and a posterior scaling, and
-theta is one OPS draw with them. Only the cell is released, so a row's
-exact loss is a finite mixture of OPS losses (ops_mixture_epsilon).
+The release is a triple (cell, bound, theta). A noisy lower bound on the
+conditioning G = lambda_min(S) / (1 + ||x_bar||)^2 of the data falls into a
+cell of a public grid, which fixes an eigenvalue floor and a ridge; a noisy
+upper bound on the log of the fit's Lipschitz constant R = 1 + |b| + ||beta||
+(the largest residual of any target) falls into a cell of a second public
+grid; gamma is OPS's at the worst leverage and residual the two cells allow,
+and theta is one OPS draw. Only cells are released, so a row's exact loss is
+a finite mixture of OPS losses over pairs of cells (ops_mixture_epsilon).
 """
 
 from functools import lru_cache
 from numbers import Real
 
 import numpy as np
+from scipy import linalg
 from scipy.special import log_ndtr, ndtri
 
 from ._sklearn import Interval
@@ -23,182 +28,376 @@ from ._accounting import (
 )
 from ._base import PrivateRegressorMixin, Ridge, leave_one_out
 from ._docstrings import fill_doc
-from ._eigen import eigen_change, eigen_max_change, scatter_eigen
+from ._eigen import eigen_change, scatter_eigen
 
-# Ratio of the cells' floors above the smallest floor h0, and of the growth
-# of their ridges below it (see _Cells).
-_CELL_RATIO = 1.1
-# Bound on the posterior noise variance of a prediction (labels scaled to
-# [-1, 1]) that fixes the smallest floor h0 (see AdaOPSRegressor._min_floor).
-_NOISE_TARGET = 3e-3
-# Smallest ridge, relative to the floor and to n d: keeps the posterior
-# proper and well conditioned even when the margin event fails.
+# Width of a cell of either grid, in noise deviations of its release: a row's
+# mixture spans about 2 * 8.8 / 6 + 2 cells per grid (the cost of a loss),
+# and rounding down to a cell costs at most 6 deviations on top of the
+# margin's 5 (utility grid: widths 3 to 6 agree within the splits' noise).
+_CELL_WIDTH = 6.0
+# Growth of the cells without ridge once they are wider than _CELL_WIDTH.
+_FLOOR_RATIO = 1.5
+# Smallest width of a bound cell, in log R.
+_MIN_BOUND_WIDTH = 0.05
+# The smallest floor without ridge, in units of the bound's noise scale per
+# unit sensitivity: there the bound's noise is about 0.1 in log R, and the
+# bound within a factor 3 of R (margin and cell).
+_BOUND_FLOOR = 10.0
+# Target of the average posterior noise variance of the training predictions
+# (labels scaled to [-1, 1]) that fixes the ridge's floor, at the residual
+# bound released for R = 2 (utility grid, doc/mechanisms/adaops.rst).
+_NOISE_TARGET = 1e-3
+_NOMINAL_R = 2.0
+# Smallest ridge, relative to the smallest floor and to n d: keeps the
+# posterior proper and well conditioned even when the margin event fails.
 _RIDGE_FLOOR = 1e-6
 _RIDGE_FLOOR_ND = 1e-8
-# Cells further than this many noise deviations from the data's eigenvalue
-# are left out of a row's loss and counted as revealing everything: their
-# mass, ~1e-18, is far below any delta.
+# Cells further than this many noise deviations from a row's two releases
+# are left out of its loss and counted as revealing everything: their mass,
+# ~1e-18, is far below any delta.
 _CELL_WINDOW = 8.8
-# Default ``budget_split`` (eigenvalue, sample), measured on the utility grid
-# against (0.25, 0.75).
-_DEFAULT_SPLIT = (0.1, 0.9)
+# Default ``budget_split`` (eigenvalue, residual bound, sample), measured on
+# the utility grid.
+_DEFAULT_SPLIT = (0.2, 0.2, 0.6)
+
+
+def conditioning(eigvals, mean, intercept):
+    """G = lambda_min / (1 + ||x_bar||)^2 (lambda_min of X^T X without intercept)."""
+    return eigvals[0] / (1.0 + np.linalg.norm(mean)) ** 2 if intercept else eigvals[0]
+
+
+def conditioning_max_change(n_samples, n_features, intercept):
+    """Largest change of G by one row over the domain (rows in the unit ball).
+
+    Without intercept G = lambda_min(X^T X) moves by at most ||x||^2 <= 1. With
+    it, m = n - 1 rows and w = 1 + ||x_bar||: one row moves lambda_min(S) by
+    at most m / (m + 1) (1 + ||x_bar||)^2 and w by at most w / (m + 1), and
+    G <= tr(S) / d <= m / d, so |Delta G| <= 1 + 1/m + (2 + 1/m) / d
+    (doc/mechanisms/adaops.rst).
+    """
+    if not intercept:
+        return 1.0
+    m = n_samples - 1
+    return 1.0 + 1.0 / m + (2.0 + 1.0 / m) / n_features if m > 0 else 0.0
+
+
+def lipschitz(theta, intercept):
+    """R = 1 + |b| + ||beta|| (1 + ||theta|| without intercept) of the rows of
+    ``theta``: the largest |y - x^T beta - b| over the domain."""
+    theta = np.asarray(theta)
+    if not intercept:
+        return 1.0 + np.linalg.norm(theta, axis=-1)
+    return 1.0 + np.abs(theta[..., -1]) + np.linalg.norm(theta[..., :-1], axis=-1)
+
+
+def _norm_change(a, da):
+    """||a + da_i|| - ||a|| for the rows da_i, without cancellation."""
+    other = np.linalg.norm(a + da, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        change = (2 * da @ a + np.einsum("ij,ij->i", da, da)) / (other + np.linalg.norm(a))
+    return np.where(np.isfinite(change), change, other - np.linalg.norm(a))
+
+
+def lipschitz_log_change(theta, moves, intercept):
+    """log R(theta + move_i) - log R(theta) for the rows of ``moves``, computed
+    from the change itself (a row moves log R by ~1e-5 where R is ~1)."""
+    if not intercept:
+        change = _norm_change(theta, moves)
+    else:
+        b, db = theta[-1], moves[:, -1]
+        change = np.abs(b + db) - abs(b) + _norm_change(theta[:-1], moves[:, :-1])
+    return np.log1p(change / lipschitz(theta, intercept))
 
 
 class _Calibration:
-    """AdaOPS's public calibration for n rows and d features: the noise of the
-    eigenvalue, its margin, and the grid of cells with their floors, ridges
-    and posterior scalings (doc/mechanisms/adaops.rst).
+    """AdaOPS's public calibration for n rows and d features: the noise and
+    margin of both releases, their grids of cells, and each pair of cells'
+    floor, ridge, residual bound and posterior scaling
+    (doc/mechanisms/adaops.rst).
 
-    Cells live on the line of e = (released eigenvalue) - margin. Cell k >= 0
-    is e in [h0 rho^k, h0 rho^(k+1)): floor h0 rho^k and no ridge (with a
-    fixed floor, the single cell [h0, inf) with floor h0). Cell k < 0 is e
-    in [h0 (2 - rho^m), h0 (2 - rho^(m-1))), m = -k: floor h0 and ridge
-    h0 (rho^m - 1). On every cell e + ridge >= floor, so the floor holds
-    for the data whenever lambda_min >= e (the margin event). The lowest
-    cell, every e below h0 (2 - rho^(M-1)) with M the first m at which
-    2 - rho^m <= 0, has the ridge h0: lambda_min >= 0 always, so its floor
-    holds whatever the margin event (a larger ridge would only add bias).
+    Cells of the conditioning live on the line of e = (released G) - margin.
+    Cell k >= 0 is [E_k, E_(k+1)) with E_0 = h0 and steps max(W, E_k / 2),
+    W = 6 sigma: floor E_k and no ridge (with a fixed floor, the single cell
+    [h0, inf)). Cell -m < 0 is [h0 - m W, h0 - (m - 1) W), the lowest one
+    (-inf, ...): floor ``quiet`` >= h0 and the ridge 4 (quiet - max(lower
+    end, 0)) (1 (...) without intercept; 4 is the largest (1 + ||x_bar||)^2,
+    and G >= 0 always), so on every cell G + ridge / 4 >= floor when G >= e.
     Every cell also has the tiny ridge ``tiny``, which keeps the posterior
-    proper.
+    proper. Cells of the bound live on the line of u = (released log R) +
+    margin, per conditioning cell: [j omega, (j + 1) omega) for j = 0 .. J,
+    the first and last open-ended.
     """
 
-    def __init__(self, *, n, intercept, eps_eigen, eps_sample, delta_share, h0, fixed, tiny):
-        self.n, self.intercept = n, intercept
-        self.budget = (eps_eigen + eps_sample, 3 * delta_share)
+    def __init__(self, *, n, d, intercept, eps, delta_share, fixed_floor):
+        self.n, self.d, self.intercept = n, d, intercept
+        eps_eigen, eps_bound, eps_sample = eps
+        self.budget = float(sum(eps))
         self.eps_sample, self.delta_share = eps_sample, delta_share
-        self.change = eigen_max_change(n, intercept)
+        self.z = -ndtri(delta_share)
+        self.change = conditioning_max_change(n, d, intercept)
         self.sigma = gaussian_noise_scale(eps_eigen, delta_share, self.change)
-        self.margin = -self.sigma * ndtri(delta_share)
-        self.h0, self.fixed, self.tiny = float(h0), fixed, float(tiny)
-        self.log_rho = np.log(_CELL_RATIO)
-        self.lowest = -int(np.ceil(np.log(2.0) / self.log_rho))
+        self.margin = self.z * self.sigma
+        self.bound_scale = (gaussian_noise_scale(eps_bound, delta_share)
+                            if eps_bound > 0 else np.inf)
+        self.ridge_factor = 4.0 if intercept else 1.0
+        self.width = _CELL_WIDTH * self.sigma
+        self.fixed = fixed_floor is not None
         self._gammas = {}
+        if self.fixed:
+            self.h0 = self.quiet = float(fixed_floor)
+        else:
+            self.quiet = _quiet_floor(self)
+            self.h0 = min(self.quiet, max(_BOUND_FLOOR * self.bound_scale, self.smallest_floor()))
+            while not self.has_gamma(self.h0):
+                self.h0 = min(1.1 * self.h0, self.quiet)
+        self.lowest = -max(int(np.ceil(self.h0 / self.width)), 1)
+        self.tiny = max(_RIDGE_FLOOR * self.h0, _RIDGE_FLOOR_ND * n * (d + 1))
+        # positive cells: arithmetic steps W up to `knee`, then geometric
+        start = self.width / (_FLOOR_RATIO - 1.0)
+        self.steps = max(int(np.ceil((start - self.h0) / self.width)), 0)
+        self.knee = self.h0 + self.steps * self.width
+
+    # -- the conditioning's cells -------------------------------------------------
+
+    def smallest_floor(self):
+        """The smallest floor: the leverage bound is at most 1/(n - 1) + 1/4."""
+        return self.change + 4.0
 
     def index(self, e):
         """The cells of the points ``e``."""
         e = np.asarray(e, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
-            up = np.floor(np.log(e / self.h0) / self.log_rho)
-            down = -np.ceil(np.log1p((self.h0 - e) / self.h0) / self.log_rho)
+            arithmetic = np.floor((e - self.h0) / self.width)
+            geometric = self.steps + np.floor(np.log(e / self.knee) / np.log(_FLOOR_RATIO))
+            up = np.where(e < self.knee, arithmetic, geometric)
+            down = -np.floor((self.h0 - e) / self.width) - 1
         up = np.zeros_like(up) if self.fixed else up
-        down = np.clip(down, self.lowest, -1)
-        return np.where(e >= self.h0, up, down).astype(int)
+        return np.where(e >= self.h0, up, np.maximum(down, self.lowest)).astype(int)
+
+    def lower_edge(self, k):
+        k = np.asarray(k, dtype=float)
+        arithmetic = self.h0 + np.minimum(k, self.steps) * self.width
+        geometric = self.knee * _FLOOR_RATIO ** np.maximum(k - self.steps, 0)
+        up = np.where(k <= self.steps, arithmetic, geometric)
+        down = np.where(k == self.lowest, -np.inf, self.h0 + k * self.width)
+        return np.where(k >= 0, up, down)
 
     def edges(self, k):
         """Lower and upper ends (in e) of the cells ``k``."""
-        k = np.asarray(k, dtype=float)
-        rho = np.exp(self.log_rho)
-        up, down = np.maximum(k, 0), -np.minimum(k, 0)
-        lower = np.where(k >= 0, self.h0 * rho**up, self.h0 * (2.0 - rho**down))
-        upper = np.where(k >= 0, self.h0 * rho ** (up + 1), self.h0 * (2.0 - rho ** (down - 1)))
+        k = np.asarray(k)
+        upper = self.lower_edge(k + 1)
         if self.fixed:
             upper = np.where(k >= 0, np.inf, upper)
-        return np.where(k == self.lowest, -np.inf, lower), upper
+        return self.lower_edge(k), upper
 
     def floor(self, k):
-        return self.h0 * np.exp(self.log_rho * max(k, 0))
+        return float(self.lower_edge(k)) if k >= 0 else self.quiet
 
     def ridge(self, k):
-        ridge = self.h0 * min(np.expm1(self.log_rho * -k), 1.0) if k < 0 else 0.0
-        return ridge + self.tiny
+        """The ridge of cell k (the tiny one included)."""
+        if k >= 0:
+            return self.tiny
+        lower = max(float(self.lower_edge(k)), 0.0)
+        return self.ridge_factor * (self.quiet - lower) + self.tiny
 
-    def corner(self, floor, alpha):
-        """Largest leverage and |residual| of any target against any data set
-        of at most n rows whose regularised scatter has eigenvalues >= floor."""
-        # ||beta|| <= sqrt(n) max over s >= floor - alpha of sqrt(s) / (s + alpha)
-        s = max(floor - alpha, 0.0)
-        slope = np.sqrt(s) / floor if s >= alpha else 0.5 / np.sqrt(alpha)
-        width = 2.0 if self.intercept else 1.0  # ||x - x_bar|| or ||x||
-        leverage = width**2 / floor + (self.leverage_limit() if self.intercept else 0.0)
-        return leverage, width + width * np.sqrt(self.n) * slope
+    # -- the corner of a cell ----------------------------------------------------
 
-    def gamma(self, k):
-        """The posterior scaling of cell k: OPS at the sample's share, at the
-        corner of the data sets whose floor holds, neighbours included (a row
-        moves lambda_min by at most ``change``)."""
-        if k not in self._gammas:
-            if self.floor(k) <= self.change:
-                raise ValueError("a row can remove the whole floor: no gamma")
-            corner = self.corner(self.floor(k) - self.change, self.ridge(k))
-            self._gammas[k] = ops_gamma(self.eps_sample, self.delta_share, *corner)
-        return self._gammas[k]
+    def leverage(self, floor):
+        """Largest leverage of any target against a data set whose neighbour
+        has regularised conditioning >= floor (the smaller data set's floor is
+        floor - change): 1/(n - 1) + 1/(floor - change) with an intercept."""
+        return (1.0 / (self.n - 1) if self.intercept else 0.0) + 1.0 / (floor - self.change)
 
-    def noise_bound(self, k):
-        """Largest posterior noise variance of a prediction in cell k (no ridge):
-        at most the corner's leverage over gamma; inf where no gamma exists."""
+    def crude(self, floor):
+        """Largest |residual| of any target with the floor alone (labels in
+        [-1, 1]): ||beta|| <= sqrt(n - 1) / (w sqrt(floor - change))."""
+        return (2.0 if self.intercept else 1.0) + np.sqrt((self.n - 1) / (floor - self.change))
+
+    # -- the bound's cells ---------------------------------------------------------
+
+    def bound_grid(self, k):
+        """(c, sigma, omega, J) of the bound released in cell k: log R moves by
+        at most c = -log(1 - leverage) between neighbours whose floor holds;
+        its noise sigma = c * bound_scale, cells of width omega, the last J.
+        J = 0 (one cell: the crude bound) when no bound is released."""
+        return self._bound_scales(self.floor(k))
+
+    def _bound_scales(self, floor):
+        mu = self.leverage(floor)
+        c = -np.log1p(-mu)
+        sigma = c * self.bound_scale
+        if not np.isfinite(sigma):
+            return c, np.inf, np.inf, 0
+        omega = max(_CELL_WIDTH * sigma, _MIN_BOUND_WIDTH)
+        last = np.log(self.crude(floor) * (1.0 - mu)) / omega
+        return c, sigma, omega, max(int(np.ceil(last)), 0)
+
+    def nominal(self, floor):
+        """The residual bound that the release gives, at worst, for R = 2 (a
+        model whose predictions span [-1, 1] over the domain): the one the
+        ridge's floor is chosen for. The crude bound without release."""
+        _, sigma, omega, last = self._bound_scales(floor)
+        if last == 0:
+            return self.crude(floor)
+        bound = _NOMINAL_R * np.exp(self.z * sigma + omega) / (1.0 - self.leverage(floor))
+        return min(bound, self.crude(floor))
+
+    def bound_index(self, k, u):
+        _, _, omega, last = self.bound_grid(k)
+        u = np.asarray(u, dtype=float)
+        if last == 0:
+            return np.zeros(u.shape, dtype=int)
+        return np.clip(np.floor(u / omega), 0, last).astype(int)
+
+    def bound_edges(self, k, j):
+        """Lower and upper ends (in u) of the bound cells ``j`` of cell k."""
+        _, _, omega, last = self.bound_grid(k)
+        j = np.asarray(j, dtype=float)
+        lower = np.where(j == 0, -np.inf, j * omega)
+        upper = np.where(j == last, np.inf, (j + 1) * omega)
+        return lower, upper
+
+    def residual(self, k, j):
+        """The residual bound of the pair (k, j): the bound cell's upper end,
+        widened to the smaller data set (R moves by the factor 1 - leverage at
+        most), or the crude bound when lower."""
+        mu = self.leverage(self.floor(k))
+        crude = self.crude(self.floor(k))
+        _, _, omega, last = self.bound_grid(k)
+        if j == last:
+            return crude
+        return min(np.exp((j + 1) * omega) / (1.0 - mu), crude)
+
+    def gamma(self, k, j):
+        """The posterior scaling of the pair (k, j): OPS at the sample's share,
+        at the corner (leverage, residual bound) of the pair."""
+        if (k, j) not in self._gammas:
+            corner = self.leverage(self.floor(k)), self.residual(k, j)
+            self._gammas[k, j] = ops_gamma(self.eps_sample, self.delta_share, *corner)
+        return self._gammas[k, j]
+
+    def noise_bound(self, floor, residual):
+        """Bound on the average posterior noise variance of the training
+        predictions, (d + 1) / (n gamma) (the leverages sum to at most d + 1),
+        at the floor and the residual bound: inf where no gamma exists."""
+        mu = self.leverage(floor)
         try:
-            gamma = self.gamma(k)
+            gamma = ops_gamma(self.eps_sample, self.delta_share, mu, residual)
         except ValueError:
             return np.inf
-        return self.corner(self.floor(k), self.tiny)[0] / gamma
+        return (self.d + 1) / (self.n * gamma)
 
-    def leverage_limit(self):
-        """The corner leverage as the floor grows: 1/(n - 1) with an intercept."""
-        return 1.0 / (self.n - 1) if self.n > 1 else np.inf
+    def has_gamma(self, floor):
+        """Whether every pair of cells at this floor has a gamma (the crude
+        residual bound is the largest)."""
+        return np.isfinite(self.noise_bound(floor, self.crude(floor)))
 
 
 def _quiet_floor(cal):
-    """The smallest floor of ``cal``'s grid whose prediction noise is below
-    _NOISE_TARGET, or twice its limit as the floor grows when that is larger
-    (the bound falls with the floor; it is infinite where no gamma meets the
-    budget): exponential search and bisection over the cells. A ValueError
-    when even the limit has no gamma: the intercept's own posterior, with
-    leverage 1/(n - 1), reveals too much."""
+    """The smallest floor (on a grid of ratio 1.1) at which every pair of
+    cells has a gamma and the average prediction noise with the nominal
+    residual bound is below the target, or twice its limit as the floor grows
+    when that is larger (the bound falls with the floor): exponential search
+    and bisection. A ValueError when even the limit has no gamma: the
+    intercept's own posterior, with leverage 1/(n - 1), reveals too much."""
     limit = 0.0
     if cal.intercept:
+        mu = 1.0 / (cal.n - 1) if cal.n > 1 else np.inf
         try:
-            limit = 2.0 * cal.leverage_limit() / ops_gamma(
-                cal.eps_sample, cal.delta_share, cal.leverage_limit(), 2.0)
+            # the residual bound's limit as the floor grows: 2, both crude and nominal
+            gamma = ops_gamma(cal.eps_sample, cal.delta_share, mu, 2.0)
+            limit = 2.0 * (cal.d + 1) / (cal.n * gamma)
         except ValueError:
             raise ValueError(
-                f"AdaOPSRegressor cannot meet epsilon={cal.budget[0]:.4g} with "
+                f"AdaOPSRegressor cannot meet epsilon={cal.budget:.4g} with "
                 f"n_samples={cal.n} and an unpenalised intercept: too few samples "
                 "(the intercept's own posterior reveals too much). Raise epsilon, "
                 "or use AdaSSPRegressor."
             ) from None
     target = max(_NOISE_TARGET, limit)
+    start = cal.smallest_floor()
+
+    def quiet(j):
+        floor = start * 1.1**j
+        return cal.has_gamma(floor) and cal.noise_bound(floor, cal.nominal(floor)) <= target
+
     lo, hi = -1, 0
-    while cal.noise_bound(hi) > target:
+    while not quiet(hi):
         lo, hi = hi, 2 * hi + 1
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if cal.noise_bound(mid) > target else (lo, mid)
-    return cal.floor(hi)
+        lo, hi = (lo, mid) if quiet(mid) else (mid, hi)
+    return start * 1.1**hi
 
 
 @lru_cache(maxsize=64)
-def _calibration(n, d, paper_floor, kappa, intercept, eps_eigen, eps_sample, delta_share):
+def _calibration(n, d, intercept, eps, delta_share, fixed_floor):
     """AdaOPS's calibration: a function of public quantities only (cached,
     its root searches are the slow part of small fits)."""
-    common = dict(n=n, intercept=intercept, eps_eigen=eps_eigen, eps_sample=eps_sample,
-                  delta_share=delta_share, fixed=kappa is not None,
-                  tiny=max(_RIDGE_FLOOR * paper_floor, _RIDGE_FLOOR_ND * n * (d + 1)))
-    if kappa is None:
-        return _Calibration(h0=_quiet_floor(_Calibration(h0=paper_floor, **common)), **common)
-    cal = _Calibration(h0=n / (d * kappa), **common)
-    if not np.isfinite(cal.noise_bound(0)):
+    cal = _Calibration(n=n, d=d, intercept=intercept, eps=eps, delta_share=delta_share,
+                       fixed_floor=fixed_floor)
+    if cal.fixed and not cal.has_gamma(cal.h0):
         raise ValueError(
-            f"AdaOPSRegressor cannot meet epsilon={eps_eigen + eps_sample:.4g} with "
-            f"kappa={kappa} and n_samples={n}: no posterior scaling is private "
-            "enough at that floor. Lower kappa or raise epsilon."
+            f"AdaOPSRegressor cannot meet epsilon={cal.budget:.4g} with that kappa "
+            f"and n_samples={n}: no posterior scaling is private enough at its "
+            "floor. Lower kappa or raise epsilon."
         )
     return cal
+
+
+def _log_cell_masses(lower, upper, shift, sigma):
+    """Log Gaussian masses N(shift, sigma^2) of the cells (columns, their ends
+    relative to a reference centre) for each row's centre ``shift`` (relative
+    to it too: a row moves a release by far less than its value, so centres
+    and ends are taken relative to the data set's own centre to keep the
+    masses' log ratios exact), and the log mass outside the first and last
+    cells."""
+    z_lo = (lower[None, :] - shift[:, None]) / sigma
+    z_hi = (upper[None, :] - shift[:, None]) / sigma
+    rest = np.logaddexp(log_ndtr(z_lo[:, 0]), log_ndtr(-z_hi[:, -1]))
+    return log_gauss_mass(z_lo, z_hi), rest
+
+
+def _bound_cells(cal, k, centre, shifts, sigma):
+    """The bound cells of cell k within each row's window, for the rows' two
+    centres ``centre + shifts`` (smaller, larger data set): the cells
+    spanned, each row's log masses there (-inf outside its own window) and
+    its log mass outside its window. Each row's numbers depend on that row
+    alone, whatever the other rows of its chunk."""
+    reach = _CELL_WINDOW * sigma
+    low = cal.bound_index(k, centre + np.minimum(*shifts) - reach)
+    high = cal.bound_index(k, centre + np.maximum(*shifts) + reach)
+    bounds = np.arange(low.min(), high.max() + 1)
+    lower, upper = (edge - centre for edge in cal.bound_edges(k, bounds))
+    outside = (bounds[None, :] < low[:, None]) | (bounds[None, :] > high[:, None])
+    own_lower = cal.bound_edges(k, low)[0] - centre
+    own_upper = cal.bound_edges(k, high)[1] - centre
+    masses, rests = [], []
+    for shift in shifts:
+        z_lo = (lower[None, :] - shift[:, None]) / sigma
+        z_hi = (upper[None, :] - shift[:, None]) / sigma
+        masses.append(np.where(outside, -np.inf, log_gauss_mass(z_lo, z_hi)))
+        rests.append(np.logaddexp(log_ndtr((own_lower - shift) / sigma),
+                                  log_ndtr((shift - own_upper) / sigma)))
+    return bounds, masses, rests
 
 
 @fill_doc
 class AdaOPSRegressor(PrivateRegressorMixin):
     """OPS with privately chosen regularisation: (epsilon, delta)-DP for a budget.
 
-    The corrected AdaOPS algorithm (Wang 2017, Algorithm 1; see Notes). The
-    smallest eigenvalue of the scatter matrix of the features is released
-    with Gaussian noise, less a margin, into one cell of a public grid; the
-    cell fixes an eigenvalue floor ``floor_`` and a ridge ``alpha_`` such
-    that, except with probability delta / 3, every eigenvalue of the
-    regularised scatter matrix is at least the floor. That bounds the
-    leverage and residual of every possible target, and ``gamma_`` is the
-    largest posterior scaling for which One Posterior Sample at the worst
-    such target stays within its share of the budget. The released
-    coefficients are one draw from ``N(theta_hat, (gamma_ H)^{{-1}})``,
+    The corrected AdaOPS algorithm (Wang 2017, Algorithm 1), with a private
+    residual bound as in Wang (2018); see Notes. Three releases share the
+    budget. A noisy lower bound on the data's conditioning, the smallest
+    eigenvalue of the centred scatter matrix divided by
+    ``(1 + ||x_bar||)^2``, falls into one cell of a public grid; the cell fixes
+    an eigenvalue floor ``floor_`` and a ridge ``alpha_``, which bound the
+    leverage of every possible target. A noisy upper bound on the fit's
+    largest residual over the domain, ``1 + |intercept| + ||slopes||``, falls
+    into one cell of a second public grid (``residual_bound_``). ``gamma_``
+    is the largest posterior scaling for which One Posterior Sample at that
+    leverage and residual stays within its share of the budget, and the
+    released coefficients are one draw from ``N(theta_hat, (gamma_ H)^{{-1}})``,
     ``H = X^T X + alpha_ P`` with an unpenalised intercept. Every training
     row's exact per-instance loss of the whole release is in ``pdp_losses_``.
 
@@ -209,16 +408,17 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     delta : float, default=1e-6
         Total delta; also the delta at which ``pdp_losses_`` are reported.
     kappa : float, default=None
-        Largest acceptable condition number: a fixed eigenvalue floor
-        ``h = n / (d kappa)`` (``d`` features). Must satisfy the paper's
-        constraint ``kappa <= n epsilon / (4 d (1 + log(4 / delta)))``. If
-        None, the floor adapts to the released eigenvalue: the largest floor
-        of the grid that the data support without ridge, never below a
-        public minimum (see Notes).
-    budget_split : array-like of shape (2,), default=None
-        Positive weights, normalised to sum 1, of the epsilon budget spent on
-        the eigenvalue release and on the posterior sample. None means
-        ``(0.1, 0.9)``.
+        Largest acceptable condition number: a fixed floor ``n / (d kappa)``
+        (``d`` features) on the conditioning; below it the ridge lifts it
+        there. Must satisfy the paper's constraint ``kappa <= n epsilon /
+        (4 d (1 + log(4 / delta)))``. If None, the floor adapts to the
+        released cell (see Notes).
+    budget_split : array-like of shape (3,), default=None
+        Weights, normalised to sum 1, of the epsilon budget spent on the
+        conditioning, on the residual bound and on the posterior sample. The
+        first and last must be positive; 0 for the bound releases none (the
+        residual is then bounded from the floor alone). None means
+        ``(0.2, 0.2, 0.6)``.
     {bounds}
     {fit_intercept}
     {random_state}
@@ -231,14 +431,18 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     alpha_ : float
         The ridge strength of the released cell (scaled data).
     floor_ : float
-        The eigenvalue floor of the released cell (scaled data).
+        The floor on the conditioning of the released cell (scaled data).
+    residual_bound_ : float
+        The bound on any target's residual of the released pair of cells
+        (labels scaled to [-1, 1]).
     gamma_ : float
-        The posterior scaling of the released cell.
+        The posterior scaling of the released pair of cells.
     kappa_ : float
         ``n / (d floor_)``.
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
-        row from the whole release (cell and coefficients; see Notes).
+        row from the whole release (both cells and the coefficients; see
+        Notes).
     dp_epsilon_ : float
         Data-independent epsilon of the whole mechanism (the budget).
     dp_delta_ : float
@@ -255,29 +459,44 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     Notes
     -----
     On the data scaled into the unit ball (labels in [-1, 1]), with budget
-    shares eps_1 (eigenvalue) and eps_2 (sample) and delta split equally
-    between the eigenvalue, its margin event and the sample:
+    shares eps_1, eps_2, eps_3 and delta split equally between the two
+    releases, their two margin events and the sample (between three without
+    bound), and z the normal quantile at 1 - delta/5:
 
-    1. ``lambda~ = lambda_min(S) + sigma_1 N(0, 1)``, S the centred scatter
-       matrix (``X^T X`` without intercept), sigma_1 from the analytic
-       Gaussian mechanism for the sensitivity ``4 (n - 1) / n`` (1);
-    2. ``e = lambda~ - sigma_1 z_(1 - delta/3)`` falls into one cell of the
-       public grid of doc/mechanisms/adaops.rst, which fixes the floor h and
-       the ridge alpha with ``e + alpha >= h``;
-    3. ``gamma`` is the largest scaling whose exact OPS loss at the worst
-       leverage and residual of any data set with ``lambda_min(S) + alpha
-       >= h - 4`` (its neighbours included) is eps_2;
-    4. one posterior sample with an unpenalised intercept.
+    1. ``G~ = G + sigma_1 N(0, 1)``, ``G = lambda_min(S) / (1 + ||x_bar||)^2``,
+       S the centred scatter matrix (``G = lambda_min(X^T X)`` without
+       intercept), sigma_1 from the analytic Gaussian mechanism for G's
+       sensitivity ``s_1 = 1 + 1/(n-1) + (2 + 1/(n-1)) / d`` (1 without
+       intercept);
+    2. ``e = G~ - sigma_1 z`` falls into a cell of a public grid that fixes
+       the floor h and the ridge alpha, with ``G + alpha / 4 >= h`` whenever
+       ``G >= e`` (``alpha`` without intercept): then every target's leverage
+       against either data set of a pair of neighbours is at most
+       ``mu = 1/(n-1) + 1/(h - s_1)``;
+    3. ``u = log R + sigma_2 (N(0, 1) + z)``, ``R = 1 + |b| + ||beta||`` of the
+       cell's ridge fit (the largest residual of any target), which one row
+       moves by at most ``c = -log(1 - mu)`` once the floor holds, sigma_2
+       from the analytic Gaussian mechanism for c; u falls into a cell of
+       width ``max(6 sigma_2, 0.05)`` whose upper end, widened by
+       ``1 / (1 - mu)``, bounds every target's residual (capped by the bound
+       the floor alone gives, ``2 + sqrt((n - 1) / (h - s_1))``);
+    4. ``gamma`` is the largest scaling whose exact OPS loss at delta/5 and
+       the corner (mu, residual bound) is eps_3; one posterior sample with
+       an unpenalised intercept.
 
-    The smallest floor h0 is a function of public quantities only: the
-    smallest floor at least the paper's ``4 (1 + log(4 / delta)) / epsilon``
-    at which the posterior noise variance of any prediction,
-    ``(1/n + 4/h) / gamma(h)``, is below 3e-3. The ridge shrinks the slopes
-    only: with a small ``n epsilon`` the model falls back towards the label
-    mean. The guarantee is ``(eps_1 + eps_2, delta)`` by composition.
+    The grids are functions of public quantities only. Cells without ridge
+    start at ten times the bound's noise scale per unit sensitivity (where
+    the bound is within a factor 3 of R) and grow by 6 noise deviations or
+    half their floor; below them the ridge lifts the floor to the smallest
+    one at which the posterior noise variance of the training predictions
+    is on average at most 1e-3 with the residual bound the release gives
+    for R = 2. The ridge shrinks the slopes only: with little ``n epsilon``
+    or an ill-conditioned design the model falls back towards the label
+    mean. The guarantee is ``(eps_1 + eps_2 + eps_3, delta)`` by
+    composition.
 
-    Only the cell is released, never ``lambda~``: ``pdp_losses_[i]`` is the
-    exact loss of the pair (cell, coefficients), a finite mixture over the
+    Only the cells are released: ``pdp_losses_[i]`` is the exact loss of the
+    triple (cell, bound cell, coefficients), a finite mixture over pairs of
     cells of OPS losses shifted by the cells' log probability ratios (cells
     beyond 8.8 noise deviations counted as revealing everything). It is the
     same for every ``random_state``. The sample size is treated as public.
@@ -298,7 +517,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     True
     >>> bool(np.all(reg.pdp_losses_ <= reg.dp_epsilon_))
     True
-    >>> bool(reg.score(X, y) > 0.7)  # least squares: 0.93; the ridge costs slope
+    >>> bool(reg.score(X, y) > 0.9)  # least squares: 0.935
     True
     """
 
@@ -343,39 +562,44 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         return tags
 
     def _budget(self):
-        """Epsilon of the eigenvalue and of the sample, and the delta of each
-        of the eigenvalue, the margin event and the sample."""
+        """Epsilon of the conditioning, the bound and the sample, and the
+        delta of each release and margin event."""
         weights = np.array(_DEFAULT_SPLIT if self.budget_split is None
                            else self.budget_split, dtype=float)
-        if weights.shape != (2,) or not np.all(weights > 0):
+        if (weights.shape != (3,) or not np.all(weights >= 0)
+                or not weights[0] > 0 or not weights[2] > 0):
             raise ValueError(
-                "budget_split must be two positive weights (eigenvalue, sample); "
+                "budget_split must be three non-negative weights (conditioning, "
+                "residual bound, sample), the first and last positive; "
                 f"got {self.budget_split!r}."
             )
         eps = self.epsilon * weights / weights.sum()
-        return eps[0], eps[1], self.delta / 3
+        return tuple(float(e) for e in eps), self.delta / (5 if eps[1] > 0 else 3)
 
-    def _paper_floor(self, n, d):
-        """The paper's smallest floor, 4 (1 + log(4 / delta)) / epsilon; a
-        fixed floor below it (too large a kappa) is refused."""
+    def _fixed_floor(self, n, d):
+        """The floor n / (d kappa) of a given kappa, checked against the
+        paper's constraint (too large a kappa is refused); None without."""
+        if self.kappa is None:
+            return None
         floor = 4 * (1 + np.log(4 / self.delta)) / self.epsilon
-        if self.kappa is not None and n / (d * self.kappa) < floor * (1 - 1e-12):
+        if n / (d * self.kappa) < floor * (1 - 1e-12):
             raise ValueError(
                 f"kappa={self.kappa} violates the AdaOPS constraint kappa <= "
                 f"n epsilon / (4 d (1 + log(4 / delta))) = {n / (d * floor):.4g} "
                 f"for n={n} rows and d={d} features; lower kappa or raise epsilon."
             )
-        return floor
+        return float(n / (d * self.kappa))
 
     def _calibrate(self, n, d):
         """The public calibration for n rows and d features."""
-        eps_eigen, eps_sample, delta_share = self._budget()
-        return _calibration(n, d, self._paper_floor(n, d), self.kappa, self.fit_intercept,
-                            float(eps_eigen), float(eps_sample), delta_share)
+        eps, delta_share = self._budget()
+        return _calibration(n, d, self.fit_intercept, eps, delta_share,
+                            self._fixed_floor(n, d))
 
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
-        # every cell's gamma is calibrated to the sample's share, and the
-        # floor holds except on the margin event: (eps_1 + eps_2, delta)
+        # every pair of cells' gamma is calibrated to the sample's share, and
+        # the floor and the bound hold except on their margin events:
+        # (eps_1 + eps_2 + eps_3, delta) by composition
         for n in {n_samples, min_samples or n_samples}:
             self._calibrate(n, n_features)  # refuses the sizes fit would refuse
         return float(self.epsilon), self.delta
@@ -387,71 +611,136 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         self._n = n
         self._XtX, self._Xty = data.gram()
         self._eig, self._mean = scatter_eigen(self._XtX, n, self.fit_intercept)
+        self._G = conditioning(self._eig[0], self._mean, self.fit_intercept)
         self._ridges = {}
-        k = int(self._draw_cells(rng, 1)[0])
-        self.floor_, self.alpha_, self.gamma_ = cal.floor(k), cal.ridge(k), cal.gamma(k)
+        k, j = (int(c[0]) for c in self._draw_cells(rng, 1))
+        self.floor_, self.alpha_ = cal.floor(k), cal.ridge(k)
+        self.residual_bound_, self.gamma_ = cal.residual(k, j), cal.gamma(k, j)
         self.kappa_ = n / (d * self.floor_)
         self.noise_scale_ = 1.0 / np.sqrt(self.gamma_)
-        self._ridge = self._ridge_of(k)
+        self._ridge = self._cell_fit(k)[0]
         return self._ridge.coef + self._ridge.sample(rng, self.noise_scale_)
 
+    def _cell_fit(self, k):
+        """The ridge fit of cell k and the log of its Lipschitz constant R."""
+        alpha = self._cal.ridge(k)
+        if alpha not in self._ridges:
+            ridge = Ridge(self._XtX, self._Xty, alpha, self.fit_intercept)
+            self._ridges[alpha] = ridge, float(np.log(lipschitz(ridge.coef, self.fit_intercept)))
+        return self._ridges[alpha]
+
     def _draw_cells(self, rng, size):
-        noisy = self._eig[0][0] + self._cal.sigma * rng.standard_normal(size)
-        return self._cal.index(noisy - self._cal.margin)
-
-    def _ridge_of(self, k):
-        if k not in self._ridges:
-            self._ridges[k] = Ridge(
-                self._XtX, self._Xty, self._cal.ridge(k), self.fit_intercept
-            )
-        return self._ridges[k]
-
-    def _mechanism_release(self, rng, size=None):
-        """Draw(s) of the whole release (cell, then coefficients; scaled)."""
-        cells = self._draw_cells(rng, 1 if size is None else size)
-        theta = np.empty((cells.size, self._XtX.shape[0]))
+        """``size`` draws of the pair of cells (conditioning, then bound)."""
+        cal = self._cal
+        cells = cal.index(self._G + cal.sigma * rng.standard_normal(size) - cal.margin)
+        bounds = np.zeros(size, dtype=int)
         for k in np.unique(cells):
             rows = np.flatnonzero(cells == k)
-            ridge = self._ridge_of(int(k))
-            scale = 1.0 / np.sqrt(self._cal.gamma(int(k)))
+            _, sigma, _, last = cal.bound_grid(int(k))
+            if last:
+                u = self._cell_fit(int(k))[1] + sigma * (rng.standard_normal(rows.size) + cal.z)
+                bounds[rows] = cal.bound_index(int(k), u)
+        return cells, bounds
+
+    def _mechanism_release(self, rng, size=None):
+        """Draw(s) of the whole release (cells, then coefficients; scaled)."""
+        cells, bounds = self._draw_cells(rng, 1 if size is None else size)
+        theta = np.empty((cells.size, self._XtX.shape[0]))
+        for k, j in set(zip(cells.tolist(), bounds.tolist())):
+            rows = np.flatnonzero((cells == k) & (bounds == j))
+            ridge = self._cell_fit(k)[0]
+            scale = 1.0 / np.sqrt(self._cal.gamma(k, j))
             theta[rows] = ridge.coef + ridge.sample(rng, scale, rows.size)
         return theta[0] if size is None else theta
 
+    def _conditioning_shifts(self, Xs, add):
+        """G of the smaller and of the larger data set minus this one's, per row
+        (exact, and computed from the changes of lambda_min and of the mean)."""
+        n, d = self._n, self._mean.shape[0]
+        x = Xs[:, :d]
+        change = eigen_change(self._eig, self._mean, n, x, intercept=self.fit_intercept,
+                              add=add)
+        lam_change = change if add else -change
+        if self.fit_intercept:
+            # the other data set's mean is x_bar + v, and w = 1 + ||mean||
+            v = (x - self._mean) / (n + 1) if add else (self._mean - x) / max(n - 1, 1)
+            w = 1.0 + np.linalg.norm(self._mean)
+            w_change = _norm_change(self._mean, v)
+            w_other = w + w_change
+            lam = self._eig[0][0]
+            # G' - G = (lambda' - lambda) / w'^2 + lambda (1/w'^2 - 1/w^2)
+            shift = (lam_change - lam * w_change * (w + w_other) / w**2) / w_other**2
+        else:
+            shift = lam_change
+        zero = np.zeros(shift.shape)
+        return (zero, shift) if add else (shift, zero)
+
+    def _cell_rows(self, k, Xs, ys, add):
+        """OPS leverage and residual of each row (against the smaller data set)
+        in cell k, and log R of the smaller and the larger data set minus this
+        one's (exact: Sherman-Morrison on the cell's ridge fit)."""
+        ridge, _ = self._cell_fit(k)
+        W = ridge.whiten(Xs)
+        V = linalg.solve_triangular(ridge.chol, W, lower=True, trans="T", check_finite=False)
+        leverage = np.einsum("ij,ij->j", W, W)
+        residual = ys - Xs @ ridge.coef
+        if add:
+            mu, r = leverage, residual
+            moves = (V * (r / (1.0 + mu))).T
+        else:
+            mu, r = leave_one_out(leverage, residual)
+            moves = -(V * r).T
+        with np.errstate(invalid="ignore"):
+            shift = lipschitz_log_change(ridge.coef, moves, self.fit_intercept)
+        # a row whose removal is undefined (infinite leverage) has infinite loss anyway
+        shift = np.where(np.isfinite(shift), shift, 0.0)
+        zero = np.zeros(shift.shape)
+        return mu, r, (zero, shift) if add else (shift, zero)
+
     def _mixture_epsilon(self, Xs, ys, add):
         """Exact loss of the whole release for each row removed (or added)."""
-        d = self._mean.shape[0]
-        change = eigen_change(self._eig, self._mean, self._n, Xs[:, :d],
-                              intercept=self.fit_intercept, add=add)
+        if ys is None:  # the worst label: an end of [-1, 1]
+            ones = np.ones(Xs.shape[0])
+            return np.maximum(self._mixture_epsilon(Xs, ones, add),
+                              self._mixture_epsilon(Xs, -ones, add))
         cal = self._cal
-        lam = self._eig[0][0] - cal.margin
-        base = np.full(change.shape, lam)
-        lam_p, lam_q = (base, base + change) if add else (base - change, base)
-        # the cells within the window of every row's two distributions
-        reach = _CELL_WINDOW * cal.sigma
-        first, last = cal.index([lam - cal.change - reach, lam + cal.change + reach])
+        # the conditioning's cells within the window of every row's two releases
+        centre = self._G - cal.margin
+        reach = _CELL_WINDOW * cal.sigma + cal.change
+        first, last = cal.index([centre - reach, centre + reach])
         cells = np.arange(first, last + 1)
-        lower, upper = cal.edges(cells)
-
-        def log_masses(centre):
-            z_lo = (lower[None, :] - centre[:, None]) / cal.sigma
-            z_hi = (upper[None, :] - centre[:, None]) / cal.sigma
-            rest = np.logaddexp(log_ndtr(z_lo[:, 0]), log_ndtr(-z_hi[:, -1]))
-            return log_gauss_mass(z_lo, z_hi), rest
-
-        (log_p, rest_p), (log_q, rest_q) = log_masses(lam_p), log_masses(lam_q)
-        mu = np.empty((Xs.shape[0], cells.size))
-        r = np.empty_like(mu)
-        for j, k in enumerate(cells):
-            ridge = self._ridge_of(int(k))
-            stats = ridge.row_statistics(Xs, ys)
-            if not add:
-                mu[:, j], r[:, j] = leave_one_out(stats["leverage"], stats["residual"])
-                continue
-            mu[:, j] = stats["leverage"]
-            # the loss grows with |r|: the worst label is an end of [-1, 1]
-            r[:, j] = 1.0 + np.abs(Xs @ ridge.coef) if ys is None else stats["residual"]
-        gamma = np.array([cal.gamma(int(k)) for k in cells])
-        eps = ops_mixture_epsilon(self.delta, mu, r, gamma, log_p, log_q, rest_p, rest_q)
+        lower, upper = (edge - centre for edge in cal.edges(cells))
+        (log_pk, rest_p), (log_qk, rest_q) = (
+            _log_cell_masses(lower, upper, shift, cal.sigma)
+            for shift in self._conditioning_shifts(Xs, add))
+        columns = {key: [] for key in ("mu", "r", "gamma", "log_p", "log_q")}
+        rests_p, rests_q = [rest_p], [rest_q]
+        rows = {}  # the cells without ridge share one fit
+        for col, k in enumerate(cells.tolist()):
+            alpha = cal.ridge(k)
+            if alpha not in rows:
+                rows[alpha] = self._cell_rows(k, Xs, ys, add)
+            mu, r, shifts = rows[alpha]
+            _, sigma, _, last_bound = cal.bound_grid(k)
+            if last_bound:
+                bounds, (log_pj, log_qj), (out_p, out_q) = _bound_cells(
+                    cal, k, self._cell_fit(k)[1] + cal.z * sigma, shifts, sigma)
+                rests_p.append(log_pk[:, col] + out_p)
+                rests_q.append(log_qk[:, col] + out_q)
+            else:  # one bound cell, the crude one, of probability 1
+                bounds = np.zeros(1, dtype=int)
+                log_pj = log_qj = np.zeros((mu.size, 1))
+            for b, j in enumerate(bounds.tolist()):
+                columns["mu"].append(mu)
+                columns["r"].append(r)
+                columns["gamma"].append(cal.gamma(k, j))
+                columns["log_p"].append(log_pk[:, col] + log_pj[:, b])
+                columns["log_q"].append(log_qk[:, col] + log_qj[:, b])
+        mu, r, log_p, log_q = (np.column_stack(columns[key])
+                               for key in ("mu", "r", "log_p", "log_q"))
+        eps = ops_mixture_epsilon(
+            self.delta, mu, r, np.array(columns["gamma"]), log_p, log_q,
+            np.logaddexp.reduce(rests_p, axis=0), np.logaddexp.reduce(rests_q, axis=0))
         # a row at the domain's worst case costs at most the budget
         return np.minimum(eps, self.dp_epsilon_)
 

@@ -234,7 +234,8 @@ def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_res
     The release (k, theta): k is drawn with probabilities p_k on the smaller
     data set and q_k on the larger, then theta is one OPS draw whose row
     statistics (leverage ``mu[:, k]``, residual ``r[:, k]``) and scaling
-    ``gamma[k]`` depend on k (AdaOPS, doc/mechanisms/adaops.rst). With
+    ``gamma[k]`` depend on k (AdaOPS, doc/mechanisms/adaops.rst, where k is
+    a pair of cells). With
     L_k = log(p_k / q_k) the loss of (k, theta) is L_k plus OPS's, so
 
         delta_PQ(eps) = sum_k p_k delta_OPS,k^PQ(eps - L_k)
@@ -253,7 +254,8 @@ def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_res
         OPS statistics of each row under each index (on the smaller data set).
     gamma : ndarray of shape (n_indices,)
     log_p, log_q : ndarray of shape (n_rows, n_indices)
-        Log probabilities of the indices kept, per row.
+        Log probabilities of the indices kept, per row (-inf on both for an
+        index a row leaves out: its probability is then in its rest).
     log_p_rest, log_q_rest : ndarray of shape (n_rows,)
 
     Returns
@@ -270,7 +272,10 @@ def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_res
     safe = zero | infinite
     parts = _ops_tails(np.where(safe, 1.0, mu).ravel(), np.where(safe, 0.0, r).ravel(),
                        np.broadcast_to(gamma, mu.shape).ravel())
-    log_ratio = log_p - log_q
+    # an index impossible on both data sets (mass 0 on each) weighs nothing
+    void = np.isneginf(log_p) & np.isneginf(log_q)
+    with np.errstate(invalid="ignore"):
+        log_ratio = np.where(void, 0.0, log_p - log_q)
 
     def mixture(direction, log_a_weight, log_b_weight, log_rest, sign):
         def tail(eps, idx):
