@@ -100,8 +100,8 @@ def test_publish_epsilon_for_every_published_estimator(capsys, estimator):
 
 
 def test_publish_epsilon_unsupported_estimator_is_one_clear_line(capsys):
-    # epsilon 3: above the fallback to the label mean (which can be published)
-    _assert_one_line_error(capsys, ["--estimator", "adaops", "--epsilon", "3",
+    # epsilon 5: above the fallback to the label mean (which can be published)
+    _assert_one_line_error(capsys, ["--estimator", "adaops", "--epsilon", "5",
                                     "--publish-epsilon", "0.2"],
                            "not supported for AdaOPSRegressor")
 

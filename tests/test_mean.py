@@ -17,7 +17,7 @@ from sklearn_pdp import (
 from sklearn_pdp._accounting import gaussian_noise_scale
 
 # each estimator's n epsilon per coefficient up to which it releases the mean
-RATES = {OPSRegressor: 40, AdaOPSRegressor: 40, ObjPertRegressor: 40,
+RATES = {OPSRegressor: 40, AdaOPSRegressor: 100, ObjPertRegressor: 40,
          OutputPerturbationRegressor: 40, RandomProjectionRegressor: 40, AdaSSPRegressor: 20}
 BOUNDS = dict(data_norm=1.0, y_bound=1.0)
 
