@@ -86,25 +86,28 @@ def test_gaussian_many_rows_equal_the_plain_search(plain_search, delta):
     _check(fast, slow, gaussian_delta(fast, s), delta)
 
 
-def test_few_rows_or_mixed_parameters_skip_the_spline(monkeypatch):
-    """The spline is per call at one (delta, gamma): it is not built for few
-    rows or for rows with different gammas, which still get exact answers."""
+def test_tables_are_per_delta_and_skipped_for_few_rows(monkeypatch):
+    """A table is built per call at one delta (any mix of gammas: OPS's loss
+    depends on gamma only through a = |r| sqrt(gamma mu)); few rows, or rows
+    at different deltas, take the plain search and still get exact answers."""
     built = []
-    spline_start = _ops._spline_start
+    table_for = _engine.table_for
 
     def recorded(*args):
-        guess = spline_start(*args)
-        built.append(guess is not None)
-        return guess
+        built.append(args[1])
+        return table_for(*args)
 
-    monkeypatch.setattr(_ops, "_spline_start", recorded)
+    monkeypatch.setattr(_engine, "table_for", recorded)
     rng = np.random.default_rng(4)
     mu, r = _ops_rows(rng, 3000)
     ops_epsilon(1e-6, mu[:100], r[:100], 10.0)
-    eps = ops_epsilon(1e-6, mu, r, rng.uniform(1, 10, 3000))
-    assert not any(built) and np.all(np.isfinite(eps[4:]))
-    ops_epsilon(1e-6, mu, r, 10.0)
-    assert built[-1]
+    ops_epsilon(rng.uniform(1e-7, 1e-6, 3000), mu, r, 10.0)
+    assert not built
+    gamma = rng.uniform(1, 10, 3000)
+    eps = ops_epsilon(1e-6, mu, r, gamma)
+    assert built == [(1e-6, "both")]
+    slow = ops_epsilon(np.full(3000, 1e-6), mu, r, gamma * np.ones(3000), "both")
+    np.testing.assert_array_equal(np.isfinite(eps), np.isfinite(slow))
 
 
 @pytest.mark.parametrize("start", [1e-300, 1.8e-23, 1e-17])
