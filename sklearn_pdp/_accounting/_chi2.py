@@ -98,13 +98,11 @@ def _chi2_quick(tau, df):
             b_lo[exact] = b_hi[exact] = (chdtr if lower else chdtrc)(k[exact], x_b[exact])
         return a_lo, a_hi, b_lo, b_hi
 
-    def remove(eps, idx, target):
-        return bounds(eps, idx, target, -1.0, True)
+    def quick(eps, idx, target, names):
+        return [bounds(eps, idx, target, *(-1.0, True) if name == "remove" else (1.0, False))
+                for name in names]
 
-    def add(eps, idx, target):
-        return bounds(eps, idx, target, 1.0, False)
-
-    return {"add": add, "remove": remove}
+    return quick
 
 
 class Chi2Loss(PrivacyLoss):

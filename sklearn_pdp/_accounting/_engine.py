@@ -60,6 +60,8 @@ _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 # Calls with at least this many rows at one delta (and mechanism
 # parameters) start from a table and take the quick stages.
 _TABLE_MIN_ROWS = 2048
+# Largest number of nodes of a table (exact epsilons: ~5 us each to build).
+_TABLE_MAX_NODES = 2**16
 # Rows searched at once: the temporaries of a block stay in the cache.
 _BLOCK = 16384
 # Quick stages: the tolerance the tangent bound certifies (relative, and
@@ -71,7 +73,7 @@ _BLOCK = 16384
 # answer meets the target), and the largest eps they handle (e^eps stays
 # far from overflow).
 _QUICK_RTOL = 5e-10
-_QUICK_ATOL = 5e-15
+_QUICK_ATOL = 1e-14
 _QUICK_STAGES = 3
 _ROUNDING = np.finfo(float).eps
 _QUICK_EPS_MAX = 500.0
@@ -80,7 +82,7 @@ _TINY = 1e-300
 # the root by more than the interpolation error and the rounding slack for
 # most rows, so that the first quick stage can verify and certify it.
 _START_RTOL = 3e-11
-_START_ATOL = _QUICK_ATOL
+_START_ATOL = 0.4 * _QUICK_ATOL
 # Table nodes are solved this tightly, so that interpolation, not the
 # nodes, limits a start.
 _NODE_RTOL = 1e-14
@@ -113,22 +115,35 @@ def log_gauss_mass(lo, hi):
         return np.where(b <= a, -np.inf, lb + _log1mexp(log_phi(a) - lb))
 
 
-def normal_tail_bounds(y, budget):
-    """Bounds ``(lo, hi)`` on Phi(-y) for y >= 0, spending a special function
-    only where it matters.
+def normal_tail_bounds(budget, *ys):
+    """Bounds ``(lo, hi)`` on Phi(-y) for each of the arrays ``ys`` (y >= 0),
+    spending special functions only where they matter.
 
-    Where the Mills-ratio bound Phi(-y) <= phi(y) / y is at most
-    ``budget`` the bounds are [0, phi(y) / y] (one ``exp``); elsewhere both
-    are Phi(-y) itself (``ndtr``, rows gathered). For the negligible second
-    tail of a normal probability.
+    Where the Mills-ratio bound phi(y) / y at the smallest of the ``ys`` is
+    at most ``budget``, it bounds them all: [0, phi(y) / y] (one ``exp``);
+    elsewhere both bounds are Phi(-y) itself (``ndtr``, rows gathered). For
+    the negligible far tails of normal probabilities.
     """
+    y = ys[0] if len(ys) == 1 else np.minimum(*ys)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        hi = np.exp(-0.5 * y * y - _LOG_SQRT_2PI) / y
-    lo = np.zeros_like(hi)
+        hi = np.exp(-0.5 * y * y - _LOG_SQRT_2PI)
+        hi /= y
     exact = np.flatnonzero(~(hi <= budget))
-    if exact.size:
-        lo[exact] = hi[exact] = ndtr(-y[exact])
-    return lo, hi
+    out = []
+    for y in ys:
+        lo, upper = np.zeros_like(hi), hi.copy()
+        if exact.size:
+            lo[exact] = upper[exact] = ndtr(-y[exact])
+        out.append((lo, upper))
+    return out
+
+
+def subset(idx, rows):
+    """The instances ``rows`` (positions) of the index ``idx`` (an integer
+    array or a slice), for a mechanism that works on a few of them."""
+    if isinstance(idx, slice):
+        return rows + idx.start
+    return idx[rows]
 
 
 def _log_delta(eps, log_a, log_b):
@@ -186,140 +201,197 @@ def _exact_step(tail, x, idx, target, log_target, lo, rtol):
 
 
 def _quick_step(quick, x, idx, target, log_target, lo, rtol):
-    """One quick stage at ``x`` (rows ``idx``): the certificate of the
-    module docstring from the bounds ``(A_lo, A_hi, B_lo, B_hi) = quick(x,
-    idx, target)``, and a Newton step on g = e^eps with a margin. Same
-    returns as :func:`_exact_step`; a row is ``done`` only when x is a
-    verified upper end certified tight (or x = 0 is verified)."""
+    """One quick stage at ``x`` (rows ``idx``) for the maximum of the roots
+    of the directions whose bounds ``(A_lo, A_hi, B_lo, B_hi)`` are the
+    list ``quick(x, idx, target)``: x is verified when it is for every
+    direction, and certified tight when the tangent bound of one of them
+    puts its root (hence the maximum) within the tolerance of x (module
+    docstring). The next point is the largest of the directions' Newton
+    steps on g = e^eps, with a margin. Same returns as :func:`_exact_step`;
+    a row is ``done`` only when x is verified and certified (or x = 0 is
+    verified)."""
     handled = x <= _QUICK_EPS_MAX
     if not handled.all():
         x = np.where(handled, x, 0.0)
-    a_lo, a_hi, b_lo, b_hi = quick(x, idx, target)
     g = np.exp(x)
-    gb_lo, gb_hi = g * b_lo, g * b_hi
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        slack = np.log(a_hi)
-        np.abs(slack, out=slack)
-        slack += 3.0 + x
-        slack *= _ROUNDING
-        np.minimum(slack, 1e-3, out=slack)
-        slack *= a_hi + gb_hi
-        slack += _TINY
-        d_hi = a_hi - gb_lo
-        d_hi += slack
-        d_lo = a_lo - gb_hi
-        d_lo -= slack
-        below = handled & (d_hi <= target)
-        above = handled & (d_lo > target)
-        tol = _QUICK_RTOL * x + _QUICK_ATOL
-        # the root is at least x + log(1 - u), u = (target - D_lo) / (g B_lo)
-        gap = np.log1p((d_lo - target) / gb_lo)
-        gap += tol
-        done = below & ((x == 0) | ((gap >= 0) & (tol < x)))
-        # Newton on g lands at or below the root; the margin covers its
-        # error for Gaussian-like losses, about (z^2 / 2) step^2 / eps with
-        # z^2 / 2 ~ |log delta| (the next stage checks it)
-        d_hi += d_lo
-        d_hi *= 0.5
-        d_hi -= target
-        gb_hi += gb_lo
-        gb_hi *= 0.5
-        step = np.log1p(d_hi / gb_hi)
-        guess = x + step
-        step *= step
-        guess += ((1.0 - log_target) / np.maximum(guess, _TINY) + 1.0) * step
-        guess += 0.25 * (_QUICK_RTOL * guess + _QUICK_ATOL)
-    guess[~handled] = np.nan
-    return above, below, done, guess, tol
+    tol = _QUICK_RTOL * x + _QUICK_ATOL
+    below, above, close, terms = handled.copy(), np.zeros(x.shape, bool), x == 0, []
+    for a_lo, a_hi, b_lo, b_hi in quick(x, idx, target):
+        gb_lo, gb_hi = g * b_lo, g * b_hi
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            # rounding slack per unit of the terms of each bound (not of a
+            # loose bound such as B <= 1: the slack of D_hi must stay small)
+            scale = np.log(a_hi)
+            np.abs(scale, out=scale)
+            scale += 3.0 + x
+            scale *= _ROUNDING
+            np.minimum(scale, 1e-3, out=scale)
+            d_hi = a_hi - gb_lo
+            d_hi += scale * (a_hi + gb_lo) + _TINY
+            d_lo = a_lo - gb_hi
+            d_lo -= scale * (a_lo + gb_hi) + _TINY
+            below &= d_hi <= target
+            above |= d_lo > target
+            # this direction's root is at least x + log(1 - u),
+            # u = (target - D_lo) / (g B_lo)
+            gap = np.log1p((d_lo - target) / gb_lo)
+            gap += tol
+            close |= (gap >= 0) & (tol < x)
+        terms.append((d_lo, d_hi, gb_lo, gb_hi))
+    done = below & close
+    guess = np.full(x.shape, np.nan)
+    rows = np.flatnonzero(handled & ~done)
+    if rows.size:
+        step = np.full(rows.size, -np.inf)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            for d_lo, d_hi, gb_lo, gb_hi in terms:
+                mid = 0.5 * (d_lo[rows] + d_hi[rows]) - target[rows]
+                np.fmax(step, np.log1p(mid / (0.5 * (gb_lo[rows] + gb_hi[rows]))), out=step)
+            # Newton on g lands at or below the root; the margin covers its
+            # error for Gaussian-like losses, about (z^2 / 2) step^2 / eps
+            # with z^2 / 2 ~ |log delta| (the next stage checks it)
+            new = x[rows] + step
+            step *= step
+            new += ((1.0 - log_target[rows]) / np.maximum(new, _TINY) + 1.0) * step
+            new += 0.25 * (_QUICK_RTOL * new + _QUICK_ATOL)
+        guess[rows] = new
+    return above & handled, below, done, guess, tol
 
 
-def _solve_direction(tail, log_target, size, start=None, floor=None, quick=None,
-                     rtol=_RTOL, index=None):
-    """Smallest eps >= 0 with A(eps) - e^eps B(eps) <= target, for one direction.
+class _Open:
+    """The rows of one direction's search still open, kept compact: their
+    positions ``pos`` in the output, the current point ``x``, the bracket
+    ``[lo, hi]`` (delta(lo) > target >= delta(hi)), whether 0 was tried, and
+    the target and its log. Every step gathers nothing and scatters only the
+    rows it finishes."""
 
-    A bracket [lo, hi] with delta(lo) > target >= delta(hi) is kept for
-    every instance and the answer is ``hi``, so rounding can only make the
-    reported epsilon larger. ``start`` is an optional first guess per
-    instance (a good one saves most of the iterations); with ``floor`` the
-    result is max(floor, eps), found without solving for the instances whose
-    eps is below their floor. With ``quick`` (bounds on the tails in the
-    linear domain, see :func:`_quick_step`) the first ``_QUICK_STAGES``
-    steps are quick stages and the exact search (:func:`_exact_step`)
-    finishes the rows they leave; ``rtol`` is the exact search's tolerance.
-    ``index`` maps the instances to the tails' rows (default: the same).
-    The state of the rows still open is kept compact (one gather per
-    iteration, no scatter until a row is done).
-    """
-    out = np.full(size, np.inf)
-    x = np.zeros(size) if start is None else np.maximum(start, 0.0)
-    lo = np.zeros(size)
-    if floor is not None:
-        x, lo = floor.copy(), floor.copy()
-    with np.errstate(divide="ignore"):
-        lt = np.broadcast_to(log_target, (size,))
-        t = np.exp(lt)
-    pos = np.arange(size)
-    index = pos if index is None else index
-    hi = np.full(size, np.inf)
-    tried = np.zeros(size, dtype=bool)
-    finite = np.isfinite(x)  # an infinite floor is the answer
-    if not finite.all():
-        pos, x, lo, hi, tried, t, lt = (a[finite] for a in (pos, x, lo, hi, tried, t, lt))
-    stages = 0 if quick is None else _QUICK_STAGES
-    for iteration in range(_MAX_ITER):
-        if pos.size == 0:
-            break
-        tried |= x == 0
-        step = (_quick_step, quick) if iteration < stages else (_exact_step, tail)
-        above, below, done, guess, tol = step[0](step[1], x, index[pos], t, lt, lo, rtol)
-        np.copyto(lo, x, where=above)
-        np.copyto(hi, x, where=below)
+    fields = ("pos", "x", "lo", "hi", "tried", "t", "lt")
+    # while the rows are a whole slice of the instances, the mechanism's
+    # arrays are read through the slice (views, not gathers)
+    span = None
+
+    def __init__(self, pos, x, lo, log_target, span=None):
+        self.pos, self.x, self.lo, self.span = pos, x, lo, span
+        self.hi = np.full(pos.size, np.inf)
+        self.tried = np.zeros(pos.size, dtype=bool)
+        self.lt = np.broadcast_to(log_target, pos.shape)
+        with np.errstate(divide="ignore"):
+            self.t = np.exp(self.lt)
+        finite = np.isfinite(x)  # an infinite floor is the answer
+        if not finite.all():
+            self.keep(finite)
+
+    def keep(self, mask):
+        self.span = None
+        for name in self.fields:
+            setattr(self, name, getattr(self, name)[mask])
+
+    @classmethod
+    def merge(cls, parts):
+        merged = cls.__new__(cls)
+        for name in cls.fields:
+            setattr(merged, name, np.concatenate([getattr(p, name) for p in parts]))
+        return merged
+
+    def step(self, kind, fn, index, out, rtol, iteration):
+        """One step of ``kind`` (:func:`_quick_step` or :func:`_exact_step`)
+        on every open row: the bracket is updated, finished rows write their
+        upper end to ``out``, the others move to their next point."""
+        rows = index[self.pos] if self.span is None else self.span
+        above, below, done, guess, tol = kind(fn, self.x, rows, self.t, self.lt, self.lo, rtol)
+        np.copyto(self.lo, self.x, where=above)
+        np.copyto(self.hi, self.x, where=below)
+        lo, hi = self.lo, self.hi
         # Done when the bracket is closed, or when the step says so.
         closed = (hi - lo) <= tol
         done |= closed
         # a root at (or within a tolerance of) eps = 0 is found by trying 0
         # itself, not by halving towards it; a bracket that closes on
         # [0, tiny] (from a start just above 0) tries 0 too
-        try_zero = ((guess <= 2 * tol) | closed) & (lo == 0) & (hi > 0) & ~tried
+        self.tried |= self.x == 0
+        try_zero = ((guess <= 2 * tol) | closed) & (lo == 0) & (hi > 0) & ~self.tried
         done &= ~try_zero
-        give_up = ~np.isfinite(hi) & (lo >= _EPS_MAX)
-        finished = done | give_up
-        out[pos[finished]] = hi[finished]
-        keep = ~finished
-        pos, x, lo, hi, tried, t, lt, guess, try_zero = (
-            a[keep] for a in (pos, x, lo, hi, tried, t, lt, guess, try_zero))
+        finished = done | (~np.isfinite(hi) & (lo >= _EPS_MAX))
+        out[self.pos[finished]] = hi[finished]
+        if finished.any():
+            keep = ~finished
+            self.keep(keep)
+            guess, try_zero = guess[keep], try_zero[keep]
+            lo, hi = self.lo, self.hi
         # past _NEWTON_STEPS only bisection: Newton can creep towards the
         # root from one side on a mixture of losses (AdaOPS)
         bad = ~np.isfinite(guess) | (guess <= lo) | (guess >= hi) | (iteration >= _NEWTON_STEPS)
         fallback = np.where(np.isfinite(hi), 0.5 * (lo + hi), np.maximum(2.0 * lo, 1.0))
-        x = np.where(try_zero, 0.0, np.where(bad, fallback, guess))
-    else:  # pragma: no cover - bisection closes any finite bracket in ~60 steps
-        raise RuntimeError("epsilon search did not converge")
+        self.x = np.where(try_zero, 0.0, np.where(bad, fallback, guess))
+
+
+def _exact_search(tails, log_target, index, start, rtol):
+    """eps(delta) of the instances ``index`` by the exact steps, every
+    direction: the first from ``start`` (None: 0), each further one only
+    where it exceeds the running maximum, from there (usually one step)."""
+    out = np.full(index.size, np.inf)
+    for number, tail in enumerate(tails):
+        if number == 0:
+            lo = np.zeros(index.size)
+            x = lo.copy() if start is None else np.maximum(start, 0.0)
+        else:
+            x, lo = out.copy(), out.copy()
+        open_rows = _Open(np.arange(index.size), x, lo, log_target)
+        for iteration in range(_MAX_ITER):
+            if open_rows.pos.size == 0:
+                break
+            open_rows.step(_exact_step, tail, index, out, rtol, iteration)
+        else:  # pragma: no cover - bisection closes any finite bracket in ~60 steps
+            raise RuntimeError("epsilon search did not converge")
     return out
 
 
-def epsilon_from_delta(tails, delta, size, start=None, quick=None, rtol=_RTOL, index=None):
+def _search(tails, quick, log_target, size, starts, rtol=_RTOL, block=_BLOCK):
+    """eps(delta) of ``size`` instances, every direction, into one array.
+
+    ``starts(rows)``: the first guesses of the rows of a slice (None: 0).
+    Without ``quick`` (bounds of every direction, :func:`_quick_step`),
+    :func:`_exact_search`. With it, the rows are taken in blocks of ``block`` through the quick stages
+    (all directions at once); the rows they leave, from all blocks, are
+    finished together by the exact search, from the last point the quick
+    stages tried (its cost is mostly per step, not per row).
+    """
+    log_target = np.broadcast_to(log_target, (size,))
+    index = np.arange(size)
+    if quick is None:
+        return _exact_search(tails, log_target, index, starts(slice(0, size)), rtol)
+    out = np.full(size, np.inf)
+    left = []
+    for first in range(0, size, block):
+        rows = slice(first, min(first + block, size))
+        start = starts(rows)
+        x = np.zeros(rows.stop - first) if start is None else np.maximum(start, 0.0)
+        part = _Open(index[rows], x, np.zeros(x.size), log_target[rows], rows)
+        for stage in range(_QUICK_STAGES):
+            if part.pos.size == 0:
+                break
+            part.step(_quick_step, quick, index, out, rtol, stage)
+        left.append(part)
+    rest = _Open.merge(left)
+    if rest.pos.size:
+        out[rest.pos] = _exact_search(tails, log_target[rest.pos], rest.pos, rest.x, rtol)
+    return out
+
+
+def epsilon_from_delta(tails, delta, size, start=None):
     """eps(delta) = min{eps >= 0 : delta(eps) <= delta}, +inf if none exists.
 
     The maximum over directions of each direction's own eps(delta), which is
     the same as inverting their maximum because every direction is
-    non-increasing in eps. ``quick``: per direction, bounds on the tails in
-    the linear domain for the quick stages (see :func:`_solve_direction`).
-    ``index``: the instances' indices in the tails' arrays (default
-    ``arange(size)``).
+    non-increasing in eps. A bracket [lo, hi] with delta(lo) > target >=
+    delta(hi) is kept for every instance and the answer is ``hi``, so
+    rounding can only make the reported epsilon larger. ``start``: a first
+    guess per instance (a good one saves most of the iterations).
     """
     delta = np.broadcast_to(np.asarray(delta, dtype=float), (size,))
     with np.errstate(divide="ignore"):
         log_target = np.log(delta)
-    quick = [None] * len(tails) if quick is None else quick
-    # The first direction is solved from ``start``; each further one only
-    # where it exceeds the running maximum (usually one evaluation).
-    out = _solve_direction(tails[0], log_target, size, start, quick=quick[0], rtol=rtol,
-                           index=index)
-    for tail, bounds in zip(tails[1:], quick[1:]):
-        out = _solve_direction(tail, log_target, size, floor=out, quick=bounds, rtol=rtol,
-                               index=index)
-    return out
+    return _exact_search(tails, log_target, np.arange(size), start, _RTOL)
 
 
 def _pick(tails, direction):
@@ -350,34 +422,37 @@ class PolyTable:
 
     ``values[i]`` (``values[i, j]``) is the value at ``lows + (i, j) *
     steps``. The cell between two neighbouring nodes gets the polynomial of
-    degree ``degree`` through the ``degree + 1`` nodes around it (per axis,
-    tensor product in two), stored in the power basis of the position in the
-    cell, one coefficient-major array: an evaluation gathers
-    ``(degree + 1)^dims`` numbers per point and runs Horner's scheme on
-    contiguous arrays. Non-finite node values make their cells' values NaN.
+    degree ``degrees[axis]`` through the ``degree + 1`` nodes around it (per
+    axis, tensor product in two), stored in the power basis of the position
+    in the cell, one column of coefficients per cell: an evaluation gathers
+    the columns of its points (one ``take``) into rows per coefficient and
+    runs Horner's scheme on those contiguous rows. Non-finite node values
+    make their cells' values NaN.
     """
 
-    def __init__(self, lows, steps, values, degree=5):
+    def __init__(self, lows, steps, values, degrees):
         values = np.asarray(values, dtype=float)
         self.dims = values.ndim
-        self.npts = degree + 1
+        degrees = np.broadcast_to(degrees, (self.dims,))
+        self.npts = tuple(int(d) + 1 for d in degrees)
         # the cell [c, c + 1] uses the nodes c - off .. c - off + degree
-        self.off = (degree - 1) // 2
-        self.lows = np.asarray(lows, dtype=float) + self.off * np.asarray(steps, dtype=float)
+        off = (degrees - 1) // 2
+        self.lows = np.asarray(lows, dtype=float) + off * np.asarray(steps, dtype=float)
         self.steps = np.asarray(steps, dtype=float)
-        self.cells = np.array(values.shape) - degree
+        self.cells = np.array(values.shape) - degrees
         if np.any(self.cells < 1):
             raise ValueError("a table needs more nodes than its degree on every axis")
         # Lagrange through the points -off .. degree - off, in the power
         # basis, highest power first (Horner's order)
-        basis = np.linalg.inv(np.vander(np.arange(self.npts) - self.off, increasing=True))[::-1]
-        windows = sliding_window_view(values, (self.npts,) * self.dims)
+        basis = [np.linalg.inv(np.vander(np.arange(n) - o, increasing=True))[::-1]
+                 for n, o in zip(self.npts, off)]
+        windows = sliding_window_view(values, self.npts)
         with np.errstate(invalid="ignore"):
             if self.dims == 1:
-                coef = np.einsum("pi,ai->pa", basis, windows)
+                coef = np.einsum("pi,ai->ap", basis[0], windows)
             else:
-                coef = np.einsum("pi,abij,qj->pqab", basis, windows, basis)
-        self.coef = np.ascontiguousarray(coef.reshape(self.npts ** self.dims, -1))
+                coef = np.einsum("pi,abij,qj->abpq", basis[0], windows, basis[1])
+        self.coef = np.ascontiguousarray(coef.reshape(-1, np.prod(self.npts)).T)
 
     def __call__(self, *coords):
         """Interpolated values at ``coords`` (one array per axis); NaN outside
@@ -393,59 +468,69 @@ class PolyTable:
             cell[~inside] = 0.0  # also NaN coordinates
             cell = cell.astype(np.intp)
             flat = cell if flat is None else flat * self.cells[axis] + cell
-        n = self.npts
+        rows = np.take(self.coef, flat, axis=1)
         with np.errstate(invalid="ignore"):  # cells with infinite nodes
             if self.dims == 1:
-                out = self._horner(0, flat, fracs[0])
+                out = _horner(rows, 0, self.npts[0], fracs[0])
             else:
-                out = self._horner(0, flat, fracs[1])
-                for p in range(1, n):
+                n = self.npts[1]
+                out = _horner(rows, 0, n, fracs[1])
+                for p in range(1, self.npts[0]):
                     out *= fracs[0]
-                    out += self._horner(p * n, flat, fracs[1])
+                    out += _horner(rows, p * n, n, fracs[1])
         out[~inside] = np.nan
         return out
 
-    def _horner(self, first, flat, frac):
-        """The polynomial in ``frac`` whose coefficients (highest power first)
-        are ``coef[first:first + npts]``, at the cells ``flat``."""
-        rows = self.coef
-        out = np.take(rows[first], flat)
-        term = np.empty_like(out)
-        for k in range(1, self.npts):
-            out *= frac
-            out += np.take(rows[first + k], flat, out=term)
-        return out
+
+def _horner(rows, first, n, frac):
+    """The polynomial in ``frac`` whose coefficients (highest power first)
+    are the rows ``first .. first + n - 1`` of ``rows``."""
+    out = rows[first].copy()
+    for k in range(first + 1, first + n):
+        out *= frac
+        out += rows[k]
+    return out
 
 
 @lru_cache(maxsize=16)
-def _cached_table(nodes, params, ranges, step, degree):
+def _cached_table(nodes, params, ranges, steps, degrees):
     """The :class:`PolyTable` of log eps through ``nodes(*params, *grid)``
     (exact epsilons, solved to ``_NODE_RTOL``) on ``ranges``."""
-    axes = [np.arange(lo, hi + 0.5 * step, step) for lo, hi in ranges]
+    axes = [np.arange(lo, hi + 0.5 * step, step) for (lo, hi), step in zip(ranges, steps)]
     grid = np.meshgrid(*axes, indexing="ij")
     values = nodes(*params, *(g.ravel() for g in grid))
     with np.errstate(divide="ignore"):
         values = np.log(values).reshape(grid[0].shape)
-    return PolyTable([lo for lo, _ in ranges], [step] * len(axes), values, degree)
+    return PolyTable([lo for lo, _ in ranges], steps, values, degrees)
 
 
-def table_for(nodes, params, coords, step=1 / 16, degree=5):
+def table_for(nodes, params, coords, steps=1 / 16, degrees=5):
     """The cached :class:`PolyTable` of log eps(delta) through the exact
     epsilons ``nodes(*params, *axes)``, over the range of the rows'
     ``coords`` (one or two arrays, in coordinates in which log eps is
     smooth; NaN ignored) rounded outward to whole units, so that the chunks
-    of one fit share it."""
-    off = (degree - 1) // 2
-    ranges = []
+    of one fit share it; ``steps`` and ``degrees``: of the grid and of the
+    polynomials, per axis."""
+    steps = np.broadcast_to(np.asarray(steps, dtype=float), (len(coords),)).copy()
+    degrees = tuple(int(d) for d in np.broadcast_to(degrees, (len(coords),)))
+    spans = []
     for c in coords:
         lo, hi = np.nanmin(c), np.nanmax(c)
         if not np.isfinite(lo):  # no row with a coordinate
             lo = hi = 0.0
         lo = float(np.floor(lo))
-        hi = float(max(np.ceil(hi), lo + 1.0))
+        spans.append((lo, float(max(np.ceil(hi), lo + 1.0))))
+    # a wide range of statistics gets coarser steps (and starts that need
+    # more quick stages) rather than an expensive table
+    while np.prod([(hi - lo) / h + d + 1 for (lo, hi), h, d in zip(spans, steps, degrees)]) > (
+            _TABLE_MAX_NODES):
+        steps[np.argmax([(hi - lo) / h for (lo, hi), h in zip(spans, steps)])] *= 2.0
+    ranges = []
+    for (lo, hi), step, degree in zip(spans, steps, degrees):
         # padded by the nodes the polynomials around the edge cells need
+        off = (degree - 1) // 2
         ranges.append((lo - off * step, hi + (degree - off) * step))
-    return _cached_table(nodes, params, tuple(ranges), step, degree)
+    return _cached_table(nodes, params, tuple(ranges), tuple(steps), degrees)
 
 
 def _raised(log_eps):
@@ -472,21 +557,26 @@ class PrivacyLoss:
     tight per-instance guarantee) or one of the directions.
 
     For many rows at one delta (at least ``_TABLE_MIN_ROWS``, and ``table``
-    true) a subclass that passes ``quick`` (per direction, a function of
-    ``(eps, idx, target)`` returning bounds ``(A_lo, A_hi, B_lo, B_hi)`` in
-    the linear domain, good enough to compare delta with ``target``) and
-    overrides :meth:`table_guess` gets the quick stages
+    true) a subclass that passes ``quick`` (a function of ``(eps, idx,
+    target, names)`` returning, for each direction named, bounds ``(A_lo,
+    A_hi, B_lo, B_hi)`` in the linear domain good enough to compare delta
+    with ``target``) and overrides :meth:`table_guess` gets the quick stages
     of the module docstring, started from its table.
     """
 
     def __init__(self, tails, zero, infinite, direction="both", quick=None, table=True):
         self.directions = _pick(tails, direction)
-        self.quick = None if quick is None else _pick(quick, direction)
+        self.quick = None
+        if quick is not None:
+            names = list(tails) if direction == "both" else [direction]
+            self.quick = lambda eps, idx, target: quick(eps, idx, target, names)
         self.zero, self.infinite, self.table = zero, infinite, table
 
     # The search aims this fraction below delta: for tails that are known
     # only to a relative accuracy near the target (objective perturbation).
     aim = 0.0
+    # steps and polynomial degrees (per axis) of the table (table_for)
+    table_grid = (1 / 16, 5)
 
     def first_guess(self, delta):
         """Per-instance start of the search (None: from 0)."""
@@ -519,21 +609,21 @@ class PrivacyLoss:
                 and np.ptp(delta) == 0):
             spec = self.table_coords(float(delta[0]))
         if spec is None:
-            start = self.first_guess(delta)
+            plain = self.first_guess(delta)
+
+            def starts(rows):
+                return None if plain is None else plain[rows]
         else:
             quick, (nodes, params, coords) = self.quick, spec
-            table, start = table_for(nodes, params, coords), np.empty(delta.size)
-        tails = self.search_tails(delta)
+            table = table_for(nodes, params, coords, *self.table_grid)
+
+            def starts(rows):
+                return _raised(table(*(c[rows] for c in coords)))
+
         target = delta * (1.0 - self.aim) if self.aim else delta
-        # blocks of rows: the search's temporaries stay in the cache
-        out = np.empty(delta.size)
-        for first in range(0, delta.size, _BLOCK):
-            rows = slice(first, min(first + _BLOCK, delta.size))
-            if spec is not None:
-                start[rows] = _raised(table(*(c[rows] for c in coords)))
-            out[rows] = epsilon_from_delta(
-                tails, target[rows], rows.stop - first, None if start is None else start[rows],
-                quick=quick, rtol=rtol, index=np.arange(first, rows.stop))
+        with np.errstate(divide="ignore"):
+            log_target = np.log(target)
+        out = _search(self.search_tails(delta), quick, log_target, delta.size, starts, rtol)
         out[self.zero] = 0.0
         out[self.infinite] = np.inf
         return out

@@ -40,14 +40,13 @@ class GaussianLoss(PrivacyLoss):
             si = self.s[idx]
             return log_phi(si / 2 - eps / si), log_phi(-si / 2 - eps / si)
 
-        def quick(eps, idx, target):
+        def quick(eps, idx, target, names):
             si = self.s[idx]
             a, b = ndtr(si / 2 - eps / si), ndtr(-si / 2 - eps / si)
-            return a, a, b, b
+            return [(a, a, b, b)]
 
         # the directions are equal: one search for both
-        super().__init__({"remove": tail}, zero, infinite, quick={"remove": quick},
-                         table=table)
+        super().__init__({"remove": tail}, zero, infinite, quick=quick, table=table)
 
     def table_coords(self, delta):
         s0 = np.sqrt(8.0) * erfinv(delta)
