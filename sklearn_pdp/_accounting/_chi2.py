@@ -64,11 +64,31 @@ def _chi2_tails(tau, df):
     return {"add": add, "remove": remove}
 
 
+# Relative accuracy allowed to scipy's chi-square distribution functions
+# (incomplete gamma functions, good to a few ulps): the bounds are widened by
+# it, so that a point verified in the linear domain is also below the target
+# in the log domain (where A - e^eps B cancels, 1e-14 of A moves a root near
+# eps = 0 by ~1e-14: such rows go to the exact search).
+_CHI2_RTOL = 1e-14
+
+
+def _chi2_prob(x, k, lower):
+    """Bounds ``(lo, hi)`` on P(W <= x) (``lower``) or P(W > x), from the
+    same branches as :func:`_chi2_log_cdf` and :func:`_chi2_log_sf` (the
+    other distribution function where the probability is at least 1/2)."""
+    first, other = (chdtr, chdtrc) if lower else (chdtrc, chdtr)
+    p = first(k, x)
+    big = np.flatnonzero(p >= 0.5)
+    if big.size:
+        p[big] = 1.0 - other(k[big], x[big])
+    return p * (1.0 - _CHI2_RTOL), p * (1.0 + _CHI2_RTOL)
+
+
 def _chi2_tail(x, k, lower, target):
     """Bounds ``(lo, hi)`` on P(W <= x) (``lower``) or P(W >= x), W ~
     chi-square(k): [0, Chernoff bound] where that bound is at most half of
-    ``target`` (the tail cannot make its direction bind), the exact value
-    elsewhere (rows gathered)."""
+    ``target`` (the tail cannot make its direction bind), the distribution
+    function elsewhere (rows gathered)."""
     x = np.maximum(x, 0.0)
     z = x / k
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -77,7 +97,7 @@ def _chi2_tail(x, k, lower, target):
     lo = np.zeros_like(hi)
     exact = np.flatnonzero(~(hi <= 0.5 * target))
     if exact.size:
-        lo[exact] = hi[exact] = (chdtr if lower else chdtrc)(k[exact], x[exact])
+        lo[exact], hi[exact] = _chi2_prob(x[exact], k[exact], lower)
     return lo, hi
 
 
@@ -95,7 +115,7 @@ def _chi2_quick(tau, df):
         b_lo, b_hi = np.where(loose, 0.0, 1.0), np.ones_like(a_hi)
         exact = np.flatnonzero(~loose)
         if exact.size:
-            b_lo[exact] = b_hi[exact] = (chdtr if lower else chdtrc)(k[exact], x_b[exact])
+            b_lo[exact], b_hi[exact] = _chi2_prob(x_b[exact], k[exact], lower)
         return a_lo, a_hi, b_lo, b_hi
 
     def quick(eps, idx, target, names):

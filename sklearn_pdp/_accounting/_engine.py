@@ -47,7 +47,7 @@ from functools import lru_cache
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.optimize import brentq
-from scipy.special import log_ndtr, ndtr, ndtri_exp
+from scipy.special import log_ndtr, ndtr, ndtri, ndtri_exp
 
 # Search limits of eps(delta).  A loss that still exceeds the target at
 # _EPS_MAX is reported as +inf, which is always a valid (if useless) bound.
@@ -73,10 +73,13 @@ _BLOCK = 16384
 # answer meets the target), and the largest eps they handle (e^eps stays
 # far from overflow).
 _QUICK_RTOL = 5e-10
-_QUICK_ATOL = 1e-14
+_QUICK_ATOL = 5e-15
 _QUICK_STAGES = 3
 _ROUNDING = np.finfo(float).eps
 _QUICK_EPS_MAX = 500.0
+# A quick stage's Newton step works on g = e^eps when it is at most this
+# fraction of eps, on the probit scale of delta otherwise.
+_NEAR = 1e-3
 _TINY = 1e-300
 # A table's start is raised by this much (relative and absolute): above
 # the root by more than the interpolation error and the rounding slack for
@@ -191,7 +194,9 @@ def _exact_step(tail, x, idx, target, log_target, lo, rtol):
     log_a, log_b = tail(x, idx)
     ld = _log_delta(x, log_a, log_b)
     above = ld > log_target
-    tol = rtol * lo + _ATOL
+    # relative to the larger end of the bracket seen (x, or lo), so that
+    # a row approached from above can stop
+    tol = rtol * np.maximum(lo, x) + _ATOL
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         q = ndtri_exp(np.minimum(ld, 0.0))
         log_slope = x + log_b + 0.5 * q**2 + _LOG_SQRT_2PI
@@ -242,15 +247,24 @@ def _quick_step(quick, x, idx, target, log_target, lo, rtol):
     guess = np.full(x.shape, np.nan)
     rows = np.flatnonzero(handled & ~done)
     if rows.size:
+        xr, tr = x[rows], target[rows]
         step = np.full(rows.size, -np.inf)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             for d_lo, d_hi, gb_lo, gb_hi in terms:
-                mid = 0.5 * (d_lo[rows] + d_hi[rows]) - target[rows]
-                np.fmax(step, np.log1p(mid / (0.5 * (gb_lo[rows] + gb_hi[rows]))), out=step)
-            # Newton on g lands at or below the root; the margin covers its
-            # error for Gaussian-like losses, about (z^2 / 2) step^2 / eps
-            # with z^2 / 2 ~ |log delta| (the next stage checks it)
-            new = x[rows] + step
+                mid = 0.5 * (d_lo[rows] + d_hi[rows])
+                slope = 0.5 * (gb_lo[rows] + gb_hi[rows])  # -d delta / d eps
+                # Newton on g: near the root it lands at or below it, and
+                # the margin below covers its error; from afar, Newton on
+                # the probit scale (nearly linear for Gaussian-like losses)
+                near = np.log1p((mid - tr) / slope)
+                q = ndtri(np.clip(mid, 0.0, 1.0))
+                far = (q - ndtri(tr)) * np.exp(-0.5 * q * q - _LOG_SQRT_2PI) / slope
+                far[~np.isfinite(far)] = -np.inf
+                np.fmax(step, np.where(np.abs(near) <= _NEAR * xr, near, far), out=step)
+            # the margin: Newton's error for Gaussian-like losses, about
+            # (z^2 / 2) step^2 / eps with z^2 / 2 ~ |log delta| (the next
+            # stage checks it)
+            new = xr + step
             step *= step
             new += ((1.0 - log_target[rows]) / np.maximum(new, _TINY) + 1.0) * step
             new += 0.25 * (_QUICK_RTOL * new + _QUICK_ATOL)
@@ -346,13 +360,15 @@ def _exact_search(tails, log_target, index, start, rtol):
     return out
 
 
-def _search(tails, quick, log_target, size, starts, rtol=_RTOL, block=_BLOCK):
+def _search(tails, quick, log_target, size, starts, rtol=_RTOL, block=_BLOCK,
+            stages=_QUICK_STAGES):
     """eps(delta) of ``size`` instances, every direction, into one array.
 
     ``starts(rows)``: the first guesses of the rows of a slice (None: 0).
     Without ``quick`` (bounds of every direction, :func:`_quick_step`),
-    :func:`_exact_search`. With it, the rows are taken in blocks of ``block`` through the quick stages
-    (all directions at once); the rows they leave, from all blocks, are
+    :func:`_exact_search`. With it, the rows are taken in blocks of
+    ``block`` through ``stages`` quick stages (all directions at once); the
+    rows they leave, from all blocks, are
     finished together by the exact search, from the last point the quick
     stages tried (its cost is mostly per step, not per row).
     """
@@ -367,7 +383,7 @@ def _search(tails, quick, log_target, size, starts, rtol=_RTOL, block=_BLOCK):
         start = starts(rows)
         x = np.zeros(rows.stop - first) if start is None else np.maximum(start, 0.0)
         part = _Open(index[rows], x, np.zeros(x.size), log_target[rows], rows)
-        for stage in range(_QUICK_STAGES):
+        for stage in range(stages):
             if part.pos.size == 0:
                 break
             part.step(_quick_step, quick, index, out, rtol, stage)
@@ -533,12 +549,12 @@ def table_for(nodes, params, coords, steps=1 / 16, degrees=5):
     return _cached_table(nodes, params, tuple(ranges), tuple(steps), degrees)
 
 
-def _raised(log_eps):
-    """A table's start: its eps raised by ``_START_RTOL`` and ``_START_ATOL``
-    (above the root for most rows, see there); 0 where it has no value."""
+def _raised(log_eps, rtol=_START_RTOL):
+    """A table's start: its eps raised by ``rtol`` and ``_START_ATOL`` (above
+    the root for most rows, see ``_START_RTOL``); 0 where it has no value."""
     with np.errstate(over="ignore", invalid="ignore"):
         start = np.exp(log_eps)
-        start *= 1.0 + _START_RTOL
+        start *= 1.0 + rtol
         start += _START_ATOL
     start[~np.isfinite(start)] = 0.0
     return start
@@ -577,6 +593,10 @@ class PrivacyLoss:
     aim = 0.0
     # steps and polynomial degrees (per axis) of the table (table_for)
     table_grid = (1 / 16, 5)
+    # quick stages before the exact search, and the relative raise of a
+    # table's start (see _START_RTOL)
+    quick_stages = _QUICK_STAGES
+    start_rtol = _START_RTOL
 
     def first_guess(self, delta):
         """Per-instance start of the search (None: from 0)."""
@@ -587,6 +607,17 @@ class PrivacyLoss:
         of a table start (:func:`table_for`), ``coords`` one or two arrays
         over all rows (NaN: the row starts at 0); None: no table."""
         return None
+
+    def fast_start(self, delta):
+        """For many rows at the scalar ``delta``: a function of a slice of
+        the rows returning their starts for the quick stages (by default
+        from the table of :meth:`table_coords`); None: the plain search."""
+        spec = self.table_coords(delta)
+        if spec is None:
+            return None
+        nodes, params, coords = spec
+        table = table_for(nodes, params, coords, *self.table_grid)
+        return lambda rows: _raised(table(*(c[rows] for c in coords)), self.start_rtol)
 
     def search_tails(self, delta):
         """The directions' tails for the search of eps(delta)."""
@@ -604,26 +635,23 @@ class PrivacyLoss:
 
         ``rtol``: tolerance of the exact search (tighter for table nodes).
         """
-        spec, quick = None, None
+        starts, quick = None, None
         if (self.table and self.quick is not None and delta.size >= _TABLE_MIN_ROWS
                 and np.ptp(delta) == 0):
-            spec = self.table_coords(float(delta[0]))
-        if spec is None:
+            starts = self.fast_start(float(delta[0]))
+        if starts is None:
             plain = self.first_guess(delta)
 
             def starts(rows):
                 return None if plain is None else plain[rows]
         else:
-            quick, (nodes, params, coords) = self.quick, spec
-            table = table_for(nodes, params, coords, *self.table_grid)
-
-            def starts(rows):
-                return _raised(table(*(c[rows] for c in coords)))
+            quick = self.quick
 
         target = delta * (1.0 - self.aim) if self.aim else delta
         with np.errstate(divide="ignore"):
             log_target = np.log(target)
-        out = _search(self.search_tails(delta), quick, log_target, delta.size, starts, rtol)
+        out = _search(self.search_tails(delta), quick, log_target, delta.size, starts, rtol,
+                      stages=self.quick_stages)
         out[self.zero] = 0.0
         out[self.infinite] = np.inf
         return out
