@@ -347,7 +347,9 @@ def _exact_search(tails, log_target, index, start, rtol):
     for number, tail in enumerate(tails):
         if number == 0:
             lo = np.zeros(index.size)
-            x = lo.copy() if start is None else np.maximum(start, 0.0)
+            # (an infinite start would read as an infinite floor: from 0)
+            x = lo.copy() if start is None else np.where(np.isfinite(start),
+                                                         np.maximum(start, 0.0), 0.0)
         else:
             x, lo = out.copy(), out.copy()
         open_rows = _Open(np.arange(index.size), x, lo, log_target)
@@ -375,7 +377,7 @@ def _search(tails, quick, log_target, size, starts, rtol=_RTOL, block=_BLOCK,
     log_target = np.broadcast_to(log_target, (size,))
     index = np.arange(size)
     if quick is None:
-        return _exact_search(tails, log_target, index, starts(slice(0, size)), rtol)
+        return _capped(_exact_search(tails, log_target, index, starts(slice(0, size)), rtol))
     out = np.full(size, np.inf)
     left = []
     for first in range(0, size, block):
@@ -391,6 +393,12 @@ def _search(tails, quick, log_target, size, starts, rtol=_RTOL, block=_BLOCK,
     rest = _Open.merge(left)
     if rest.pos.size:
         out[rest.pos] = _exact_search(tails, log_target[rest.pos], rest.pos, rest.x, rtol)
+    return _capped(out)
+
+
+def _capped(out):
+    """+inf beyond the search limit ``_EPS_MAX`` (whatever the start)."""
+    out[out > _EPS_MAX] = np.inf
     return out
 
 
@@ -407,7 +415,7 @@ def epsilon_from_delta(tails, delta, size, start=None):
     delta = np.broadcast_to(np.asarray(delta, dtype=float), (size,))
     with np.errstate(divide="ignore"):
         log_target = np.log(delta)
-    return _exact_search(tails, log_target, np.arange(size), start, _RTOL)
+    return _capped(_exact_search(tails, log_target, np.arange(size), start, _RTOL))
 
 
 def _pick(tails, direction):
