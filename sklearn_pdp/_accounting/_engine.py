@@ -4,42 +4,49 @@ A mechanism supplies, per direction, a *tails* function returning
 ``(log A, log B)`` (see the package docstring) and subclasses
 :class:`PrivacyLoss`; this module turns it into delta(eps) and into
 eps(delta) with one vectorised, safeguarded Newton search that always
-returns an upper bound, and solves the calibrations of every mechanism
-(a noise level as small as a budget allows) with :func:`largest_root`.
+returns an upper bound (:func:`_exact_search`), and solves the calibrations
+of every mechanism (a noise level as small as a budget allows) with
+:func:`largest_root`.
 
 Many rows at one delta (a fit's ``pdp_losses_``)
 -------------------------------------------------
 A fit asks for the epsilons of up to millions of rows, each described by
 one or two statistics. Three pieces bring that to about one evaluation of
-the tails per row, with every answer still verified:
+the tails per row, every answer still a verified upper bound within
+``_QUICK_RTOL`` (relative) or ``_QUICK_ATOL`` (absolute) of the root:
 
-1. *A start from a table* (:class:`PolyTable`): exact epsilons on a grid
-   of the statistics, in coordinates where eps is smooth, interpolated by
-   local polynomials (degree 5 through the six nodes around a cell: about
-   1e-11 relative for most rows, measured in the tests). A table depends
-   on delta and on the grid's range only (rounded outward to whole units so
-   that the chunks of a fit share it), and is cached.
-2. *Quick stages* (:func:`_quick_step`): the mechanism's tails in the
-   linear domain as bounds ``A_lo <= A <= A_hi``, ``B_lo <= B <= B_hi``
-   (cheap where a term is negligible: a Mills-ratio bound needs one
-   ``exp``). A point x is an upper end when
-   ``A_hi - e^x B_lo <= target`` (with a rounding slack, ``_ROUNDING``),
-   and it is certified *tight* without
-   a second evaluation by convexity: each direction's delta is, as a function
-   of g = e^eps, the supremum over events S of the affine functions
-   P(S) - g Q(S), hence convex with slope -B. Its tangent at x is below it,
-   so no eps below ``x + log(1 - u)``, ``u = (target - D_lo(x)) / (e^x B_lo(x))``,
-   can meet the target: the root is within ``-log(1 - u)`` of x. A row
-   whose start is not certified takes a Newton step on g (which, by the
-   same convexity, lands at or below the root: a margin from the size of
-   the step puts it above) and is checked again.
-3. *The safeguarded search* (:func:`_solve_direction`) on the few rows
-   left (starts near a kink of eps, such as where it leaves 0, or terms
-   the quick bounds cannot resolve), with the exact log-domain tails and
-   the bracket the quick stages found.
+1. *A start from a table* (:class:`PolyTable`): exact epsilons (solved to
+   ``_NODE_RTOL``) on a grid of the statistics, in coordinates where log
+   eps is smooth, interpolated by local polynomials (degree 5 through the
+   six nodes around a cell). A table depends on delta and on the grid's
+   range only (rounded outward to whole units, so that the chunks of a fit
+   share it, and coarsened beyond ``_TABLE_MAX_NODES``), and is cached. The
+   start is only a guess: a poor one costs stages, never validity.
+2. *Quick stages* (:func:`_quick_step`), on blocks of ``_BLOCK`` rows: the
+   mechanism's tails in the linear domain as bounds ``A_lo <= A <= A_hi``,
+   ``B_lo <= B <= B_hi`` (a negligible term costs one ``exp``, a Mills
+   ratio, instead of a special function). A point x is an upper end when
+   ``A_hi - e^x B_lo <= target`` for every direction (with a rounding
+   slack, ``_ROUNDING``), and it is certified *tight* without a second
+   evaluation by convexity: each direction's delta is, as a function of
+   g = e^eps, the supremum over events S of the affine functions
+   P(S) - g Q(S), hence convex with slope -B. Its tangent at x lies below
+   it, so no eps below ``x + log(1 - u)``, ``u = (target - D_lo(x)) /
+   (e^x B_lo(x))``, meets the target: that direction's root, hence the
+   maximum over directions, is within ``-log(1 - u)`` of x. A row not
+   certified takes a Newton step (on g near the root, where by the same
+   convexity it lands at or below it and a margin from the size of the
+   step puts it above; on the probit scale of delta from afar) and is
+   checked again.
+3. *The exact search* on the rows the quick stages leave (starts near a
+   kink of eps, such as where it leaves 0, or terms the bounds cannot
+   resolve), all blocks together, from the last point tried.
 
-Rows with equal statistics are not merged: finding them (a sort) costs
-more than the one evaluation each of them takes.
+Validity rests on the verification, not on the table or the steps; the
+rounding slack makes the linear-domain verdict agree with the log-domain
+evaluation of delta that the tests (and :meth:`PrivacyLoss.delta`) use.
+Rows with equal statistics are not merged: finding them (a sort) costs more
+than the one evaluation each of them takes.
 """
 
 from functools import lru_cache
@@ -57,14 +64,15 @@ _ATOL = 1e-16
 _MAX_ITER = 200
 _NEWTON_STEPS = 40
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
-# Calls with at least this many rows at one delta (and mechanism
-# parameters) start from a table and take the quick stages.
+# Calls with at least this many rows at one delta start from a table (or
+# the mechanism's fast start) and take the quick stages.
 _TABLE_MIN_ROWS = 2048
 # Largest number of nodes of a table (exact epsilons: ~5 us each to build).
 _TABLE_MAX_NODES = 2**16
 # Rows searched at once: the temporaries of a block stay in the cache.
 _BLOCK = 16384
-# Quick stages: the tolerance the tangent bound certifies (relative, and
+# Quick stages: the tolerance the tangent bound certifies (relative: half
+# of the 1e-9 to which losses are exact, the plain search taking ~1e-11; and
 # absolute near eps = 0, where rounding of A - e^eps B limits every method),
 # their number, the rounding slack on A - e^eps B (one ulp of A + e^eps B
 # per unit of 3 + |log A| + eps: the rounding of the linear terms and of
