@@ -39,7 +39,7 @@ def plain_search(monkeypatch):
     return run
 
 
-def _check(fast, slow, achieved, delta):
+def _check(fast, slow, achieved, delta, atol=1e-14):
     assert fast.shape == slow.shape
     # +inf (valid, if useless) where the search passes its limit of 1e6: a
     # root just below it may be reported as either
@@ -49,7 +49,7 @@ def _check(fast, slow, achieved, delta):
     # tight: the plain search's answer to 1e-9 relative (and 1e-14 absolute
     # at epsilons near 0, where both resolve the root to ~1e-16 / B absolute,
     # B = e^-eps times the slope of delta)
-    np.testing.assert_allclose(fast[finite], slow[finite], rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(fast[finite], slow[finite], rtol=1e-9, atol=atol)
     # never optimistic: delta at the reported epsilon is verified, in log
     # space (exp of a verified log delta rounds by up to ~|log delta| ulps)
     slack = 4 * np.finfo(float).eps * abs(np.log(delta))
@@ -149,7 +149,10 @@ def test_chi2_many_rows_equal_the_plain_search(plain_search, df, delta):
     tau[:3] = [0.0, np.inf, 1e-300]
     fast = chi2_epsilon(delta, tau, df)
     slow = plain_search(chi2_epsilon, delta, tau, df)
-    _check(fast, slow, chi2_delta(fast, tau, df), delta)
+    # scipy's chi-square functions are good to ~1e-14 relative: where tau is
+    # tiny, A and e^eps B cancel ~1e6-fold and delta itself is only known to
+    # ~1e-8, so every verified point within ~2e-14 of the root is as good
+    _check(fast, slow, chi2_delta(fast, tau, df), delta, atol=5e-14)
     assert fast[0] == 0 and fast[1] == np.inf
 
 

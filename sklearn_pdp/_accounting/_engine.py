@@ -202,9 +202,7 @@ def _exact_step(tail, x, idx, target, log_target, lo, rtol):
     log_a, log_b = tail(x, idx)
     ld = _log_delta(x, log_a, log_b)
     above = ld > log_target
-    # relative to the larger end of the bracket seen (x, or lo), so that
-    # a row approached from above can stop
-    tol = rtol * np.maximum(lo, x) + _ATOL
+    tol = rtol * lo + _ATOL
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         q = ndtri_exp(np.minimum(ld, 0.0))
         log_slope = x + log_b + 0.5 * q**2 + _LOG_SQRT_2PI
