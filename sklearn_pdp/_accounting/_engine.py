@@ -187,7 +187,7 @@ def hockey_stick(tails, eps, size):
     return out
 
 
-def _exact_step(tail, x, idx, target, log_target, lo, rtol):
+def _exact_step(tail, x, idx, target, log_target, lo, tols):
     """One Newton step of the exact search at ``x`` (rows ``idx``).
 
     Newton on the probit scale, f(eps) = Phi^{-1}(delta(eps)) -
@@ -197,12 +197,13 @@ def _exact_step(tail, x, idx, target, log_target, lo, rtol):
     tol)``: x is a lower or an upper end, a verified upper end within a
     tolerance of Newton's estimate of the root, the next point (aimed half
     a tolerance above the estimate, so that it is, most likely, a verified
-    upper end) and the tolerance.
+    upper end) and the tolerance, ``tols = (rtol, atol)`` relative to the
+    lower end.
     """
     log_a, log_b = tail(x, idx)
     ld = _log_delta(x, log_a, log_b)
     above = ld > log_target
-    tol = rtol * lo + _ATOL
+    tol = tols[0] * lo + tols[1]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         q = ndtri_exp(np.minimum(ld, 0.0))
         log_slope = x + log_b + 0.5 * q**2 + _LOG_SQRT_2PI
@@ -211,7 +212,7 @@ def _exact_step(tail, x, idx, target, log_target, lo, rtol):
     return above, ~above, ~above & (-step <= tol), guess, tol
 
 
-def _quick_step(quick, x, idx, target, log_target, lo, rtol):
+def _quick_step(quick, x, idx, target, log_target, lo, tols):
     """One quick stage at ``x`` (rows ``idx``) for the maximum of the roots
     of the directions whose bounds ``(A_lo, A_hi, B_lo, B_hi)`` are the
     list ``quick(x, idx, target)``: x is verified when it is for every
@@ -313,12 +314,12 @@ class _Open:
             setattr(merged, name, np.concatenate([getattr(p, name) for p in parts]))
         return merged
 
-    def step(self, kind, fn, index, out, rtol, iteration):
+    def step(self, kind, fn, index, out, tols, iteration):
         """One step of ``kind`` (:func:`_quick_step` or :func:`_exact_step`)
         on every open row: the bracket is updated, finished rows write their
         upper end to ``out``, the others move to their next point."""
         rows = index[self.pos] if self.span is None else self.span
-        above, below, done, guess, tol = kind(fn, self.x, rows, self.t, self.lt, self.lo, rtol)
+        above, below, done, guess, tol = kind(fn, self.x, rows, self.t, self.lt, self.lo, tols)
         np.copyto(self.lo, self.x, where=above)
         np.copyto(self.hi, self.x, where=below)
         lo, hi = self.lo, self.hi
@@ -345,24 +346,30 @@ class _Open:
         self.x = np.where(try_zero, 0.0, np.where(bad, fallback, guess))
 
 
-def _exact_search(tails, log_target, index, start, rtol):
+def _exact_search(tails, log_target, index, start, tols=(_RTOL, _ATOL), bracket=None):
     """eps(delta) of the instances ``index`` by the exact steps, every
     direction: the first from ``start`` (None: 0), each further one only
-    where it exceeds the running maximum, from there (usually one step)."""
+    where it exceeds the running maximum, from there (usually one step).
+    ``tols``: (rtol, atol) of the steps; ``bracket``: ends ``(lo, hi)`` of
+    the maximum over directions already known (valid for the first
+    direction's search too: it then finds max(its root, lo), and the
+    maximum is unchanged)."""
     out = np.full(index.size, np.inf)
     for number, tail in enumerate(tails):
         if number == 0:
-            lo = np.zeros(index.size)
+            lo = np.zeros(index.size) if bracket is None else bracket[0].copy()
             # (an infinite start would read as an infinite floor: from 0)
             x = lo.copy() if start is None else np.where(np.isfinite(start),
-                                                         np.maximum(start, 0.0), 0.0)
+                                                         np.maximum(start, lo), lo)
         else:
             x, lo = out.copy(), out.copy()
         open_rows = _Open(np.arange(index.size), x, lo, log_target)
+        if number == 0 and bracket is not None:
+            open_rows.hi = bracket[1].copy()
         for iteration in range(_MAX_ITER):
             if open_rows.pos.size == 0:
                 break
-            open_rows.step(_exact_step, tail, index, out, rtol, iteration)
+            open_rows.step(_exact_step, tail, index, out, tols, iteration)
         else:  # pragma: no cover - bisection closes any finite bracket in ~60 steps
             raise RuntimeError("epsilon search did not converge")
     return out
@@ -374,16 +381,18 @@ def _search(tails, quick, log_target, size, starts, rtol=_RTOL, block=_BLOCK,
 
     ``starts(rows)``: the first guesses of the rows of a slice (None: 0).
     Without ``quick`` (bounds of every direction, :func:`_quick_step`),
-    :func:`_exact_search`. With it, the rows are taken in blocks of
-    ``block`` through ``stages`` quick stages (all directions at once); the
-    rows they leave, from all blocks, are
-    finished together by the exact search, from the last point the quick
-    stages tried (its cost is mostly per step, not per row).
+    :func:`_exact_search` (relative tolerance ``rtol``). With it, the rows
+    are taken in blocks of ``block`` through ``stages`` quick stages (all
+    directions at once); the rows they leave, from all blocks, are finished
+    together by the exact search (its cost is mostly per step, not per row)
+    from the last point and bracket the quick stages found, to the quick
+    stages' tolerance.
     """
     log_target = np.broadcast_to(log_target, (size,))
     index = np.arange(size)
     if quick is None:
-        return _capped(_exact_search(tails, log_target, index, starts(slice(0, size)), rtol))
+        return _capped(_exact_search(tails, log_target, index, starts(slice(0, size)),
+                                     (rtol, _ATOL)))
     out = np.full(size, np.inf)
     left = []
     for first in range(0, size, block):
@@ -394,11 +403,12 @@ def _search(tails, quick, log_target, size, starts, rtol=_RTOL, block=_BLOCK,
         for stage in range(stages):
             if part.pos.size == 0:
                 break
-            part.step(_quick_step, quick, index, out, rtol, stage)
+            part.step(_quick_step, quick, index, out, None, stage)
         left.append(part)
     rest = _Open.merge(left)
     if rest.pos.size:
-        out[rest.pos] = _exact_search(tails, log_target[rest.pos], rest.pos, rest.x, rtol)
+        out[rest.pos] = _exact_search(tails, log_target[rest.pos], rest.pos, rest.x,
+                                      (_QUICK_RTOL, _QUICK_ATOL), (rest.lo, rest.hi))
     return _capped(out)
 
 
@@ -421,7 +431,7 @@ def epsilon_from_delta(tails, delta, size, start=None):
     delta = np.broadcast_to(np.asarray(delta, dtype=float), (size,))
     with np.errstate(divide="ignore"):
         log_target = np.log(delta)
-    return _capped(_exact_search(tails, log_target, np.arange(size), start, _RTOL))
+    return _capped(_exact_search(tails, log_target, np.arange(size), start))
 
 
 def _pick(tails, direction):
