@@ -464,10 +464,11 @@ class PolyTable:
     steps``. The cell between two neighbouring nodes gets the polynomial of
     degree ``degrees[axis]`` through the ``degree + 1`` nodes around it (per
     axis, tensor product in two), stored in the power basis of the position
-    in the cell, one column of coefficients per cell: an evaluation gathers
-    the columns of its points (one ``take``) into rows per coefficient and
-    runs Horner's scheme on those contiguous rows. Non-finite node values
-    make their cells' values NaN.
+    in the cell, one row of coefficients per cell: an evaluation gathers
+    the rows of its points (one ``take``, a few cache lines per point: a
+    table of tens of thousands of cells is not in the cache) and runs
+    Horner's scheme on their columns. Non-finite node values make their
+    cells' values NaN.
     """
 
     def __init__(self, lows, steps, values, degrees):
@@ -492,7 +493,7 @@ class PolyTable:
                 coef = np.einsum("pi,ai->ap", basis[0], windows)
             else:
                 coef = np.einsum("pi,abij,qj->abpq", basis[0], windows, basis[1])
-        self.coef = np.ascontiguousarray(coef.reshape(-1, np.prod(self.npts)).T)
+        self.coef = np.ascontiguousarray(coef.reshape(-1, np.prod(self.npts)))
 
     def __call__(self, *coords):
         """Interpolated values at ``coords`` (one array per axis); NaN outside
@@ -508,7 +509,7 @@ class PolyTable:
             cell[~inside] = 0.0  # also NaN coordinates
             cell = cell.astype(np.intp)
             flat = cell if flat is None else flat * self.cells[axis] + cell
-        rows = np.take(self.coef, flat, axis=1)
+        rows = np.take(self.coef, flat, axis=0)
         with np.errstate(invalid="ignore"):  # cells with infinite nodes
             if self.dims == 1:
                 out = _horner(rows, 0, self.npts[0], fracs[0])
@@ -524,11 +525,11 @@ class PolyTable:
 
 def _horner(rows, first, n, frac):
     """The polynomial in ``frac`` whose coefficients (highest power first)
-    are the rows ``first .. first + n - 1`` of ``rows``."""
-    out = rows[first].copy()
+    are the columns ``first .. first + n - 1`` of ``rows``."""
+    out = rows[:, first].copy()
     for k in range(first + 1, first + n):
         out *= frac
-        out += rows[k]
+        out += rows[:, k]
     return out
 
 
