@@ -149,14 +149,6 @@ def normal_tail_bounds(budget, *ys):
     return out
 
 
-def subset(idx, rows):
-    """The instances ``rows`` (positions) of the index ``idx`` (an integer
-    array or a slice), for a mechanism that works on a few of them."""
-    if isinstance(idx, slice):
-        return rows + idx.start
-    return idx[rows]
-
-
 def _log_delta(eps, log_a, log_b):
     """log(A - e^eps B), -inf when the difference is not positive."""
     with np.errstate(invalid="ignore"):
@@ -398,7 +390,8 @@ def _search(tails, quick, log_target, size, starts, rtol=_RTOL, block=_BLOCK,
     for first in range(0, size, block):
         rows = slice(first, min(first + block, size))
         start = starts(rows)
-        x = np.zeros(rows.stop - first) if start is None else np.maximum(start, 0.0)
+        x = np.zeros(rows.stop - first) if start is None else np.where(
+            np.isfinite(start), np.maximum(start, 0.0), 0.0)
         part = _Open(index[rows], x, np.zeros(x.size), log_target[rows], rows)
         for stage in range(stages):
             if part.pos.size == 0:

@@ -13,7 +13,6 @@ from scipy.special import ndtr
 from .._docstrings import fill_doc
 from ._domain import domain_bounds
 from ._engine import PrivacyLoss, _pick, largest_root
-from ._gaussian import gaussian_epsilon
 from ._ops import ops_epsilon
 
 #
