@@ -225,7 +225,10 @@ class ObjPertLoss(PrivacyLoss):
         # above (1 + mu' = (1 + mu)^2, mu' / 2 = kappa), and Q follows from P as
         # dQ = e^-L dP. The start is OPS's epsilon at a^2 = (1 + mu)^2 E[alpha^2]
         # (within ~10% for the rows of fits; a Gaussian mechanism with the
-        # variance of L was 20-60% off).
+        # variance of L was 20-60% off). Quick stages on OPS's bounds averaged
+        # over zeta_perp were tried: rules of 6 to 24 nodes leave the
+        # quadrature error on D too wide to certify most rows where
+        # s_perp >~ |m0| (d = 100), and Newton from such bounds diverges.
         mu = self.mu
         lev = mu * (2.0 + mu)
         r = (1.0 + mu) * np.hypot(self.m0, self.s_perp) / np.sqrt(lev)
