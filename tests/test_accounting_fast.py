@@ -96,6 +96,9 @@ def test_ops_rows_of_fits_equal_the_plain_search(plain_search, leverage, residua
     fast = ops_epsilon(1e-6, mu, r, gamma)
     slow = plain_search(ops_epsilon, 1e-6, mu, r, gamma)
     _check(fast, slow, ops_delta(fast, mu, r, gamma), 1e-6)
+    # a row's loss must not depend on the path it took (a fit's small chunk
+    # takes the plain search) by more than the 1e-10 chunkings agree to
+    np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=1e-13)
 
 
 def test_ops_rows_with_roots_near_zero(plain_search):
@@ -126,6 +129,7 @@ def test_gaussian_many_rows_equal_the_plain_search(plain_search, delta):
     fast = gaussian_epsilon(delta, s)
     slow = plain_search(gaussian_epsilon, delta, s)
     _check(fast, slow, gaussian_delta(fast, s), delta)
+    np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=1e-13)
 
 
 def test_gaussian_rows_at_the_edge_of_zero(plain_search):
