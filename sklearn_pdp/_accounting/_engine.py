@@ -530,10 +530,12 @@ def _horner(rows, first, n, frac):
     return out
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=4)
 def _cached_table(nodes, params, ranges, steps, degrees):
     """The :class:`PolyTable` of log eps through ``nodes(*params, *grid)``
-    (exact epsilons, solved to ``_NODE_RTOL``) on ``ranges``."""
+    (exact epsilons, solved to ``_NODE_RTOL``) on ``ranges``. A fit uses one;
+    an OPS table takes 5-7 MB (36 coefficients for each of ~20000 cells), so
+    only a few are kept."""
     axes = [np.arange(lo, hi + 0.5 * step, step) for (lo, hi), step in zip(ranges, steps)]
     grid = np.meshgrid(*axes, indexing="ij")
     values = nodes(*params, *(g.ravel() for g in grid))
