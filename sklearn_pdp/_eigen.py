@@ -5,6 +5,23 @@ slopes: X^T X, or with an unpenalised intercept the centred scatter matrix
 S = sum_i (x_i - x_bar)(x_i - x_bar)^T. Removing (adding) a row changes S by
 a rank-one matrix, and lambda_min by the root of a secular equation: the
 row's per-instance sensitivity, for all rows from one eigendecomposition.
+
+For many rows the change is small against the gap g_2 = lambda_2 -
+lambda_1 (at most ||x||^2 <= 1 against gaps that grow with n), and the
+secular function is a few moments away from exact: with
+R_k = sum_{j>1} c_j^2 / g_j^k (one matrix-vector product each),
+
+    removing:  F(s) = c_1^2 / s + R_1 - s R_2 + s^2 R_3 - ...,
+    adding:    F(s) = c_1^2 / s - R_1 - s R_2 - s^2 R_3 - ...,
+
+for s < g_2. Term by term, the removing series alternates with decreasing
+magnitudes, so its partial sums bound F from both sides; the adding series
+has terms of one sign, and its tail after K terms is at most
+s^K R_K / (g_2 - s). Each row's root is found on these bounds in O(1)
+operations, and certified: an upper end with F_upper <= 1 and a lower end
+with F_lower > 1 within the tolerance. Rows the series cannot certify
+(s near or above g_2, a repeated smallest eigenvalue) take the iteration
+on the exact sums.
 """
 
 import numpy as np
@@ -15,6 +32,11 @@ from scipy import linalg
 _SECULAR_RTOL = 1e-12
 _SECULAR_ATOL = 1e-16
 _SECULAR_MAX_ITER = 200
+# Moments of the series (module docstring), and its Newton steps per row.
+_MOMENTS = 8
+_SERIES_STEPS = 3
+# rounding slack of a bound on F, per unit of its terms' magnitude
+_ROUNDING = 8 * np.finfo(float).eps
 
 
 def scatter_eigen(XtX, n_samples, intercept):
@@ -81,7 +103,10 @@ def lambda_min_change(eigvals, eigvecs, Xs, *, add=False):
     # R = sum_{j>1} c_j^2 / g_j, so c_1^2 / (1 -/+ R) is an upper end of the
     # root (removing, where R < 1), close to it when R is small: the start.
     with np.errstate(divide="ignore", invalid="ignore"):
-        rest = np.sum(C2[:, 1:] / gaps[1:], axis=1)  # inf or nan on a zero gap
+        # R_1 .. R_K of the module docstring, one product (inf on a zero gap)
+        powers = (1.0 / gaps[1:])[:, None] ** np.arange(1, _MOMENTS + 1)
+        moments = list((C2[:, 1:] @ powers).T)
+    rest = moments[0]  # inf or nan on a zero gap
     if add:
         lo, hi = np.zeros(Xs.shape[0]), C2[:, 0].copy()
         if gaps.size > 1:
@@ -98,6 +123,8 @@ def lambda_min_change(eigvals, eigvecs, Xs, *, add=False):
     active = np.flatnonzero(hi > lo)
     # (the old upper ends, Weyl's and g_2, can be poles or far off: not a start)
     s = np.where(tighter, hi, 0.5 * (lo + hi))
+    if gaps.size > 1 and gaps[1] > 0 and active.size:
+        active = _series_roots(C2[:, 0], moments, gaps[1], lo, hi, s, active, add)
     for _ in range(_SECULAR_MAX_ITER):
         if active.size == 0:
             break
@@ -127,3 +154,57 @@ def lambda_min_change(eigvals, eigvecs, Xs, *, add=False):
     # hi is an upper end at every step: a row still open after the last one
     # (never seen) would lose tightness, not validity
     return hi
+
+
+def _horner(coefs, s):
+    """sum_k coefs[k] s^k and its derivative, by Horner's scheme."""
+    value, slope = coefs[-1].copy(), np.zeros_like(s)
+    for c in coefs[-2::-1]:
+        slope *= s
+        slope += value
+        value *= s
+        value += c
+    return value, slope
+
+
+def _series(c1, coefs, g2, s, add):
+    """Bounds ``(lower, upper)`` on F(s) from the series (module docstring)
+    for s < g_2, with a rounding slack, and the slope of their middle."""
+    inverse = 1.0 / s
+    series, slope = _horner(coefs, s)
+    last = np.abs(coefs[-1]) * s ** (len(coefs) - 1)  # |R_K| s^(K-1)
+    pole = c1 * inverse
+    if add:  # terms of one sign: the tail is at most s^K R_K / (g_2 - s)
+        tail = last * s / (g2 - s)
+        upper = pole + series
+        lower = upper - tail
+    else:  # alternating, decreasing: the partial sums bracket it
+        tail = last
+        lower = pole + series  # an even number of terms ends on a negative one
+        upper = lower + tail
+    slack = _ROUNDING * (pole + np.abs(series) + tail)
+    return lower - slack, upper + slack, slope - pole * inverse
+
+
+def _series_roots(c1, moments, g2, lo, hi, s, active, add):
+    """Roots of the series model of F for the rows ``active``, certified
+    where possible (``lo`` and ``hi`` updated in place); returns the rows
+    left to the iteration on the exact sums."""
+    c1, x = c1[active], s[active]
+    # the series' coefficients: -R_{k+1} (adding) or (-1)^k R_{k+1} (removing)
+    coefs = [-m[active] if add or k % 2 else m[active] for k, m in enumerate(moments)]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for _ in range(_SERIES_STEPS):
+            # Newton on the middle of the bounds
+            lower, upper, slope = _series(c1, coefs, g2, x, add)
+            x = x - (0.5 * (lower + upper) - 1.0) / slope
+        tol = _SECULAR_RTOL * x + _SECULAR_ATOL
+        top, bottom = x + 0.5 * tol, x - 0.5 * tol
+        # F decreasing: F(top) <= 1 makes top an upper end of the root, F(bottom)
+        # > 1 makes bottom a lower one; both within the series' range s < g_2
+        ok = ((top < g2) & (bottom > 0.0)
+              & (_series(c1, coefs, g2, top, add)[1] <= 1.0)
+              & (_series(c1, coefs, g2, bottom, add)[0] > 1.0))
+    rows = active[ok]
+    lo[rows], hi[rows] = bottom[ok], top[ok]
+    return active[~ok]

@@ -1,13 +1,24 @@
 """Gaussian sketch / chi-square loss (doc/mechanisms/random_projection.rst):
 the tight loss of releasing Gaussian rows N(0, Sigma) against
 N(0, Sigma + z z^T), and its calibration.
+
+Many rows at one (delta, df) start from a table of eps in u = log(tau -
+tau0), tau0 the largest tau whose delta(0) meets the target (eps leaves 0
+linearly there, so log eps is smooth in u). Each tail is one chi-square
+distribution function, evaluated in the linear domain by the quick stages;
+it dominates the cost (an incomplete gamma function of order df / 2), so
+a direction far from binding is checked with the Chernoff bound
+P(W <= k z) <= exp(-k (z - 1 - log z) / 2) (z < 1; the same for
+P(W >= k z), z > 1), which needs no special function.
 """
+
+from functools import lru_cache
 
 import numpy as np
 from scipy.special import chdtr, chdtrc
 
 from .._docstrings import fill_doc
-from ._engine import PrivacyLoss, _spline_start, largest_root
+from ._engine import _NODE_RTOL, PrivacyLoss, largest_root
 
 
 def _chi2_log_cdf(x, k):
@@ -53,10 +64,71 @@ def _chi2_tails(tau, df):
     return {"add": add, "remove": remove}
 
 
+# Relative accuracy allowed to scipy's chi-square distribution functions
+# (incomplete gamma functions, good to a few ulps): the bounds are widened by
+# it, so that a point verified in the linear domain is also below the target
+# in the log domain (where A - e^eps B cancels, 1e-14 of A moves a root near
+# eps = 0 by ~1e-14: such rows go to the exact search).
+_CHI2_RTOL = 1e-14
+
+
+def _chi2_prob(x, k, lower):
+    """Bounds ``(lo, hi)`` on P(W <= x) (``lower``) or P(W > x), from the
+    same branches as :func:`_chi2_log_cdf` and :func:`_chi2_log_sf` (the
+    other distribution function where the probability is at least 1/2)."""
+    first, other = (chdtr, chdtrc) if lower else (chdtrc, chdtr)
+    p = first(k, x)
+    big = np.flatnonzero(p >= 0.5)
+    if big.size:
+        p[big] = 1.0 - other(k[big], x[big])
+    return p * (1.0 - _CHI2_RTOL), p * (1.0 + _CHI2_RTOL)
+
+
+def _chi2_tail(x, k, lower, target):
+    """Bounds ``(lo, hi)`` on P(W <= x) (``lower``) or P(W >= x), W ~
+    chi-square(k): [0, Chernoff bound] where that bound is at most half of
+    ``target`` (the tail cannot make its direction bind), the distribution
+    function elsewhere (rows gathered)."""
+    x = np.maximum(x, 0.0)
+    z = x / k
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hi = np.exp(-0.5 * k * (z - 1.0 - np.log(z)))
+    hi = np.where((z < 1.0) if lower else (z > 1.0), hi, 1.0)
+    lo = np.zeros_like(hi)
+    exact = np.flatnonzero(~(hi <= 0.5 * target))
+    if exact.size:
+        lo[exact], hi[exact] = _chi2_prob(x[exact], k[exact], lower)
+    return lo, hi
+
+
+def _chi2_quick(tau, df):
+    """The tails of :func:`_chi2_tails` as linear-domain bounds (quick stages)."""
+    log_det = df * np.log1p(tau)
+
+    def bounds(eps, idx, target, sign, lower):
+        t, k = tau[idx], df[idx]
+        w = (log_det[idx] + sign * 2 * eps) / t
+        x_a, x_b = (w * (1 + t), w) if lower else (w, w * (1 + t))
+        a_lo, a_hi = _chi2_tail(x_a, k, lower, target)
+        # B only lowers delta: where A alone settles the comparison, [0, 1]
+        loose = a_lo == 0
+        b_lo, b_hi = np.where(loose, 0.0, 1.0), np.ones_like(a_hi)
+        exact = np.flatnonzero(~loose)
+        if exact.size:
+            b_lo[exact], b_hi[exact] = _chi2_prob(x_b[exact], k[exact], lower)
+        return a_lo, a_hi, b_lo, b_hi
+
+    def quick(eps, idx, target, names):
+        return [bounds(eps, idx, target, *(-1.0, True) if name == "remove" else (1.0, False))
+                for name in names]
+
+    return quick
+
+
 class Chi2Loss(PrivacyLoss):
     """Loss of releasing ``df`` sketch rows for targets with
     tau = z^T Sigma^{-1} z. ``table``: start the search of many instances at
-    one (delta, df) from a spline in log tau."""
+    one (delta, df) from a table (module docstring)."""
 
     def __init__(self, tau, df, direction="both", table=True):
         # tau = 0: the target is invisible to the release (delta = 0);
@@ -65,25 +137,34 @@ class Chi2Loss(PrivacyLoss):
         zero = tau <= 0
         infinite = ~np.isfinite(tau)
         self.tau, self.df = np.where(zero | infinite, 1.0, tau), df
-        self.direction, self.table = direction, table
-        super().__init__(_chi2_tails(self.tau, df), zero, infinite, direction)
+        self.direction = direction
+        super().__init__(_chi2_tails(self.tau, df), zero, infinite, direction,
+                         quick=_chi2_quick(self.tau, df), table=table)
 
-    def first_guess(self, delta):
-        regular = np.flatnonzero(~(self.zero | self.infinite))
-        if not (self.table and regular.size and np.ptp(delta) == 0 and np.ptp(self.df) == 0):
+    def table_coords(self, delta):
+        if np.ptp(self.df) != 0:
             return None
-        # eps is smooth in log tau: many rows at one (delta, df) share one spline
-        guess = _spline_start(_chi2_nodes, (delta[0], self.df[0], self.direction),
-                              np.log(self.tau[regular]))
-        if guess is None:
-            return None
-        start = np.zeros(self.tau.size)
-        start[regular] = guess
-        return start
+        df = float(self.df[0])
+        tau0 = _chi2_zero_edge(delta, df, self.direction)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            u = np.log(np.maximum(self.tau - tau0, 1e-13 * tau0))
+        u[self.tau <= tau0] = np.nan  # eps = 0: start there
+        return _chi2_nodes, (delta, df, self.direction, tau0), (u,)
 
 
-def _chi2_nodes(delta, df, direction, log_tau):
-    return Chi2Loss.epsilon_of(delta, np.exp(log_tau), df, direction=direction, table=False)
+@lru_cache(maxsize=16)
+def _chi2_zero_edge(delta, df, direction):
+    """The largest tau with delta(0) <= ``delta`` (eps is 0 up to it)."""
+    def excess(log_tau):
+        with np.errstate(divide="ignore"):
+            return np.log(chi2_delta(0.0, np.exp(log_tau), df, direction)) - np.log(delta)
+
+    return float(np.exp(largest_root(excess, xtol=1e-12)))
+
+
+def _chi2_nodes(delta, df, direction, tau0, u):
+    return Chi2Loss.epsilon_of(delta, tau0 + np.exp(u), df, direction=direction,
+                               table=False, rtol=_NODE_RTOL)
 
 
 @fill_doc
