@@ -292,10 +292,12 @@ def _private_quantile(values, q, epsilon, lower, upper, rng):
     1; o is drawn with probability proportional to ``exp(epsilon u(o) / 2)``.
     """
     low, high = np.log(lower), np.log(upper)
-    grid = np.linspace(low, high, max(int(np.ceil((high - low) / _GRID_STEP)), 0) + 1)
-    cells = np.searchsorted(grid, np.log(np.clip(values, lower, upper)), side="left")
+    grid = np.exp(np.linspace(low, high, max(int(np.ceil((high - low) / _GRID_STEP)), 0) + 1))
+    grid[-1] = max(grid[-1], upper)
+    # rounded up in the linear domain: no value exceeds its grid point
+    cells = np.searchsorted(grid, np.clip(values, lower, upper), side="left")
     at_most = np.cumsum(np.bincount(np.minimum(cells, grid.size - 1), minlength=grid.size))
     below = np.concatenate(([0], at_most[:-1]))
     target = q * values.size
     utility = -np.maximum(np.maximum(below - target, target - at_most), 0.0)
-    return float(np.exp(grid[select(0.5 * epsilon * utility, rng)]))
+    return float(grid[select(0.5 * epsilon * utility, rng)])
