@@ -12,6 +12,7 @@ from ._accounting import chi2_epsilon, chi2_noise_scale, compose_with_gaussian
 from ._base import PrivateRegressorMixin, Ridge, leave_one_out
 from ._law import ReleaseLaw
 from ._data import row_norms
+from ._signal import signal_ridge
 from ._docstrings import fill_doc
 from .exceptions import PrivacyLeakWarning
 
@@ -23,6 +24,16 @@ _ONE = 1.0 - 1e-12
 _NULL_RTOL = 1e-12
 # Unit of the paper's projection-size rules (its data sets have n = 1000 k).
 _RULE_UNIT = 1000
+# Standard deviations of the noise's chi-square by which the sketch's cross
+# term must exceed its noise before slopes are fitted (see _solve). Negative:
+# the noise's own ridge s^2 already bounds what noisy slopes cost, while
+# dropping real slopes costs in proportion to them. Test MSE over the mean
+# predictor's (20 splits; before the rule, then margins -0.5 / 0 / 1):
+# centred synthetic n=1e3, epsilon=1: 0.921, 0.930 / 0.937 / 0.965; diabetes,
+# epsilon=3: 0.819, 0.820 / 0.839 / 0.849; statsmodels' "fair", epsilon=0.1:
+# 1.452, 1.442 / 1.434 / 1.430 (its label mean's own noise in the sketch
+# keeps it above 1.4: doc/mechanisms/random_projection.rst).
+_SIGNAL_MARGIN = -0.5
 
 
 @fill_doc
@@ -32,7 +43,10 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     The data, scaled into the privacy domain (rows in the unit ball, labels in
     [-1, 1]), are released as the sketch ``S [X, y] + noise`` with ``S`` an
     ``n_components x n_samples`` matrix of independent N(0, 1) entries; the
-    coefficients are the least-squares solution on the sketch (post-processing).
+    coefficients are a ridge regression on the sketch (post-processing): the
+    noise's own ridge on the slopes, more where the sketch shows no signal
+    above its noise (``signal_ridge_``), and an unshrunk intercept, so that
+    a model without signal falls back to the private label mean.
     Every released row is N(0, Sigma) with ``Sigma = [X y]^T [X y] +
     diag(noise variances)``, which gives the exact per-instance loss of every
     training row in closed form (chi-square tails).
@@ -72,6 +86,13 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     sketch_ : ndarray of shape (`n_components_`, n_features + fit_intercept + 1)
         The released noisy sketch of the scaled ``[X, y]`` (last column: y).
         ``coef_`` is computed from it alone.
+    signal_ridge_ : float
+        The ridge on the slopes chosen from the sketch on top of the noise's
+        own ``noise_scale_**2`` (scaled domain, in units of the data's Gram
+        matrix; see Notes): 0 where the sketch's cross term shows enough
+        signal, ``inf`` where it shows none (``coef_`` is 0 and
+        ``intercept_`` the label mean's estimate from the sketch). Not set
+        when ``mean_only_``.
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
         row (maximum of both directions); ``inf`` where the row lies outside
@@ -114,6 +135,21 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     level is itself not accounted for. ``dp_epsilon_`` is therefore ``inf``;
     ``pdp_losses_`` are its exact row-level losses at the noise it used. It
     exists to reproduce and audit the paper.
+
+    Model (post-processing of the sketch R, k rows): its normal equations
+    estimate ``k Sigma``, whose noise ``s^2 I`` is a ridge on every
+    coefficient. With an intercept, the regressions of the other columns on
+    the constant one estimate their sums over the public ``n + s^2``, which
+    centres the features and the label with the public ``n`` instead: the
+    intercept is not shrunk. The slopes get the James-Stein ridge that the
+    centred cross term supports, ``s_bar v d / (||b||^2 - v (d - 0.5
+    sqrt(2 d)))`` in total, with ``b`` the sketch's centred cross term,
+    ``v`` its noise variance per coordinate (the residual variance of the
+    sketch's regression times the mean diagonal entry of its centred
+    scatter) and ``s_bar`` the data's mean scatter eigenvalue estimated
+    from the sketch (less the noise's ``k s^2``); only the part above the
+    noise's ``k s^2`` is added (``signal_ridge_`` is it over k). Where the
+    cross term is below that noise level the slopes are 0.
 
     The released sketch rows have the distribution N(0, Sigma) whatever S is
     drawn from, so the privacy analysis covers every draw. The fitted
@@ -261,29 +297,65 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         return theta
 
     def _solve(self, sketch, penalty, n_samples):
-        """Least squares on the released sketch (post-processing).
+        """Ridge regression on the released sketch (post-processing).
 
-        Its normal equations estimate k (X^T X + s^2 I): the noise acts as a
-        ridge s^2 on every coefficient, the intercept included, and with a
-        large s^2 it pulls the intercept towards 0. With an intercept the
-        known k s^2 is therefore removed from the intercept's diagonal entry
-        (whose expectation is then k n), as long as that entry stays well
-        determined: its chi-square fluctuation, sd sqrt(2 k) (n + s^2), at
-        most k n / 8 (a looser guard made the smallest cells worse). On the
-        utility grid (doc/benchmarks/utility.md) this
-        halved the error where the label mean is far from 0.
+        The sketch's normal equations estimate ``k Sigma`` (k sketch rows),
+        whose noise ``s^2`` acts as a ridge on every coefficient. With an
+        intercept the constant column's ``Sigma`` entry ``n + s^2`` is public,
+        so the regressions of the other columns on it (their sums over
+        ``n + s^2``) are rescaled to the means exactly: the intercept is not
+        shrunk towards 0, and with slopes 0 it is the private label mean. The
+        slopes get, on top of the noise's ridge ``s^2``, the James-Stein
+        ridge that the centred cross term supports against its noise
+        (:func:`~sklearn_pdp._signal.signal_ridge`; ``signal_ridge_``): inf,
+        the label mean alone, where it shows no signal. Fewer sketch rows
+        than columns, or a sketch too ill-conditioned for a Cholesky solve,
+        give the minimum-norm least squares on the sketch.
         """
-        p = sketch.shape[1] - 1
-        A, b = sketch[:, :p], sketch[:, p]
-        k, s2 = sketch.shape[0], penalty[p - 1]
-        if self.fit_intercept and np.sqrt(2.0 / k) * (n_samples + s2) <= n_samples / 8:
-            G = A.T @ A
-            G[p - 1, p - 1] -= k * s2
+        k, p = sketch.shape[0], sketch.shape[1] - 1
+        self.signal_ridge_ = 0.0
+        if k > p:  # else no residual is left to measure the noise by
             try:
-                return linalg.solve(G, A.T @ b, assume_a="pos", check_finite=False)
+                return self._shrunk_solve(sketch.T @ sketch, k, penalty[p - 1], n_samples)
             except linalg.LinAlgError:
                 pass
-        return linalg.lstsq(A, b, check_finite=False)[0]
+        return linalg.lstsq(sketch[:, :p], sketch[:, p], check_finite=False)[0]
+
+    def _shrunk_solve(self, gram, k, s2, n_samples):
+        """Slopes (and intercept) of :meth:`_solve` from the sketch's Gram
+        matrix ``gram`` of ``[Z y]`` (constant column last in Z)."""
+        d = gram.shape[0] - 1 - self.fit_intercept
+        centred = corrected = gram
+        if self.fit_intercept:
+            # Schur complement on the constant column: the centred scatter
+            # and cross term of the sketch, of k - 1 rows N(0, Sigma_{.|c})
+            keep = np.r_[:d, d + 1]
+            g = gram[d, keep] / gram[d, d]
+            centred = gram[np.ix_(keep, keep)] - gram[d, d] * np.outer(g, g)
+            # Sigma's centred blocks use the public n, not n + s^2
+            corrected = centred - k * s2 * (n_samples + s2) / n_samples * np.outer(g, g)
+        scatter, cross = centred[:d, :d], centred[:d, d]
+        chol = linalg.cho_factor(scatter, check_finite=False)
+        # Given the sketch's features, its labels are theirs times Sigma's
+        # coefficients plus independent noise of variance sigma_e^2 per row,
+        # so the cross term's noise has covariance sigma_e^2 scatter
+        residual = centred[d, d] - cross @ linalg.cho_solve(chol, cross, check_finite=False)
+        noise = max(residual, 0.0) / (k - d - self.fit_intercept) * np.trace(scatter) / d
+        # the data's scatter is the sketch's less the noise's k s^2 I, which
+        # is already a ridge on the slopes
+        mean_eigen = max(np.trace(corrected[:d, :d]) / d - k * s2, 0.0)
+        ridge = float(signal_ridge(cross, noise, noise, mean_eigen, _SIGNAL_MARGIN))
+        extra = max(ridge - k * s2, 0.0)
+        if np.isinf(extra):
+            beta = np.zeros(d)
+        else:
+            system = corrected[:d, :d] + extra * np.eye(d)
+            beta = linalg.cho_solve(linalg.cho_factor(system, check_finite=False),
+                                    corrected[:d, d], check_finite=False)
+        self.signal_ridge_ = extra / k
+        if not self.fit_intercept:
+            return beta
+        return np.append(beta, (n_samples + s2) / n_samples * (g[d] - g[:d] @ beta))
 
     def _factor_sigma(self, sigma):
         """Cholesky of Sigma, restricted to its range when it is singular.

@@ -18,6 +18,7 @@ from ._base import PrivateRegressorMixin
 from ._docstrings import fill_doc
 from ._eigen import eigen_change, eigen_max_change, scatter_eigen
 from ._law import GaussianLaw, block_ratio
+from ._signal import signal_ridge
 
 # The released blocks, in the order of ``budget_split``.
 _BLOCKS = ("gram", "xy", "ysum", "eigen")
@@ -326,15 +327,10 @@ class AdaSSPRegressor(PrivateRegressorMixin):
 
     def _signal_ridge(self, scatter, cross, beta, noisy):
         """The ridge that the signal in the noisy cross term supports
-        (James-Stein): inf where it shows none above its noise.
-
-        With an isotropic scatter of mean eigenvalue s, slopes beta and
-        noise of variance v per coordinate of the normal equations, the
-        prediction risk of the ridge solution is smallest at
-        alpha = v d / (s ||beta||^2); s^2 ||beta||^2 = ||cross||^2 less its
-        noise, v d (taken _SIGNAL_MARGIN standard deviations of the noise's
-        chi-square higher, so that noise alone rarely passes for signal).
-        """
+        (:func:`~sklearn_pdp._signal.signal_ridge`): inf where it shows none
+        above its noise, taken _SIGNAL_MARGIN standard deviations higher so
+        that noise alone rarely passes for signal. The noise of the normal
+        equations at the slopes adds the Gram noise times the slopes."""
         d = cross.shape[1]
         sigma = self.noise_scale_
         # noise of the centred cross term: X^T y's, plus the noisy feature
@@ -344,11 +340,9 @@ class AdaSSPRegressor(PrivateRegressorMixin):
             s = noisy["gram"][:, :d, d]
             v += (sigma["gram"] * noisy["ysum"] / self._n) ** 2
             v += np.einsum("ij,ij->i", s, s) / d * (sigma["ysum"] / self._n) ** 2
-        signal = np.einsum("ij,ij->i", cross, cross) - v * (d + _SIGNAL_MARGIN * np.sqrt(2 * d))
         noise = v + sigma["gram"] ** 2 * np.einsum("ij,ij->i", beta, beta)
         mean_eigen = np.maximum(np.trace(scatter, axis1=1, axis2=2) / d, 0.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(signal > 0, mean_eigen * noise * d / signal, np.inf)
+        return signal_ridge(cross, v, noise, mean_eigen, _SIGNAL_MARGIN)
 
     def _mechanism_release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled coordinates)."""

@@ -7,7 +7,7 @@ from sklearn import config_context
 from sklearn.exceptions import DataDimensionalityWarning
 from sklearn.utils._param_validation import InvalidParameterError
 
-from sklearn_pdp import PrivacyLeakWarning, RandomProjectionRegressor
+from sklearn_pdp import PrivacyLeakWarning, RandomProjectionRegressor, _random_projection
 from sklearn_pdp._accounting import chi2_delta, chi2_epsilon, chi2_noise_scale
 from sklearn_pdp._data import DomainScaler
 
@@ -388,3 +388,134 @@ def test_intercept_is_not_shrunk_by_the_noise():
     shrunk = np.linalg.lstsq(sketch[:, :-1], sketch[:, -1], rcond=None)[0][-1]
     assert abs(reg.intercept_ - 0.6) < 0.02
     assert abs(reg.intercept_ - 0.6) < 0.5 * abs(shrunk - 0.6)
+
+
+# ------------------------------------------------------ the signal ridge ----
+
+
+def _no_signal_ridge(monkeypatch, ridge):
+    """Replace the James-Stein ridge of the sketch's solve by ``ridge``
+    (0: the noise's own ridge alone; inf: the label mean alone)."""
+    monkeypatch.setattr(_random_projection, "signal_ridge", lambda *a: ridge)
+
+
+def _skewed_noise_ratios():
+    """Test MSE over the mean predictor's on labels that vary little and do
+    not depend on X (skewed, near one end of the range, as survey counts),
+    with a scatter of the features well above the noise's ridge."""
+    ratios = []
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        X = rng.choice([-1.0, 1.0], (11_000, 20)) / np.sqrt(20)
+        y = np.clip(0.03 + 0.01 * rng.standard_normal(11_000) ** 2, 0, 1)
+        reg = RandomProjectionRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0,
+                                        random_state=seed).fit(X[:10_000], y[:10_000])
+        mse = np.mean((reg.predict(X[10_000:]) - y[10_000:]) ** 2)
+        ratios.append(mse / np.mean((y[:10_000].mean() - y[10_000:]) ** 2))
+    return np.mean(ratios)
+
+
+def test_labels_without_signal_that_vary_little_give_the_mean(monkeypatch):
+    """The signal test of the sketch's cross term releases (nearly) the
+    label mean where the slopes fitted at the noise's ridge alone cost far
+    more than the mean."""
+    assert _skewed_noise_ratios() < 1.05
+    _no_signal_ridge(monkeypatch, 0.0)
+    assert _skewed_noise_ratios() > 1.3
+
+
+def _sketches(reg, size, seed=1):
+    """``size`` fresh draws of the release and the penalty of the fit."""
+    sketches = reg._mechanism_release(np.random.default_rng(seed), size)
+    return sketches, np.full(sketches.shape[2] - 1, reg.noise_scale_**2)
+
+
+def test_strong_signal_is_hardly_shrunk(monkeypatch):
+    """Where the cross term is far above its noise, the same sketches give
+    nearly the slopes of the noise's ridge alone (less than 0.1% shorter)."""
+    X, y = _data(n=20_000, d=5, seed=2)
+    reg = RandomProjectionRegressor(epsilon=1.0, data_norm=np.sqrt(5), y_bound=3.0,
+                                    random_state=0).fit(X, y)
+    sketches, penalty = _sketches(reg, 20)
+    shrunk = np.array([reg._solve(s, penalty, len(y)) for s in sketches])
+    assert np.isfinite(reg.signal_ridge_)
+    _no_signal_ridge(monkeypatch, 0.0)
+    plain = np.array([reg._solve(s, penalty, len(y)) for s in sketches])
+    ratio = np.linalg.norm(shrunk[:, :5], axis=1) / np.linalg.norm(plain[:, :5], axis=1)
+    assert np.all((ratio > 0.999) & (ratio <= 1.0)), ratio
+
+
+def test_mean_alone_is_the_unbiased_label_mean(monkeypatch):
+    """With the slopes at 0 the intercept is the label mean's estimate from
+    the sketch, never pulled towards 0: the regression of y on the constant
+    column rescaled by the public (n + s^2) / n. Given that column (squared
+    norm (n + s^2) chi2_k), it is unbiased with variance sigma_e^2 / ||a||^2
+    times the factor squared, so over draws its variance is
+    sigma_e^2 (n + s^2) / (n^2 (k - 2)) with
+    sigma_e^2 = Sigma_yy - Sigma_cy^2 / Sigma_cc."""
+    rng = np.random.default_rng(4)
+    n = 3000
+    X = rng.uniform(0, 1, (n, 3)) / np.sqrt(3)
+    y = np.clip(0.6 + 0.1 * rng.standard_normal(n), -1, 1)
+    reg = RandomProjectionRegressor(epsilon=1.0, n_components=200, data_norm=1.0,
+                                    y_bound=1.0, random_state=0).fit(X, y)
+    sketches, penalty = _sketches(reg, 4000)
+    _no_signal_ridge(monkeypatch, np.inf)
+    theta = np.array([reg._solve(s, penalty, n) for s in sketches])
+    assert np.all(theta[:, :3] == 0.0)
+    s2, k = reg.noise_scale_**2, reg.n_components_
+    var = (y @ y + s2 - y.sum() ** 2 / (n + s2)) * (n + s2) / (n**2 * (k - 2))
+    error = theta[:, 3] - y.mean()
+    assert abs(error.mean()) <= Z_TOL * np.sqrt(var / error.size)
+    # sample variance: relative standard error sqrt(2 / size) (nearly normal)
+    assert abs(error.var(ddof=1) / var - 1) <= Z_TOL * np.sqrt(2 / error.size)
+
+
+def test_signal_ridge_changes_no_privacy_number(monkeypatch):
+    """The ridge is post-processing of the sketch: the losses and the
+    guarantee do not depend on it."""
+    X, y = _data(n=3000, d=4, seed=3)
+    fits = []
+    for ridge in (None, 0.0, np.inf):
+        if ridge is not None:
+            _no_signal_ridge(monkeypatch, ridge)
+        fits.append(_fit(X, y, epsilon=1.0, n_components=300))
+    assert not np.allclose(fits[1].coef_, fits[2].coef_)
+    for other in fits[1:]:
+        assert_array_equal(other.pdp_losses_, fits[0].pdp_losses_)
+        assert other.dp_epsilon_ == fits[0].dp_epsilon_
+
+
+def test_cross_term_noise_is_estimated_without_bias(monkeypatch):
+    """The solve's noise variance of the sketch's centred cross term:
+    with centred features and labels orthogonal to them, the cross term is
+    pure noise, of covariance sigma_e^2 times the sketch's centred scatter
+    given its features, and the residual variance estimates sigma_e^2
+    independently (chi-square, k - p degrees of freedom). So
+    ||cross||^2 / noise has mean d (k - p) / (k - p - 2) exactly."""
+    rng = np.random.default_rng(5)
+    n, d, k = 4000, 4, 60
+    X = rng.uniform(-1, 1, (n, d)) / (2 * np.sqrt(d))
+    X -= X.mean(axis=0)
+    r = rng.standard_normal(n)
+    basis = np.column_stack((np.ones(n), X))
+    r -= basis @ np.linalg.lstsq(basis, r, rcond=None)[0]
+    y = 0.2 + 0.1 * r / r.std()
+    reg = RandomProjectionRegressor(epsilon=1.0, n_components=k, data_norm=1.0,
+                                    y_bound=1.0, random_state=0).fit(X, y)
+    ratios = []
+    orig = _random_projection.signal_ridge
+
+    def spy(cross, noise, *rest):
+        ratios.append(cross @ cross / noise)
+        return orig(cross, noise, *rest)
+
+    monkeypatch.setattr(_random_projection, "signal_ridge", spy)
+    sketches, penalty = _sketches(reg, 4000)
+    for sketch in sketches:
+        reg._solve(sketch, penalty, n)
+    ratios = np.array(ratios)
+    assert ratios.size == 4000
+    dof = k - d - 1
+    expected = d * dof / (dof - 2)
+    assert abs(ratios.mean() - expected) <= Z_TOL * ratios.std(ddof=1) / np.sqrt(ratios.size)
