@@ -836,22 +836,28 @@ class AdaOPSLaw(ReleaseLaw):
         """The public calibration (rebuilt from its arguments, cached)."""
         return _calibration(*self.calibration)
 
-    def _eigen_epsilon_ratio(self):
-        """The conditioning's budget and its worst ratio."""
+    def _eigen_epsilon_ratio(self, delta):
+        """The conditioning's budget and its worst ratio; the guarantee is
+        calibrated at the fit's delta only."""
+        if delta != self.delta:
+            raise ValueError(
+                f"AdaOPS's guarantee is calibrated at its delta={self.delta:g}, "
+                f"not at {delta:g}."
+            )
         cal = self.cal
         return self.calibration[3][0], cal.change / cal.sigma
 
     def dp_epsilon(self, delta, gaussian_ratio=None):
         cal = self.cal
+        eps_eigen, first = self._eigen_epsilon_ratio(delta)
         if gaussian_ratio is None:
             return cal.budget
-        eps_eigen, first = self._eigen_epsilon_ratio()
         joint = gaussian_epsilon(cal.delta_share, np.hypot(first, gaussian_ratio))
         return float(cal.budget - eps_eigen + joint)
 
     def gaussian_allowance(self, delta, target):
         cal = self.cal
-        eps_eigen, first = self._eigen_epsilon_ratio()
+        eps_eigen, first = self._eigen_epsilon_ratio(delta)
         if not target > cal.budget:
             raise ValueError("nothing is left for a publication; raise publish_epsilon.")
         total = 1.0 / gaussian_noise_scale(eps_eigen + target - cal.budget, cal.delta_share)
