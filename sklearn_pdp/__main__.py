@@ -109,8 +109,8 @@ def _parser():
     parser.add_argument(
         "--publish-epsilon", type=float, metavar="EPS",
         help="also publish the report with differential privacy at this extra "
-             "budget (every estimator but adaops): the per-instance numbers then "
-             "include its cost, and the JSON report its private summary",
+             "budget (every estimator): the per-instance numbers then include its "
+             "cost, and the JSON report its private summary",
     )
     parser.add_argument("--json", action="store_true",
                         help="print a machine-readable JSON report instead of text")

@@ -18,17 +18,22 @@ from numbers import Real
 import numpy as np
 from scipy import linalg
 from scipy.special import log_ndtr, ndtri
+from scipy.stats import chi2
 
 from ._sklearn import Interval
 from ._accounting import (
+    compose_with_gaussian,
+    gaussian_epsilon,
     gaussian_noise_scale,
     log_gauss_mass,
+    ops_epsilon,
     ops_gamma,
     ops_mixture_epsilon,
 )
 from ._base import PrivateRegressorMixin, Ridge, leave_one_out
 from ._docstrings import fill_doc
 from ._eigen import eigen_change, scatter_eigen
+from ._law import ReleaseLaw
 
 # Width of a cell of either grid, in noise deviations of its release: a row's
 # mixture spans about 2 * 8.8 / 6 + 2 cells per grid (the cost of a loss),
@@ -59,6 +64,10 @@ _CELL_WINDOW = 8.8
 # Default ``budget_split`` (eigenvalue, residual bound, sample), measured on
 # the utility grid.
 _DEFAULT_SPLIT = (0.2, 0.2, 0.6)
+# A published bound leaves out the pairs of cells beyond a row's window
+# (doc/publish.rst): their mass, on both grids and both sides, is this share
+# of the law's delta.
+_PUBLISHED_WINDOW_SHARE = 0.05
 
 
 def conditioning(eigvals, mean, intercept):
@@ -710,6 +719,14 @@ class AdaOPSRegressor(PrivateRegressorMixin):
             ones = np.ones(Xs.shape[0])
             return np.maximum(self._mixture_epsilon(Xs, ones, add),
                               self._mixture_epsilon(Xs, -ones, add))
+        eps = ops_mixture_epsilon(self.delta, **self._mixture_columns(Xs, ys, add))
+        # a row at the domain's worst case costs at most the budget
+        return np.minimum(eps, self.dp_epsilon_)
+
+    def _mixture_columns(self, Xs, ys, add):
+        """The arguments of ``ops_mixture_epsilon`` (but delta) for each row
+        removed (or added): its statistics and log masses on the pairs of
+        cells within its window, and its log mass outside."""
         cal = self._cal
         # the conditioning's cells within the window of every row's two releases
         centre = self._G - cal.margin
@@ -743,16 +760,260 @@ class AdaOPSRegressor(PrivateRegressorMixin):
                 columns["gamma"].append(cal.gamma(k, j))
                 columns["log_p"].append(log_pk[:, col] + log_pj[:, b])
                 columns["log_q"].append(log_qk[:, col] + log_qj[:, b])
-        mu, r, log_p, log_q = (np.column_stack(columns[key])
-                               for key in ("mu", "r", "log_p", "log_q"))
-        eps = ops_mixture_epsilon(
-            self.delta, mu, r, np.array(columns["gamma"]), log_p, log_q,
-            np.logaddexp.reduce(rests_p, axis=0), np.logaddexp.reduce(rests_q, axis=0))
-        # a row at the domain's worst case costs at most the budget
-        return np.minimum(eps, self.dp_epsilon_)
+        out = {key: np.column_stack(columns[key]) for key in ("mu", "r", "log_p", "log_q")}
+        out["gamma"] = np.array(columns["gamma"])
+        out["log_p_rest"] = np.logaddexp.reduce(rests_p, axis=0)
+        out["log_q_rest"] = np.logaddexp.reduce(rests_q, axis=0)
+        return out
 
     def _training_epsilon(self, Xs, ys):
         return self._mixture_epsilon(Xs, ys, add=False)
 
     def _target_epsilon(self, Xs, ys):
         return self._mixture_epsilon(Xs, ys, add=True)
+
+    def _law_statistics(self, Xs, ys, add=False):
+        """Exact statistics of the rows for :meth:`release_law`'s ``epsilon``:
+        the arguments of the mixture over pairs of cells (``ops_mixture_epsilon``
+        but delta), under both ends of [-1, 1] with ``ys`` None."""
+        ones = np.ones(Xs.shape[0])
+        labels = [ones, -ones] if ys is None else [ys]
+        return {"mixtures": [self._mixture_columns(Xs, y, add) for y in labels]}
+
+    def _mechanism_law(self):
+        """Public description of the release, for a published report.
+
+        Returns
+        -------
+        law : AdaOPSLaw
+            The public calibration (both grids, the noise and margin of both
+            releases, every pair of cells' ridge and gamma), the released
+            conditioning cell, its ridge and gamma, the public size, the
+            domain and the released (scaled) coefficients.
+        """
+        n, d, cal = self._n, self.n_features_in_, self._cal
+        eps, delta_share = self._budget()
+        # the released cell: the one with the reported floor and ridge
+        cell = next(k for k in range(cal.lowest, int(cal.index(self.floor_)) + 2)
+                    if cal.floor(k) == self.floor_ and cal.ridge(k) == self.alpha_)
+        return AdaOPSLaw(
+            calibration=(n, d, self.fit_intercept, eps, delta_share, self._fixed_floor(n, d)),
+            cell=cell, gamma=self.gamma_, delta=self.delta, **self._law_public(),
+        )
+
+
+class AdaOPSLaw(ReleaseLaw):
+    """AdaOPS's release law (doc/publish.rst): a cell k of the conditioning,
+    a cell j of the residual bound, then theta ~ N(theta_hat_k, (gamma_kj H_k)^{-1}).
+
+    ``epsilon`` takes either of two kinds of row statistics. The data
+    holder's (:meth:`AdaOPSRegressor._law_statistics`, key ``mixtures``) are
+    the exact mixture over pairs of cells. A published report's
+    (:meth:`published_statistics`, keys ``cells`` and ``ops``) bound the
+    loss by adaptive composition: the two cell releases are dominated by one
+    Gaussian mechanism whose ratio is ``cells`` (the row's upper changes of G
+    and of log R over their noise), and given any pair of cells within the
+    row's window the sample by the OPS loss at upper statistics and the
+    largest gamma of the window (``ops``: one (mu, r, gamma) per ridge);
+    the pairs outside the window have mass at most
+    ``_PUBLISHED_WINDOW_SHARE * delta``, spent from delta.
+
+    The conditioning's release and a published Gram matrix are both Gaussian
+    mechanisms: for the guarantee their worst ratios add in squares
+    (``dp_epsilon``, ``gaussian_allowance``); per row the publication
+    composes with the mixture by basic composition, as for OPS.
+    """
+
+    def __init__(self, *, calibration, cell, gamma, delta, **public):
+        super().__init__(**public)
+        self.calibration = tuple(calibration)
+        self.cell = int(cell)
+        self.gamma = float(gamma)
+        self.delta = float(delta)
+
+    @property
+    def cal(self):
+        """The public calibration (rebuilt from its arguments, cached)."""
+        return _calibration(*self.calibration)
+
+    def _eigen_epsilon_ratio(self, delta):
+        """The conditioning's budget and its worst ratio; the guarantee is
+        calibrated at the fit's delta only."""
+        if delta != self.delta:
+            raise ValueError(
+                f"AdaOPS's guarantee is calibrated at its delta={self.delta:g}, "
+                f"not at {delta:g}."
+            )
+        cal = self.cal
+        return self.calibration[3][0], cal.change / cal.sigma
+
+    def dp_epsilon(self, delta, gaussian_ratio=None):
+        cal = self.cal
+        eps_eigen, first = self._eigen_epsilon_ratio(delta)
+        if gaussian_ratio is None:
+            return cal.budget
+        joint = gaussian_epsilon(cal.delta_share, np.hypot(first, gaussian_ratio))
+        return float(cal.budget - eps_eigen + joint)
+
+    def gaussian_allowance(self, delta, target):
+        cal = self.cal
+        eps_eigen, first = self._eigen_epsilon_ratio(delta)
+        if not target > cal.budget:
+            raise ValueError("nothing is left for a publication; raise publish_epsilon.")
+        total = 1.0 / gaussian_noise_scale(eps_eigen + target - cal.budget, cal.delta_share)
+        return float(np.sqrt(total**2 - first**2))
+
+    def _dp(self, delta):
+        # the budget holds at the fit's delta; at a smaller one none is calibrated
+        return self.cal.budget if delta == self.delta else np.inf
+
+    def epsilon(self, delta, stats, gaussian_ratio=None):
+        if "mixtures" in stats:
+            def model(d):
+                return np.max([ops_mixture_epsilon(d, **m) for m in stats["mixtures"]], axis=0)
+        else:
+            def model(d):
+                return self._composition(d, stats)
+        return compose_with_gaussian(lambda d: np.minimum(model(d), self._dp(d)),
+                                     delta, gaussian_ratio)
+
+    def _composition(self, delta, stats):
+        """The adaptive composition bound at ``delta`` (see the class)."""
+        half = 0.5 * (delta - _PUBLISHED_WINDOW_SHARE * self.delta)
+        sample = np.max([ops_epsilon(half, *ops) for ops in stats["ops"]], axis=0)
+        return gaussian_epsilon(half, stats["cells"]) + sample
+
+    def published_statistics(self, published, Xs, ys):
+        """Upper statistics of each scaled row from the published object,
+        valid with probability at least ``1 - published.beta``: beta/2 on the
+        Gram noise (:meth:`PublishedReport.noise_bound`), beta/4 on the
+        sample's noise along the row, beta/8 on the sample's noise norm,
+        beta/8 on the conditioning's noise given its released cell."""
+        cal = self.cal
+        z_window = -ndtri(_PUBLISHED_WINDOW_SHARE * self.delta / 4.0)
+        low, high = self.conditioning_interval(published, published.beta / 8.0)
+        # the conditioning cells within z_window deviations of the release
+        # of either data set of a pair of neighbours
+        reach = z_window * cal.sigma + cal.change
+        first, last = cal.index([low - cal.margin - reach, high - cal.margin + reach])
+        groups = {}  # ridge -> its cells (all cells without ridge share one)
+        for k in range(first, last + 1):
+            groups.setdefault(cal.ridge(k), []).append(k)
+        released = self._released_bounds(published, Xs, ys)
+        ratio2 = np.zeros(Xs.shape[0])
+        ops = []
+        for alpha, cells in groups.items():
+            bounds = self.ridge_bounds(published, Xs, alpha, released)
+            gamma = np.zeros(Xs.shape[0])
+            for k in cells:
+                k_ratio, k_gamma = self._bound_cells(k, bounds, z_window)
+                ratio2 = np.maximum(ratio2, k_ratio)
+                gamma = np.maximum(gamma, k_gamma)
+            ops.append((bounds["mu"], bounds["r"], gamma))
+        change = self.conditioning_change(published, Xs, high)
+        return {"cells": np.hypot(change / cal.sigma, ratio2), "ops": ops}
+
+    def _released_bounds(self, published, Xs, ys):
+        """What every ridge's bounds start from: the rows' upper statistics
+        against the released cell's H, their observed residuals plus the
+        sample's noise along them (two-sided beta/4), and a bound on the
+        norm of the sample's noise theta - theta_hat (chi-square, beta/8,
+        through lambda_min(H) >= ``lowest``)."""
+        beta = published.beta
+        stats = published.upper_statistics(Xs, self.alpha)
+        margin = ndtri(1.0 - beta / 8.0) * np.sqrt(stats["leverage"] / self.gamma)
+        with np.errstate(divide="ignore"):
+            noise = np.sqrt(chi2.isf(beta / 8.0, self.coef.size)
+                            / (self.gamma * stats["lowest"]))
+        return {"stats": stats, "residual": published.observed_residual(Xs, ys) + margin,
+                "noise": noise}
+
+    def ridge_bounds(self, published, Xs, alpha, released):
+        """Upper bounds, for the fit at ridge ``alpha``, on each row's OPS
+        statistics against the smaller data set (``mu``, ``r``), on its
+        change of log R (``log_step``), and the data's R (``R_low``,
+        ``R_high``), on the events of :meth:`published_statistics`.
+
+        ``theta_hat_alpha - theta_hat* = (alpha* - alpha) H_alpha^{-1} P theta_hat*``
+        and ``||P theta_hat*|| <= ||P theta|| + noise``; removing a row
+        moves the fit by ``H^{-1} x r`` (Sherman-Morrison, leave-one-out r),
+        hence R = 1 + |b| + ||beta|| by at most sqrt(2) times its norm.
+        """
+        stats = (released["stats"] if alpha == self.alpha
+                 else published.upper_statistics(Xs, alpha))
+        slopes = np.linalg.norm(self.coef[: self.coef.size - int(self.intercept)])
+        moved = abs(alpha - self.alpha) * (slopes + released["noise"])
+        residual = released["residual"] + moved * np.sqrt(stats["inverse_norm2"])
+        mu, r = leave_one_out(stats["leverage"], residual)
+        lipschitz_norm = np.sqrt(2.0) if self.intercept else 1.0
+        R = lipschitz(self.coef, self.intercept)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            distance = released["noise"] + (moved / stats["lowest"] if moved > 0 else 0.0)
+            R_low = max(R - lipschitz_norm * distance, 1.0)
+            step = lipschitz_norm * np.sqrt(stats["inverse_norm2"]) * np.abs(r)
+            log_step = np.where(step < R_low, -np.log1p(-step / R_low), np.inf)
+        return {"mu": mu, "r": r, "log_step": log_step, "R_low": R_low,
+                "R_high": R + lipschitz_norm * distance}
+
+    def _bound_cells(self, k, bounds, z_window):
+        """For conditioning cell k: each row's ratio of the bound's release
+        (its upper change of log R over the noise) and the largest gamma of
+        the bound cells within z_window deviations of either data set's
+        release."""
+        cal, log_step = self.cal, bounds["log_step"]
+        _, sigma, _, last = cal.bound_grid(k)
+        if last == 0:  # no bound released: one cell
+            return np.zeros(log_step.shape), np.full(log_step.shape, cal.gamma(k, 0))
+        reach = z_window * sigma + log_step
+        lowest = cal.bound_index(k, np.log(bounds["R_low"]) + cal.z * sigma - reach)
+        highest = cal.bound_index(k, np.log(bounds["R_high"]) + cal.z * sigma + reach)
+        finite = np.isfinite(log_step)
+        if not finite.any():
+            return np.full(log_step.shape, np.inf), np.full(log_step.shape, np.inf)
+        js = np.arange(lowest[finite].min(), highest[finite].max() + 1)
+        gammas = np.array([cal.gamma(k, int(j)) for j in js])
+        inside = (js >= lowest[:, None]) & (js <= highest[:, None])
+        gamma = np.where(inside, gammas, 0.0).max(axis=1)
+        # a row with an unbounded change reveals everything anyway (ratio inf)
+        return log_step / sigma, np.where(finite, gamma, gammas.max())
+
+    def conditioning_change(self, published, Xs, high):
+        """Upper bound on each row's change of G: the rank-one update of
+        lambda_min, ``n/(n-1) ||x - x_bar||^2`` (``||x||^2`` without
+        intercept), and the change of w = 1 + ||x_bar|| (at most
+        ``||x - x_bar|| / (n - 1)``) at G <= ``high``; capped by the
+        sensitivity."""
+        cal, n = self.cal, self.n_samples
+        if not self.intercept:
+            return np.minimum(np.einsum("ij,ij->i", Xs, Xs), cal.change)
+        centre, error = published.feature_mean()
+        gap = np.linalg.norm(Xs[:, : centre.size] - centre, axis=1) + error
+        step = gap / (n - 1)
+        return np.minimum(n / (n - 1) * gap**2 + high * step * (2.0 + step), cal.change)
+
+    def conditioning_interval(self, published, beta):
+        """An interval holding the data's G: from the noisy Gram (Weyl, on
+        the event of its noise bound) and from the released cell (except with
+        probability beta: the conditioning's noise beyond its two-sided
+        beta quantile)."""
+        cal = self.cal
+        z = -ndtri(beta / 2.0)
+        lower, upper = (float(edge) for edge in cal.edges(self.cell))
+        low = lower + cal.margin - z * cal.sigma
+        high = upper + cal.margin + z * cal.sigma
+        gram, n = published.noisy_gram, self.n_samples
+        shift = published.noise_scale * published.noise_bound()
+        if self.intercept:
+            # S~ - S = sigma E_xx - (s~ s~^T - s s^T) / n with s~ = s + sigma e
+            centre, error = published.feature_mean()
+            d, norm = centre.size, np.linalg.norm(centre)
+            lam = linalg.eigvalsh(gram[:d, :d] - n * np.outer(centre, centre))[0]
+            spread = shift * (1.0 + 2.0 * norm + shift / n)
+            w_low, w_high = 1.0 + max(norm - error, 0.0), 1.0 + norm + error
+            low = max(low, (lam - spread) / w_high**2)
+            high = min(high, (lam + spread) / w_low**2)
+        else:
+            lam = linalg.eigvalsh(gram)[0]
+            low, high = max(low, lam - shift), min(high, lam + shift)
+        low = max(low, 0.0)
+        return low, max(high, low)

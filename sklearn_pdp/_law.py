@@ -51,7 +51,9 @@ class ReleaseLaw:
     :meth:`published_statistics` gives the statistics' upper values from a
     published report alone; the fitted estimator gives their exact values
     (``_law_statistics``). A mechanism whose loss depends on other
-    statistics overrides both (AdaSSP, random projection).
+    statistics overrides both (AdaSSP, random projection; AdaOPS, whose
+    exact statistics are its mixture over pairs of cells and whose published
+    ones the terms of an adaptive composition that bounds it).
 
     A law whose statistics are bounded without the publication's noisy Gram
     matrix (from the release itself, or a loss that is a public function of

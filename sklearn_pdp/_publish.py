@@ -175,16 +175,31 @@ class PublishedReport:
         |residual| of scaled rows (``ys`` None: the worst label), valid with
         probability at least 1 - beta: the leverages from the noisy Gram, the
         residual from the released coefficients plus the law's margin."""
-        stats = self._upper_statistics(Xs)
-        fitted = Xs @ self.law.coef
-        observed = 1.0 + np.abs(fitted) if ys is None else np.abs(ys - fitted)
-        stats["residual"] = observed + self.law.residual_margin(self.beta / 2.0, stats)
+        stats = self.upper_statistics(Xs)
+        stats["residual"] = (self.observed_residual(Xs, ys)
+                             + self.law.residual_margin(self.beta / 2.0, stats))
         return stats
 
-    def _upper_statistics(self, Xs):
+    def observed_residual(self, Xs, ys=None):
+        """|y - x^T coef| against the released coefficients; with ``ys`` None
+        the worst label in [-1, 1], ``1 + |x^T coef|``."""
+        fitted = Xs @ self.law.coef
+        return 1.0 + np.abs(fitted) if ys is None else np.abs(ys - fitted)
+
+    def feature_mean(self):
+        """The feature mean read from the noisy Gram's constant column (with
+        an intercept), and a bound on its error, ``noise_scale t / n`` in
+        norm on the event of :meth:`noise_bound`."""
+        n, d = self.law.n_samples, self.noisy_gram.shape[0] - 1
+        return (self.noisy_gram[:d, d] / n,
+                self.noise_scale * self.noise_bound() / n)
+
+    def upper_statistics(self, Xs, alpha=None):
         """Upper bounds on the in-sample leverage and ||H^{-1} x||^2 of each row.
 
-        On the event ||noise|| <= s = noise_scale * t (probability >= 1 - beta/2),
+        H = Z^T Z + alpha P with the law's ridge, or ``alpha`` (a mechanism
+        whose release may use another, AdaOPS). On the event
+        ||noise|| <= s = noise_scale * t (probability >= 1 - beta/2),
         H >= H_low = G~ + alpha P - s I, so x^T H^{-1} x <= x^T H_low^{-1} x,
         and ||H^{-1} x||^2 <= x^T H^{-1} x / lambda_min(H) <= mu_up / lambda_min(H_low).
         Also ||H^{-1} x|| <= ||H~^{-1} x|| / (1 - s ||H~^{-1}||) with H~ = G~ + alpha P
@@ -194,9 +209,10 @@ class PublishedReport:
         (0 when the bound is not positive).
         """
         law = self.law
+        alpha = law.alpha if alpha is None else alpha
         p = self.noisy_gram.shape[0]
         shift = self.noise_scale * self.noise_bound()
-        H_tilde = self.noisy_gram + law.alpha * penalty(p, law.intercept)
+        H_tilde = self.noisy_gram + alpha * penalty(p, law.intercept)
         eig_tilde = linalg.eigvalsh(H_tilde)[0]
         lowest = eig_tilde - shift
         norm2 = np.einsum("ij,ij->i", Xs, Xs)

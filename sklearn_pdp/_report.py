@@ -52,9 +52,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         bounded from the release itself): all of it goes to the summary.
         ``pdp_losses_``, ``dp_epsilon_`` and ``summary_`` then include what
         the publication costs. Supported for every estimator but
-        :class:`AdaOPSRegressor`, ``RandomProjectionRegressor(variant="paper")``
-        (no guarantee) and a search with ``refit=True``, which raise
-        ``NotImplementedError``. None publishes nothing.
+        ``RandomProjectionRegressor(variant="paper")`` (no guarantee) and a
+        search with ``refit=True``, which raise ``NotImplementedError``.
+        None publishes nothing.
     publish_beta : float, default=0.05
         Failure probability of the published bounds: each holds for a given
         person with probability at least ``1 - publish_beta``.
