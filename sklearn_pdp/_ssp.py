@@ -418,8 +418,7 @@ class AdaSSPLaw(GaussianLaw):
         n, d = self.n_samples, Xs.shape[1] - int(self.intercept)
         x = Xs[:, :d]
         if self.intercept:
-            shift = published.noise_scale * published.noise_bound() / n
-            centre = published.noisy_gram[:d, d] / n
+            centre, shift = published.feature_mean()
             gap = np.linalg.norm(x - centre, axis=1) + shift
             eigen = np.minimum(n / max(n - 1, 1) * gap**2, 4.0 * max(n - 1, 0) / n)
         else:
