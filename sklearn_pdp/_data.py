@@ -8,11 +8,16 @@ array is processed chunk by chunk in memory (:class:`ScaledData`); a
 (:class:`DaskScaledData`), each block again in chunks. Only d x d matrices
 and scalars come back to the driver; per-row results stay lazy Dask arrays
 with the row chunks of X. Dask is imported only when a Dask array is given.
+
+A chunk is a :class:`ScaledRows`: where every row lies within ``data_norm``
+its products with d x d matrices are taken on the user's rows themselves,
+the scaling folded into the matrices, so a pass makes no copy of X.
 """
 
 import operator
 import sys
-from functools import partial, reduce
+import threading
+from functools import cached_property, partial, reduce
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs, parallel_config
@@ -60,10 +65,13 @@ class DomainScaler:
             self.x_mid = 0.5 * (lower + upper)
             self.x_scale = 0.5 * (upper - lower) * np.sqrt(lower.shape[0])
 
-    def scale(self, X, y=None):
-        """Scaled (and clipped) copy of the rows ``X`` and labels ``y``."""
+    def scale(self, X, y=None, *, out=None):
+        """Scaled (and clipped) copy of the rows ``X`` and labels ``y``.
+
+        ``out``: an array of shape (n, d + fit_intercept) to write the rows into.
+        """
         d = X.shape[1]
-        Xs = np.empty((X.shape[0], d + int(self.fit_intercept)))
+        Xs = np.empty((X.shape[0], d + int(self.fit_intercept))) if out is None else out
         self._unit_ball(X, Xs[:, :d])
         if self.fit_intercept:
             Xs[:, d] = 1.0
@@ -153,6 +161,138 @@ def add(a, b):
     return a + b
 
 
+# ``data_norm`` within which a chunk's scaling is folded into the d x d
+# matrices: the squares of entries up to data_norm (rows in the ball) neither
+# overflow nor vanish against data_norm^2; beyond, rows are scaled first.
+_FOLD_RANGE = (1e-100, 1e100)
+
+
+class ScaledRows:
+    """One chunk of rows in the privacy domain, scaled without a copy where possible.
+
+    Stands for ``Xs = scaler.scale(X)`` (the constant feature last with an
+    intercept) in what the passes do with it: products ``Xs @ A``, the Gram
+    matrix (:meth:`gram`), squared row norms (:func:`squared_norms`), and
+    NumPy functions of the rows (``np.asarray(Xs)``, ``Xs[...]``, ``Xs.T``
+    and ``Xs.shape`` work as on the array).
+
+    Products and the Gram matrix are taken on the features B / c: with
+    ``data_norm`` and every row within it (the usual case) B is the user's
+    ``X`` itself and c = ``data_norm``, folded into the d x d matrices
+    (``Xs @ A = X @ (A[:d] / c) + A[d]``): one GEMM per chunk and no scaled
+    copy (a copy in C order if ``X`` is not, so that the rounding does not
+    depend on the layout). Otherwise B is the scaled copy (c = 1), computed
+    exactly as :meth:`DomainScaler.scale` does: when some rows must be
+    scaled down to norm 1, with ``bounds_X`` (the midpoints are subtracted
+    before any product, so nothing cancels) and for a ``data_norm`` outside
+    ``_FOLD_RANGE``. Copies, the scaled one also made when a NumPy function
+    asks for the rows, go into buffers of ``scratch`` (a
+    :class:`ChunkScratch`) that the next chunk reuses: the rows are valid
+    only during the call that receives them.
+    """
+
+    ndim = 2
+
+    def __init__(self, X, scaler, scratch=None):
+        self.shape = (X.shape[0], X.shape[1] + int(scaler.fit_intercept))
+        self._X = X
+        self._scaler = scaler
+        self._scratch = ChunkScratch(X.shape[0]) if scratch is None else scratch
+
+    @cached_property
+    def _features(self):
+        """``(B, c, squared row norms of B)``: the scaled features are B / c."""
+        X, norm = self._X, self._scaler.data_norm
+        if self._scaler.bounds_X is None and _FOLD_RANGE[0] <= norm <= _FOLD_RANGE[1]:
+            with np.errstate(over="ignore"):
+                sq = np.einsum("ij,ij->i", X, X)
+            # every row inside the ball (the test fails on inf and nan too)
+            if np.all(sq <= norm * norm):
+                if not X.flags.c_contiguous:
+                    X = self._scratch.buffer("features", X.shape)
+                    X[...] = self._X
+                return X, norm, sq
+        B = self._dense[:, : X.shape[1]]
+        return B, 1.0, np.einsum("ij,ij->i", B, B)
+
+    @cached_property
+    def _dense(self):
+        return self._scaler.scale(self._X, out=self._scratch.buffer("scaled", self.shape))
+
+    def __array__(self, dtype=None, copy=None):
+        dense = self._dense
+        if dtype is not None and dtype != dense.dtype:
+            return dense.astype(dtype)
+        return dense.copy() if copy else dense
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getitem__(self, key):
+        return self._dense[key]
+
+    @property
+    def T(self):
+        return self._dense.T
+
+    def __matmul__(self, A):
+        """``Xs @ A`` for A of shape (p,) or (p, k)."""
+        B, c, _ = self._features
+        A = np.asarray(A)
+        d = B.shape[1]
+        out = B @ (A[:d] / c)
+        if self.shape[1] > d:  # the constant feature
+            out += A[d]
+        return out
+
+    def squared_norms(self):
+        """``||x||^2`` of every scaled row (the constant feature included)."""
+        B, c, sq = self._features
+        return sq / c**2 + (self.shape[1] - B.shape[1])
+
+    def gram(self, ys):
+        """``Xs^T Xs`` and ``Xs^T ys``: one SYRK on the features, scaled as
+        a d x d matrix, and one pass for the labels and the constant."""
+        B, c, _ = self._features
+        n, d = B.shape
+        p = self.shape[1]
+        XtX, Xty = np.empty((p, p)), np.empty(p)
+        # numpy computes B.T @ B by one syrk call on the array itself (no
+        # transposed copy), filling both triangles
+        XtX[:d, :d] = (B.T @ B) / c**2
+        if p == d:
+            Xty[:] = (B.T @ ys) / c
+            return XtX, Xty
+        cross = (B.T @ np.column_stack((ys, np.ones(n)))) / c
+        Xty[:d], Xty[d] = cross[:, 0], ys.sum()
+        XtX[:d, d] = XtX[d, :d] = cross[:, 1]
+        XtX[d, d] = n
+        return XtX, Xty
+
+
+class ChunkScratch(threading.local):
+    """Buffers for the chunks of one pass, one set per thread, each allocated
+    on first use (for up to ``rows`` rows) and reused by the next chunks."""
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.buffers = {}
+
+    def buffer(self, name, shape):
+        """The buffer ``name`` as an array of ``shape`` (rows, columns)."""
+        n, width = shape
+        if name not in self.buffers:
+            self.buffers[name] = np.empty(self.rows * width)
+        return self.buffers[name][: n * width].reshape(n, width)
+
+
+def squared_norms(Xs):
+    """``||x||^2`` of every row of scaled rows: an array or :class:`ScaledRows`."""
+    if isinstance(Xs, ScaledRows):
+        return Xs.squared_norms()
+    return np.einsum("ij,ij->i", Xs, Xs)
+
+
 class _Rows:
     """Rows ``X`` and labels ``y`` (None: targets without labels, the
     functions then receive ``ys=None``) seen through a :class:`DomainScaler`."""
@@ -170,12 +310,13 @@ class _Rows:
 
 
 class ScaledData(_Rows):
-    """Rows of an in-memory array, scaled chunk by chunk.
+    """Rows of an in-memory array, seen chunk by chunk as :class:`ScaledRows`.
 
     The scaled rows are never stored whole. ``start`` is the index of the
     first row in the whole data set (for a block of a larger one); chunks are
     processed on ``n_jobs`` threads (joblib's convention), at most that many
-    at a time.
+    at a time, each thread reusing one scratch buffer for the chunks' scaled
+    copies (a first write to fresh memory is slow on some virtual machines).
     """
 
     def __init__(self, X, y, scaler, start=0, n_jobs=None):
@@ -184,16 +325,18 @@ class ScaledData(_Rows):
         self.n_jobs = n_jobs
 
     def _each_chunk(self, func):
-        """``func(rows, Xs, ys)`` for consecutive row slices, results in order."""
+        """``func(rows, Xs, ys)`` for consecutive row slices, results in order
+        (``Xs`` a :class:`ScaledRows`, ``ys`` the scaled labels)."""
         # scaled copy, whitened copy, and their products
         row_bytes = 8 * 4 * self.n_features
         working_memory = min(get_config()["working_memory"], _CHUNK_MIB)
         size = min(max(int(working_memory * 2**20 // row_bytes), 1), _CHUNK_ROWS)
+        scratch = ChunkScratch(size)
 
         def chunk(rows):
-            if self.y is None:
-                return func(rows, self.scaler.scale(self.X[rows]), None)
-            return func(rows, *self.scaler.scale(self.X[rows], self.y[rows]))
+            Xs = ScaledRows(self.X[rows], self.scaler, scratch)
+            ys = None if self.y is None else self.scaler.scale_labels(self.y[rows])
+            return func(rows, Xs, ys)
 
         batches = list(gen_batches(self.n_samples, size))
         # resolved for threads: joblib's default (process) backend would fall
@@ -234,9 +377,7 @@ class ScaledData(_Rows):
 
 
 def _gram_part(start, Xs, ys):
-    # numpy computes Xs.T @ Xs by one syrk call on the array itself (no
-    # transposed copy), filling both triangles
-    return Xs.T @ Xs, Xs.T @ ys
+    return Xs.gram(ys)
 
 
 class DaskScaledData(_Rows):

@@ -14,6 +14,7 @@ from ._sklearn import Interval, StrOptions
 from ._accounting import domain_bounds, gaussian_epsilon, gaussian_noise_scale
 from ._accounting._engine import largest_root
 from ._base import PrivateRegressorMixin, ReleaseLaw, Ridge, leave_one_out, penalty
+from ._data import squared_norms
 from ._docstrings import fill_doc
 
 # A neighbouring solution counts as inside the ball (closed-form leave-one-out
@@ -270,7 +271,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         if self.radius is None:
             return exact
         R = self.radius
-        norm_x = np.sqrt(np.einsum("ij,ij->i", Xs, Xs))
+        norm_x = np.sqrt(squared_norms(Xs))
         _, convexity = _ball_constants(self.alpha_, self._n, R, self.fit_intercept)
         bound = np.minimum(norm_x * (R * norm_x + np.abs(ys)) / convexity, 2.0 * R)
         if not self._inside:
