@@ -176,19 +176,22 @@ class ScaledRows:
     NumPy functions of the rows (``np.asarray(Xs)``, ``Xs[...]``, ``Xs.T``
     and ``Xs.shape`` work as on the array).
 
-    Products and the Gram matrix are taken on the features B / c: with
-    ``data_norm`` and every row within it (the usual case) B is the user's
-    ``X`` itself and c = ``data_norm``, folded into the d x d matrices
-    (``Xs @ A = X @ (A[:d] / c) + A[d]``): one GEMM per chunk and no scaled
+    With ``data_norm`` (c) the products and the Gram matrix are taken on the
+    user's ``X`` itself, the scaling folded into the d x d matrices
+    (``Xs @ A = X @ (A[:d] / c) + A[d]``): one GEMM per chunk, no scaled
     copy (a copy in C order if ``X`` is not, so that the rounding does not
-    depend on the layout). Otherwise B is the scaled copy (c = 1), computed
-    exactly as :meth:`DomainScaler.scale` does: when some rows must be
-    scaled down to norm 1, with ``bounds_X`` (the midpoints are subtracted
-    before any product, so nothing cancels) and for a ``data_norm`` outside
-    ``_FOLD_RANGE``. Copies, the scaled one also made when a NumPy function
-    asks for the rows, go into buffers of ``scratch`` (a
-    :class:`ChunkScratch`) that the next chunk reuses: the rows are valid
-    only during the call that receives them.
+    depend on the layout). The few rows longer than c are then corrected
+    exactly: their products replaced by those of their rows scaled down to
+    norm 1 (as :meth:`DomainScaler.scale` scales them), their raw terms of
+    the Gram matrix subtracted and their scaled ones added. A chunk whose
+    long rows weigh more than c^2 per row of the chunk (where that
+    subtraction would cancel more than the sum's own rounding: rows far out,
+    or many), ``bounds_X`` (whose midpoints are subtracted before any
+    product, so that nothing cancels), and a ``data_norm`` outside
+    ``_FOLD_RANGE`` take the scaled copy instead. Copies, the scaled one also
+    made when a NumPy function asks for the rows, go into buffers of
+    ``scratch`` (a :class:`ChunkScratch`) that the next chunk reuses: the
+    rows are valid only during the call that receives them.
     """
 
     ndim = 2
@@ -200,20 +203,30 @@ class ScaledRows:
         self._scratch = ChunkScratch(X.shape[0]) if scratch is None else scratch
 
     @cached_property
-    def _features(self):
-        """``(B, c, squared row norms of B)``: the scaled features are B / c."""
-        X, norm = self._X, self._scaler.data_norm
-        if self._scaler.bounds_X is None and _FOLD_RANGE[0] <= norm <= _FOLD_RANGE[1]:
+    def _folded(self):
+        """``(B, c, sq, long, Z)``: the scaled rows are those of [B / c, 1]
+        (``sq`` the squared norms of the rows of B) except the rows ``long``,
+        which are the rows of ``Z``."""
+        X, c = self._X, self._scaler.data_norm
+        if self._scaler.bounds_X is None and _FOLD_RANGE[0] <= c <= _FOLD_RANGE[1]:
             with np.errstate(over="ignore"):
                 sq = np.einsum("ij,ij->i", X, X)
-            # every row inside the ball (the test fails on inf and nan too)
-            if np.all(sq <= norm * norm):
+            # outside the ball (the test fails on inf and nan too)
+            long = np.flatnonzero(~(sq <= c * c))
+            if np.sum(sq[long]) <= X.shape[0] * c * c:
                 if not X.flags.c_contiguous:
                     X = self._scratch.buffer("features", X.shape)
                     X[...] = self._X
-                return X, norm, sq
+                return X, c, sq, long, self._scaler.scale(self._X[long])
         B = self._dense[:, : X.shape[1]]
-        return B, 1.0, np.einsum("ij,ij->i", B, B)
+        return B, 1.0, np.einsum("ij,ij->i", B, B), np.empty(0, dtype=np.intp), None
+
+    def _bulk(self, rows):
+        """The rows ``rows`` as the products on B / c see them (unscaled down)."""
+        B, c, *_ = self._folded
+        bulk = np.ones((rows.size, self.shape[1]))
+        np.divide(B[rows], c, out=bulk[:, : B.shape[1]])
+        return bulk
 
     @cached_property
     def _dense(self):
@@ -237,36 +250,45 @@ class ScaledRows:
 
     def __matmul__(self, A):
         """``Xs @ A`` for A of shape (p,) or (p, k)."""
-        B, c, _ = self._features
+        B, c, _, long, Z = self._folded
         A = np.asarray(A)
         d = B.shape[1]
         out = B @ (A[:d] / c)
         if self.shape[1] > d:  # the constant feature
             out += A[d]
+        if long.size:
+            out[long] = Z @ A
         return out
 
     def squared_norms(self):
         """``||x||^2`` of every scaled row (the constant feature included)."""
-        B, c, sq = self._features
-        return sq / c**2 + (self.shape[1] - B.shape[1])
+        B, c, sq, long, Z = self._folded
+        norms = sq / c**2 + (self.shape[1] - B.shape[1])
+        if long.size:
+            norms[long] = np.einsum("ij,ij->i", Z, Z)
+        return norms
 
     def gram(self, ys):
         """``Xs^T Xs`` and ``Xs^T ys``: one SYRK on the features, scaled as
         a d x d matrix, and one pass for the labels and the constant."""
-        B, c, _ = self._features
+        B, c, _, long, Z = self._folded
         n, d = B.shape
         p = self.shape[1]
         XtX, Xty = np.empty((p, p)), np.empty(p)
         # numpy computes B.T @ B by one syrk call on the array itself (no
         # transposed copy), filling both triangles
         XtX[:d, :d] = (B.T @ B) / c**2
-        if p == d:
-            Xty[:] = (B.T @ ys) / c
-            return XtX, Xty
-        cross = (B.T @ np.column_stack((ys, np.ones(n)))) / c
-        Xty[:d], Xty[d] = cross[:, 0], ys.sum()
-        XtX[:d, d] = XtX[d, :d] = cross[:, 1]
-        XtX[d, d] = n
+        right = ys[:, None] if p == d else np.column_stack((ys, np.ones(n)))
+        cross = (B.T @ right) / c
+        Xty[:d] = cross[:, 0]
+        if p > d:  # the constant feature
+            Xty[d] = ys.sum()
+            XtX[:d, d] = XtX[d, :d] = cross[:, 1]
+            XtX[d, d] = n
+        if long.size:
+            bulk = self._bulk(long)
+            XtX += Z.T @ Z - bulk.T @ bulk
+            Xty += (Z - bulk).T @ ys[long]
         return XtX, Xty
 
 

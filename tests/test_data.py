@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sklearn_pdp._data import DomainScaler, ScaledData
+from sklearn_pdp._data import (
+    ChunkScratch,
+    DomainScaler,
+    ScaledData,
+    ScaledRows,
+    squared_norms,
+)
 
 
 @pytest.mark.parametrize("data_norm", [1e-200, 0.5, 3.0, 1e200])
@@ -52,3 +58,77 @@ def test_gram_matches_the_scaled_rows(n_jobs):
     assert_allclose(XtX, Xs.T @ Xs, rtol=1e-12)
     assert_array_equal(XtX, XtX.T)
     assert_allclose(Xty, Xs.T @ ys, rtol=1e-12)
+
+
+def _chunk_cases():
+    """(name, X, scaler): rows inside the ball, a few outside, far outside,
+    per-feature bounds, extreme data_norm, and a Fortran-ordered X."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 6))
+    X /= 1.1 * np.linalg.norm(X, axis=1, keepdims=True).max()
+    few = X.copy()
+    few[[5, 700, 2999]] *= [[1.5], [3.0], [1.0 + 1e-9]]
+    far = X.copy()
+    far[17] = [1.7e308, -1e308, 0.0, 1.0, 0.0, 0.0]
+    bounds = (np.full(6, -0.3), np.full(6, 0.2))
+    return [
+        ("inside", X, DomainScaler(1.0, 1.0, True)),
+        ("few outside", few, DomainScaler(1.0, 1.0, True)),
+        ("far outside", far, DomainScaler(1.0, 1.0, True)),
+        ("no intercept", few, DomainScaler(1.0, 1.0, False)),
+        ("bounds_X", few, DomainScaler(None, 1.0, True, bounds)),
+        ("tiny data_norm", X * 1e-250, DomainScaler(1e-250, 1.0, True)),
+        ("huge data_norm", few * 1e250, DomainScaler(1e250, 1.0, True)),
+        ("Fortran order", np.asfortranarray(few), DomainScaler(1.0, 1.0, True)),
+    ]
+
+
+@pytest.mark.parametrize("name, X, scaler", _chunk_cases(), ids=lambda c: c if isinstance(c, str) else "")
+def test_chunk_products_equal_those_of_the_scaled_rows(name, X, scaler):
+    """ScaledRows: products, Gram matrix and norms as on scaler.scale(X),
+    to rounding; NumPy functions see exactly the scaled copy."""
+    rng = np.random.default_rng(3)
+    y = rng.uniform(-1, 1, X.shape[0])
+    Xs = scaler.scale(X)
+    rows = ScaledRows(X, scaler)
+    A = rng.normal(size=(Xs.shape[1], 4))
+    assert rows.shape == Xs.shape
+    # rows in the unit ball and |A| ~ 1: absolute rounding ~ 1e-16 p
+    assert_allclose(rows @ A, Xs @ A, rtol=0, atol=1e-14)
+    assert_allclose(rows @ A[:, 0], Xs @ A[:, 0], rtol=0, atol=1e-14)
+    XtX, Xty = rows.gram(y)
+    assert_array_equal(XtX, XtX.T)
+    # sums of n = 3000 terms of size <= 1: rounding ~ 1e-16 n (relative, or
+    # absolute where the terms cancel)
+    assert_allclose(XtX, Xs.T @ Xs, rtol=1e-12, atol=1e-12)
+    assert_allclose(Xty, Xs.T @ y, rtol=1e-12, atol=1e-12)
+    assert_allclose(squared_norms(rows), np.einsum("ij,ij->i", Xs, Xs), rtol=0, atol=1e-15)
+    assert_array_equal(np.asarray(rows), Xs)
+    assert_array_equal(rows[:, :2], Xs[:, :2])
+
+
+@pytest.mark.parametrize("index", [0, 1, 7])
+def test_chunks_inside_or_slightly_outside_are_not_copied(index):
+    """With data_norm, products, the Gram matrix and norms use X itself when
+    its rows are within data_norm or a few are corrected: no scratch buffer
+    is written (the copy that passes used to make of every chunk)."""
+    name, X, scaler = _chunk_cases()[index]
+    scratch = ChunkScratch(X.shape[0])
+    rows = ScaledRows(X, scaler, scratch)
+    rows @ np.ones(rows.shape[1]), rows.gram(np.zeros(X.shape[0])), squared_norms(rows)
+    assert list(scratch.buffers) == (["features"] if name == "Fortran order" else [])
+
+
+def test_passes_give_the_same_results_on_every_thread_count():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(20_000, 5)) / 2.5
+    y = rng.normal(size=20_000)
+    scaler = DomainScaler(1.0, 1.5, fit_intercept=True)
+    A = rng.normal(size=6)
+    results = [
+        ScaledData(X, y, scaler, n_jobs=n_jobs).map_rows(lambda Xs, ys: Xs @ A - ys)
+        for n_jobs in (None, 2)
+    ]
+    Xs, ys = scaler.scale(X, y)
+    assert_allclose(results[0], Xs @ A - ys, rtol=0, atol=1e-14)
+    assert_array_equal(results[0], results[1])
