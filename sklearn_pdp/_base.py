@@ -77,14 +77,13 @@ class Ridge:
             None if Xty is None
             else linalg.cho_solve((self.chol, True), Xty, check_finite=False)
         )
-        # L^{-T}: the rows of Xs @ L^{-T} are the whitened rows L^{-1} x, one
-        # GEMM per chunk of rows (as accurate as a triangular solve: both err
-        # by about cond(L) ulp) on which the scaling of the rows is folded
+        # L^{-T}: the rows of Xs @ L^{-T} are the whitened rows L^{-1} x, and
+        # those of Xs @ L^{-T} L^{-1} the rows H^{-1} x: one GEMM per chunk
+        # of rows (on which the scaling of the rows is folded) gives every
+        # quadratic form, as accurately as triangular solves (both err by
+        # about cond(H) ulp; measured against exact rational solves)
         self.whitener = np.ascontiguousarray(lapack.dtrtri(self.chol, lower=1)[0].T)
-
-    def whiten(self, Xs):
-        """L^{-1} x for every row of ``Xs`` (rows of the result)."""
-        return Xs @ self.whitener
+        self._inverse = self.whitener @ self.whitener.T
 
     def sample(self, rng, scale=1.0, size=None):
         """``scale`` times a draw from N(0, H^{-1}); ``size`` draws as rows."""
@@ -104,18 +103,18 @@ class Ridge:
         """
         p = self.whitener.shape[0]
         blocks = [self.whitener]
-        if inverse_norm:  # H^{-1} x = L^{-T} (L^{-1} x)
-            blocks.append(self.whitener @ self.whitener.T)
-        if ys is not None:
+        if inverse_norm:
+            blocks.append(self._inverse)
+        if ys is not None:  # the fitted values x^T theta_hat
             blocks.append(self.coef[:, None])
         products = Xs @ np.hstack(blocks)
         W = products[:, :p]
         stats = {"leverage": np.einsum("ij,ij->i", W, W)}
-        if ys is not None:
-            stats["residual"] = ys - products[:, -1]
         if inverse_norm:
             V = products[:, p: 2 * p]
             stats["inverse_norm2"] = np.einsum("ij,ij->i", V, V)
+        if ys is not None:
+            stats["residual"] = ys - products[:, -1]
         if norm:
             stats["norm2"] = squared_norms(Xs)
         return stats

@@ -26,9 +26,13 @@ from threadpoolctl import threadpool_limits
 from sklearn.utils import gen_batches
 from sklearn.utils.validation import check_array, check_consistent_length, validate_data
 
-# Upper limit (MiB) of the scratch memory of one chunk; scikit-learn's
-# ``working_memory`` setting applies when it is smaller.
-_CHUNK_MIB = 64
+# Upper limit (MiB) of the scratch memory of one chunk (four copies of its
+# rows); scikit-learn's ``working_memory`` setting applies when it is
+# smaller. Chunks of rows that stay in the cache between the passes of a
+# chunk (norms, GEMM, products): at d = 100, 16 rather than 64 MiB took the
+# CPU time of the Gram pass at n = 1e6 from 0.52 to 0.43 s and of the
+# leverage pass from 0.71 to 0.59 s (one BLAS thread); no change at d = 10.
+_CHUNK_MIB = 16
 # Upper limit of the rows of one chunk: the per-row privacy accounting keeps
 # dozens of temporaries per row (hundreds for the quadrature of objective
 # perturbation) that the MiB limit, sized for the rows, does not see. At

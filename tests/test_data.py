@@ -1,5 +1,7 @@
 """The row passes: scaling into the unit ball, chunked and threaded reductions."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -11,6 +13,7 @@ from sklearn_pdp._data import (
     ScaledRows,
     squared_norms,
 )
+from sklearn_pdp._base import Ridge
 
 
 @pytest.mark.parametrize("data_norm", [1e-200, 0.5, 3.0, 1e200])
@@ -132,3 +135,45 @@ def test_passes_give_the_same_results_on_every_thread_count():
     Xs, ys = scaler.scale(X, y)
     assert_allclose(results[0], Xs @ A - ys, rtol=0, atol=1e-14)
     assert_array_equal(results[0], results[1])
+
+
+def _exact_solve(H, b):
+    """H^{-1} b in exact rational arithmetic (Gaussian elimination)."""
+    n = len(b)
+    A = [[Fraction(v) for v in row] + [Fraction(v)] for row, v in zip(H.tolist(), b.tolist())]
+    for i in range(n):
+        pivot = max(range(i, n), key=lambda r: abs(A[r][i]))
+        A[i], A[pivot] = A[pivot], A[i]
+        for r in range(i + 1, n):
+            f = A[r][i] / A[i][i]
+            A[r] = [a - f * c for a, c in zip(A[r], A[i])]
+    z = [Fraction(0)] * n
+    for i in reversed(range(n)):
+        z[i] = (A[i][n] - sum(A[i][j] * z[j] for j in range(i + 1, n))) / A[i][i]
+    return z
+
+
+@pytest.mark.parametrize("collinearity", [1e-1, 1e-4])
+def test_row_statistics_are_as_accurate_as_triangular_solves(collinearity):
+    """Leverages and ||H^{-1} x||^2 from products with L^{-T} and H^{-1}
+    (one GEMM per chunk, scaling folded) against exact rational solves: the
+    relative error of a backward-stable solve, about cond(H) ulp (triangular
+    solves measured the same on these data: up to 4e-9 at cond(H) = 2.4e8)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(500, 4)) + 3.0
+    X[:, 1] = X[:, 0] + collinearity * X[:, 1]
+    X *= 2.0 / np.linalg.norm(X, axis=1).max()
+    scaler = DomainScaler(2.0, 1.0, fit_intercept=True)
+    XtX, Xty = ScaledData(X, np.zeros(500), scaler).gram()
+    ridge = Ridge(XtX, Xty, 1e-6, intercept=True)
+    rows = ScaledRows(X[:6], scaler)
+    stats = ridge.row_statistics(rows, inverse_norm=True)
+    H = XtX + 1e-6 * np.diag([1.0] * 4 + [0.0])
+    leverage, inverse_norm2 = [], []
+    for x in scaler.scale(X[:6]):
+        z = _exact_solve(H, x)
+        leverage.append(float(sum(Fraction(a) * b for a, b in zip(x.tolist(), z))))
+        inverse_norm2.append(float(sum(b * b for b in z)))
+    tol = 1e-15 * np.linalg.cond(H)
+    assert_allclose(stats["leverage"], leverage, rtol=tol)
+    assert_allclose(stats["inverse_norm2"], inverse_norm2, rtol=tol)
