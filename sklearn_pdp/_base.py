@@ -1,11 +1,12 @@
 """Shared behaviour of the private regressors.
 
 A fit validates the data, scales every row into the unit ball and every label
-into [-1, 1] (on copies, chunk by chunk: see ``_data``), accumulates the
-sufficient statistics, and, after the mechanism has drawn its noise on the
-driver, makes one more pass over the rows for the per-instance losses
-(leverage, residual).  No n x d temporary is ever created: memory beyond X
-itself is O(d^2 + chunk), on a Dask cluster per block.
+into [-1, 1] (chunk by chunk, the scaling folded into d x d products where it
+can be: see ``_data``), accumulates the sufficient statistics, and, after the
+mechanism has drawn its noise on the driver, makes one more pass over the
+rows for the per-instance losses (leverage, residual: one GEMM per chunk).
+No n x d temporary is ever created: memory beyond X itself is O(d^2 +
+chunk), on a Dask cluster per block.
 """
 
 import copy

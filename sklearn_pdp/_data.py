@@ -35,9 +35,10 @@ from sklearn.utils.validation import check_array, check_consistent_length, valid
 _CHUNK_MIB = 16
 # Upper limit of the rows of one chunk: the per-row privacy accounting keeps
 # dozens of temporaries per row (hundreds for the quadrature of objective
-# perturbation) that the MiB limit, sized for the rows, does not see. At
-# d = 10 this limit took the peak scratch memory of a fit from 160 to 60 MiB
-# (OPS) and 561 to 227 MiB (objective perturbation), and OPS from 2.6 to 2.1 s.
+# perturbation) that the MiB limit, sized for the rows, does not see (it
+# binds below d = 7). With a 64 MiB limit, at d = 10 it took the peak scratch
+# memory of a fit from 160 to 60 MiB (OPS) and 561 to 227 MiB (objective
+# perturbation), and OPS from 2.6 to 2.1 s.
 _CHUNK_ROWS = 1 << 16
 
 
