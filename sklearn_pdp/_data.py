@@ -126,7 +126,9 @@ class DomainScaler:
                 clipped[long] = (peak > self.data_norm) | _to_unit_ball(rows)
                 out[long] = rows
             return clipped
-        np.clip(X, *self.bounds_X, out=out)
+        # np.clip's values, a third faster
+        np.maximum(X, self.bounds_X[0], out=out)
+        np.minimum(out, self.bounds_X[1], out=out)
         out -= self.x_mid
         out /= self.x_scale
         # only rounding can leave a row a hair outside
@@ -210,8 +212,8 @@ class ScaledRows:
     @cached_property
     def _folded(self):
         """``(B, c, sq, long, Z)``: the scaled rows are those of [B / c, 1]
-        (``sq`` the squared norms of the rows of B) except the rows ``long``,
-        which are the rows of ``Z``."""
+        (``sq`` the squared norms of the rows of B, or None) except the rows
+        ``long``, which are the rows of ``Z``."""
         X, c = self._X, self._scaler.data_norm
         if self._scaler.bounds_X is None and _FOLD_RANGE[0] <= c <= _FOLD_RANGE[1]:
             with np.errstate(over="ignore"):
@@ -223,8 +225,11 @@ class ScaledRows:
                     X = self._scratch.buffer("features", X.shape)
                     X[...] = self._X
                 return X, c, sq, long, self._scaler.scale(self._X[long])
-        B = self._dense[:, : X.shape[1]]
-        return B, 1.0, np.einsum("ij,ij->i", B, B), np.empty(0, dtype=np.intp), None
+        # the scaled features (into a contiguous buffer: elementwise
+        # operations on it are twice as fast as on a strided one)
+        B = self._scratch.buffer("features", X.shape)
+        self._scaler._unit_ball(X, B)
+        return B, 1.0, None, np.empty(0, dtype=np.intp), None
 
     def _bulk(self, rows):
         """The rows ``rows`` as the products on B / c see them (unscaled down)."""
@@ -268,6 +273,8 @@ class ScaledRows:
     def squared_norms(self):
         """``||x||^2`` of every scaled row (the constant feature included)."""
         B, c, sq, long, Z = self._folded
+        if sq is None:
+            sq = np.einsum("ij,ij->i", B, B)
         norms = sq / c**2 + (self.shape[1] - B.shape[1])
         if long.size:
             norms[long] = np.einsum("ij,ij->i", Z, Z)
