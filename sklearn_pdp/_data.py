@@ -195,10 +195,11 @@ class ScaledRows:
     subtraction would cancel more than the sum's own rounding: rows far out,
     or many), ``bounds_X`` (whose midpoints are subtracted before any
     product, so that nothing cancels), and a ``data_norm`` outside
-    ``_FOLD_RANGE`` take the scaled copy instead. Copies, the scaled one also
-    made when a NumPy function asks for the rows, go into buffers of
-    ``scratch`` (a :class:`ChunkScratch`) that the next chunk reuses: the
-    rows are valid only during the call that receives them.
+    ``_FOLD_RANGE`` take a copy of the scaled features instead, computed
+    exactly as :meth:`DomainScaler.scale` computes them. Copies (also the
+    full scaled rows, made when a NumPy function asks for them) go into
+    buffers of ``scratch`` (a :class:`ChunkScratch`) that the next chunk
+    reuses: the rows are valid only during the call that receives them.
     """
 
     ndim = 2
