@@ -362,7 +362,7 @@ class ScaledData(_Rows):
     def _each_chunk(self, func):
         """``func(rows, Xs, ys)`` for consecutive row slices, results in order
         (``Xs`` a :class:`ScaledRows`, ``ys`` the scaled labels)."""
-        # scaled copy, whitened copy, and their products
+        # the products of the rows (up to 2 d + 2 columns) and a scaled copy
         row_bytes = 8 * 4 * self.n_features
         working_memory = min(get_config()["working_memory"], _CHUNK_MIB)
         size = min(max(int(working_memory * 2**20 // row_bytes), 1), _CHUNK_ROWS)
