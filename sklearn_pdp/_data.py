@@ -217,14 +217,14 @@ class ScaledRows:
         ``long``, which are the rows of ``Z``."""
         X, c = self._X, self._scaler.data_norm
         if self._scaler.bounds_X is None and _FOLD_RANGE[0] <= c <= _FOLD_RANGE[1]:
+            if not X.flags.c_contiguous:
+                X = self._scratch.buffer("features", X.shape)
+                X[...] = self._X
             with np.errstate(over="ignore"):
                 sq = np.einsum("ij,ij->i", X, X)
             # outside the ball (the test fails on inf and nan too)
             long = np.flatnonzero(~(sq <= c * c))
             if np.sum(sq[long]) <= X.shape[0] * c * c:
-                if not X.flags.c_contiguous:
-                    X = self._scratch.buffer("features", X.shape)
-                    X[...] = self._X
                 return X, c, sq, long, self._scaler.scale(self._X[long])
         # the scaled features (into a contiguous buffer: elementwise
         # operations on it are twice as fast as on a strided one)
