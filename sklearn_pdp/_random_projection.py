@@ -379,7 +379,12 @@ class _LabelledRows:
         self.Xs, self.ys = Xs, ys
 
     def __matmul__(self, A):
-        return self.Xs @ A[:-1] + np.multiply.outer(self.ys, A[-1])
+        """``Z @ A`` for A of shape (p + 1, k)."""
+        out = self.Xs @ A[:-1]
+        # the labels' row of A (of Sigma's whitener: its last entry alone)
+        cols = np.flatnonzero(A[-1])
+        out[:, cols] += np.multiply.outer(self.ys, A[-1, cols])
+        return out
 
     def squared_norms(self):
         return squared_norms(self.Xs) + self.ys**2
