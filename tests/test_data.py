@@ -64,7 +64,7 @@ def test_gram_matches_the_scaled_rows(n_jobs):
 
 
 def _chunk_cases():
-    """(name, X, scaler): rows inside the ball, a few outside, far outside,
+    """{name: (X, scaler)}: rows inside the ball, a few outside, far outside,
     per-feature bounds, extreme data_norm, and a Fortran-ordered X."""
     rng = np.random.default_rng(2)
     X = rng.normal(size=(3000, 6))
@@ -74,22 +74,26 @@ def _chunk_cases():
     far = X.copy()
     far[17] = [1.7e308, -1e308, 0.0, 1.0, 0.0, 0.0]
     bounds = (np.full(6, -0.3), np.full(6, 0.2))
-    return [
-        ("inside", X, DomainScaler(1.0, 1.0, True)),
-        ("few outside", few, DomainScaler(1.0, 1.0, True)),
-        ("far outside", far, DomainScaler(1.0, 1.0, True)),
-        ("no intercept", few, DomainScaler(1.0, 1.0, False)),
-        ("bounds_X", few, DomainScaler(None, 1.0, True, bounds)),
-        ("tiny data_norm", X * 1e-250, DomainScaler(1e-250, 1.0, True)),
-        ("huge data_norm", few * 1e250, DomainScaler(1e250, 1.0, True)),
-        ("Fortran order", np.asfortranarray(few), DomainScaler(1.0, 1.0, True)),
-    ]
+    return {
+        "inside": (X, DomainScaler(1.0, 1.0, True)),
+        "few outside": (few, DomainScaler(1.0, 1.0, True)),
+        "far outside": (far, DomainScaler(1.0, 1.0, True)),
+        "no intercept": (few, DomainScaler(1.0, 1.0, False)),
+        "bounds_X": (few, DomainScaler(None, 1.0, True, bounds)),
+        "tiny data_norm": (X * 1e-250, DomainScaler(1e-250, 1.0, True)),
+        "huge data_norm": (few * 1e250, DomainScaler(1e250, 1.0, True)),
+        "Fortran order": (np.asfortranarray(few), DomainScaler(1.0, 1.0, True)),
+    }
 
 
-@pytest.mark.parametrize("name, X, scaler", _chunk_cases(), ids=lambda c: c if isinstance(c, str) else "")
-def test_chunk_products_equal_those_of_the_scaled_rows(name, X, scaler):
+CHUNK_CASES = _chunk_cases()
+
+
+@pytest.mark.parametrize("name", CHUNK_CASES)
+def test_chunk_products_equal_those_of_the_scaled_rows(name):
     """ScaledRows: products, Gram matrix and norms as on scaler.scale(X),
     to rounding; NumPy functions see exactly the scaled copy."""
+    X, scaler = CHUNK_CASES[name]
     rng = np.random.default_rng(3)
     y = rng.uniform(-1, 1, X.shape[0])
     Xs = scaler.scale(X)
@@ -110,12 +114,13 @@ def test_chunk_products_equal_those_of_the_scaled_rows(name, X, scaler):
     assert_array_equal(rows[:, :2], Xs[:, :2])
 
 
-@pytest.mark.parametrize("index", [0, 1, 7])
-def test_chunks_inside_or_slightly_outside_are_not_copied(index):
+@pytest.mark.parametrize("name", ["inside", "few outside", "Fortran order"])
+def test_chunks_inside_or_slightly_outside_are_not_copied(name):
     """With data_norm, products, the Gram matrix and norms use X itself when
     its rows are within data_norm or a few are corrected: no scratch buffer
-    is written (the copy that passes used to make of every chunk)."""
-    name, X, scaler = _chunk_cases()[index]
+    is written (the copy that passes used to make of every chunk), except
+    the C-ordered copy of a Fortran-ordered X."""
+    X, scaler = CHUNK_CASES[name]
     scratch = ChunkScratch(X.shape[0])
     rows = ScaledRows(X, scaler, scratch)
     rows @ np.ones(rows.shape[1]), rows.gram(np.zeros(X.shape[0])), squared_norms(rows)
