@@ -83,8 +83,8 @@ class Ridge:
         # of rows (on which the scaling of the rows is folded) gives every
         # quadratic form, as accurately as triangular solves (both err by
         # about cond(H) ulp; measured against exact rational solves)
-        self.whitener = np.ascontiguousarray(lapack.dtrtri(self.chol, lower=1)[0].T)
-        self._inverse = self.whitener @ self.whitener.T
+        self._whitener = np.ascontiguousarray(lapack.dtrtri(self.chol, lower=1)[0].T)
+        self._inverse = self._whitener @ self._whitener.T
 
     def sample(self, rng, scale=1.0, size=None):
         """``scale`` times a draw from N(0, H^{-1}); ``size`` draws as rows."""
@@ -102,8 +102,8 @@ class Ridge:
         (key ``"norm2"``). ``Xs``: an array or :class:`~sklearn_pdp._data.ScaledRows`;
         all the products come from one pass over it.
         """
-        p = self.whitener.shape[0]
-        blocks = [self.whitener]
+        p = self._whitener.shape[0]
+        blocks = [self._whitener]
         if inverse_norm:
             blocks.append(self._inverse)
         if ys is not None:  # the fitted values x^T theta_hat
