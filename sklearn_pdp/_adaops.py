@@ -696,16 +696,14 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         in cell k, and log R of the smaller and the larger data set minus this
         one's (exact: Sherman-Morrison on the cell's ridge fit)."""
         ridge, _ = self._cell_fit(k)
-        W = ridge.whiten(Xs)
-        V = linalg.solve_triangular(ridge.chol, W, lower=True, trans="T", check_finite=False)
-        leverage = np.einsum("ij,ij->j", W, W)
-        residual = ys - Xs @ ridge.coef
+        stats = ridge.row_statistics(Xs, ys, inverse_rows=True)
+        V = stats["inverse_rows"]  # H^{-1} x, one row each
         if add:
-            mu, r = leverage, residual
-            moves = (V * (r / (1.0 + mu))).T
+            mu, r = stats["leverage"], stats["residual"]
+            moves = V * (r / (1.0 + mu))[:, None]
         else:
-            mu, r = leave_one_out(leverage, residual)
-            moves = -(V * r).T
+            mu, r = leave_one_out(stats["leverage"], stats["residual"])
+            moves = -V * r[:, None]
         with np.errstate(invalid="ignore"):
             shift = lipschitz_log_change(ridge.coef, moves, self.fit_intercept)
         # a row whose removal is undefined (infinite leverage) has infinite loss anyway

@@ -8,11 +8,16 @@ array is processed chunk by chunk in memory (:class:`ScaledData`); a
 (:class:`DaskScaledData`), each block again in chunks. Only d x d matrices
 and scalars come back to the driver; per-row results stay lazy Dask arrays
 with the row chunks of X. Dask is imported only when a Dask array is given.
+
+A chunk is a :class:`ScaledRows`: where every row lies within ``data_norm``
+its products with d x d matrices are taken on the user's rows themselves,
+the scaling folded into the matrices, so a pass makes no copy of X.
 """
 
 import operator
 import sys
-from functools import partial, reduce
+import threading
+from functools import cached_property, partial, reduce
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs, parallel_config
@@ -21,15 +26,19 @@ from threadpoolctl import threadpool_limits
 from sklearn.utils import gen_batches
 from sklearn.utils.validation import check_array, check_consistent_length, validate_data
 
-# Upper limit (MiB) of the scratch memory of one chunk; scikit-learn's
-# ``working_memory`` setting applies when it is smaller.
-_CHUNK_MIB = 64
+# Upper limit (MiB) of the scratch memory of one chunk (four copies of its
+# rows); scikit-learn's ``working_memory`` setting applies when it is
+# smaller. Chunks of rows that stay in the cache between the passes of a
+# chunk (norms, GEMM, products): at d = 100, 16 rather than 64 MiB took the
+# CPU time of the Gram pass at n = 1e6 from 0.52 to 0.43 s and of the
+# leverage pass from 0.71 to 0.59 s (one BLAS thread); no change at d = 10.
+_CHUNK_MIB = 16
 # Upper limit of the rows of one chunk: the per-row privacy accounting keeps
 # dozens of temporaries per row (hundreds for the quadrature of objective
 # perturbation) that the MiB limit, sized for the rows, does not see. At
-# d = 10 this limit took the peak scratch memory of a fit from 160 to 60 MiB
-# (OPS) and 561 to 227 MiB (objective perturbation), and OPS from 2.6 to 2.1 s.
-_CHUNK_ROWS = 1 << 16
+# n = 1e6, d = 10, 2^15 rather than 2^16 took the traced peak of an OPS fit
+# from 31% to 25% of X (AdaSSP 59% to 42%), its CPU time within 2%.
+_CHUNK_ROWS = 1 << 15
 
 
 class DomainScaler:
@@ -60,10 +69,13 @@ class DomainScaler:
             self.x_mid = 0.5 * (lower + upper)
             self.x_scale = 0.5 * (upper - lower) * np.sqrt(lower.shape[0])
 
-    def scale(self, X, y=None):
-        """Scaled (and clipped) copy of the rows ``X`` and labels ``y``."""
+    def scale(self, X, y=None, *, out=None):
+        """Scaled (and clipped) copy of the rows ``X`` and labels ``y``.
+
+        ``out``: an array of shape (n, d + fit_intercept) to write the rows into.
+        """
         d = X.shape[1]
-        Xs = np.empty((X.shape[0], d + int(self.fit_intercept)))
+        Xs = np.empty((X.shape[0], d + int(self.fit_intercept))) if out is None else out
         self._unit_ball(X, Xs[:, :d])
         if self.fit_intercept:
             Xs[:, d] = 1.0
@@ -113,7 +125,9 @@ class DomainScaler:
                 clipped[long] = (peak > self.data_norm) | _to_unit_ball(rows)
                 out[long] = rows
             return clipped
-        np.clip(X, *self.bounds_X, out=out)
+        # np.clip's values, a third faster
+        np.maximum(X, self.bounds_X[0], out=out)
+        np.minimum(out, self.bounds_X[1], out=out)
         out -= self.x_mid
         out /= self.x_scale
         # only rounding can leave a row a hair outside
@@ -153,6 +167,166 @@ def add(a, b):
     return a + b
 
 
+# ``data_norm`` within which a chunk's scaling is folded into the d x d
+# matrices: the squares of entries up to data_norm (rows in the ball) neither
+# overflow nor vanish against data_norm^2; beyond, rows are scaled first.
+_FOLD_RANGE = (1e-100, 1e100)
+
+
+class ScaledRows:
+    """One chunk of rows in the privacy domain, scaled without a copy where possible.
+
+    Stands for ``Xs = scaler.scale(X)`` (the constant feature last with an
+    intercept) in what the passes do with it: products ``Xs @ A``, the Gram
+    matrix (:meth:`gram`), squared row norms (:func:`squared_norms`), and
+    NumPy functions of the rows (``np.asarray(Xs)``, ``Xs[...]``, ``Xs.T``
+    and ``Xs.shape`` work as on the array).
+
+    With ``data_norm`` (c) the products and the Gram matrix are taken on the
+    user's ``X`` itself, the scaling folded into the d x d matrices
+    (``Xs @ A = X @ (A[:d] / c) + A[d]``): one GEMM per chunk, no scaled
+    copy (a copy in C order if ``X`` is not, so that the rounding does not
+    depend on the layout). The few rows longer than c are then corrected
+    exactly: their products replaced by those of their rows scaled down to
+    norm 1 (as :meth:`DomainScaler.scale` scales them), their raw terms of
+    the Gram matrix subtracted and their scaled ones added. A chunk whose
+    long rows weigh more than c^2 per row of the chunk (where that
+    subtraction would cancel more than the sum's own rounding: rows far out,
+    or many), ``bounds_X`` (whose midpoints are subtracted before any
+    product, so that nothing cancels), and a ``data_norm`` outside
+    ``_FOLD_RANGE`` take a copy of the scaled features instead, computed
+    exactly as :meth:`DomainScaler.scale` computes them. Copies (also the
+    full scaled rows, made when a NumPy function asks for them) go into
+    buffers of ``scratch`` (a :class:`ChunkScratch`) that the next chunk
+    reuses: the rows are valid only during the call that receives them.
+    """
+
+    ndim = 2
+
+    def __init__(self, X, scaler, scratch=None):
+        self.shape = (X.shape[0], X.shape[1] + int(scaler.fit_intercept))
+        self._X = X
+        self._scaler = scaler
+        self._scratch = ChunkScratch(X.shape[0]) if scratch is None else scratch
+
+    @cached_property
+    def _folded(self):
+        """``(B, c, sq, long, Z)``: the scaled rows are those of [B / c, 1]
+        (``sq`` the squared norms of the rows of B, or None) except the rows
+        ``long``, which are the rows of ``Z``."""
+        X, c = self._X, self._scaler.data_norm
+        if self._scaler.bounds_X is None and _FOLD_RANGE[0] <= c <= _FOLD_RANGE[1]:
+            if not X.flags.c_contiguous:
+                X = self._scratch.buffer("features", X.shape)
+                X[...] = self._X
+            with np.errstate(over="ignore"):
+                sq = np.einsum("ij,ij->i", X, X)
+            # outside the ball (the test fails on inf and nan too)
+            long = np.flatnonzero(~(sq <= c * c))
+            if np.sum(sq[long]) <= X.shape[0] * c * c:
+                return X, c, sq, long, self._scaler.scale(self._X[long])
+        # the scaled features (into a contiguous buffer: elementwise
+        # operations on it are twice as fast as on a strided one)
+        B = self._scratch.buffer("features", X.shape)
+        self._scaler._unit_ball(X, B)
+        return B, 1.0, None, np.empty(0, dtype=np.intp), None
+
+    def _bulk(self, rows):
+        """The rows ``rows`` as the products on B / c see them (unscaled down)."""
+        B, c, *_ = self._folded
+        bulk = np.ones((rows.size, self.shape[1]))
+        np.divide(B[rows], c, out=bulk[:, : B.shape[1]])
+        return bulk
+
+    @cached_property
+    def _dense(self):
+        return self._scaler.scale(self._X, out=self._scratch.buffer("scaled", self.shape))
+
+    def __array__(self, dtype=None, copy=None):
+        dense = self._dense
+        if dtype is not None and dtype != dense.dtype:
+            return dense.astype(dtype)
+        return dense.copy() if copy else dense
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getitem__(self, key):
+        return self._dense[key]
+
+    @property
+    def T(self):
+        return self._dense.T
+
+    def __matmul__(self, A):
+        """``Xs @ A`` for A of shape (p,) or (p, k)."""
+        B, c, _, long, Z = self._folded
+        A = np.asarray(A)
+        d = B.shape[1]
+        out = B @ (A[:d] / c)
+        if self.shape[1] > d:  # the constant feature
+            out += A[d]
+        if long.size:
+            out[long] = Z @ A
+        return out
+
+    def squared_norms(self):
+        """``||x||^2`` of every scaled row (the constant feature included)."""
+        B, c, sq, long, Z = self._folded
+        if sq is None:
+            sq = np.einsum("ij,ij->i", B, B)
+        norms = sq / c**2 + (self.shape[1] - B.shape[1])
+        if long.size:
+            norms[long] = np.einsum("ij,ij->i", Z, Z)
+        return norms
+
+    def gram(self, ys):
+        """``Xs^T Xs`` and ``Xs^T ys``: one SYRK on the features, scaled as
+        a d x d matrix, and one pass for the labels and the constant."""
+        B, c, _, long, Z = self._folded
+        n, d = B.shape
+        p = self.shape[1]
+        XtX, Xty = np.empty((p, p)), np.empty(p)
+        # numpy computes B.T @ B by one syrk call on the array itself (no
+        # transposed copy), filling both triangles
+        XtX[:d, :d] = (B.T @ B) / c**2
+        right = ys[:, None] if p == d else np.column_stack((ys, np.ones(n)))
+        cross = (B.T @ right) / c
+        Xty[:d] = cross[:, 0]
+        if p > d:  # the constant feature
+            Xty[d] = ys.sum()
+            XtX[:d, d] = XtX[d, :d] = cross[:, 1]
+            XtX[d, d] = n
+        if long.size:
+            bulk = self._bulk(long)
+            XtX += Z.T @ Z - bulk.T @ bulk
+            Xty += (Z - bulk).T @ ys[long]
+        return XtX, Xty
+
+
+class ChunkScratch(threading.local):
+    """Buffers for the chunks of one pass, one set per thread, each allocated
+    on first use (for up to ``rows`` rows) and reused by the next chunks."""
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.buffers = {}
+
+    def buffer(self, name, shape):
+        """The buffer ``name`` as an array of ``shape`` (rows, columns)."""
+        n, width = shape
+        if name not in self.buffers:
+            self.buffers[name] = np.empty(self.rows * width)
+        return self.buffers[name][: n * width].reshape(n, width)
+
+
+def squared_norms(Xs):
+    """``||x||^2`` of every row of scaled rows: an array or :class:`ScaledRows`."""
+    if isinstance(Xs, ScaledRows):
+        return Xs.squared_norms()
+    return np.einsum("ij,ij->i", Xs, Xs)
+
+
 class _Rows:
     """Rows ``X`` and labels ``y`` (None: targets without labels, the
     functions then receive ``ys=None``) seen through a :class:`DomainScaler`."""
@@ -170,12 +344,13 @@ class _Rows:
 
 
 class ScaledData(_Rows):
-    """Rows of an in-memory array, scaled chunk by chunk.
+    """Rows of an in-memory array, seen chunk by chunk as :class:`ScaledRows`.
 
     The scaled rows are never stored whole. ``start`` is the index of the
     first row in the whole data set (for a block of a larger one); chunks are
     processed on ``n_jobs`` threads (joblib's convention), at most that many
-    at a time.
+    at a time, each thread reusing one scratch buffer for the chunks' scaled
+    copies (a first write to fresh memory is slow on some virtual machines).
     """
 
     def __init__(self, X, y, scaler, start=0, n_jobs=None):
@@ -184,16 +359,18 @@ class ScaledData(_Rows):
         self.n_jobs = n_jobs
 
     def _each_chunk(self, func):
-        """``func(rows, Xs, ys)`` for consecutive row slices, results in order."""
-        # scaled copy, whitened copy, and their products
+        """``func(rows, Xs, ys)`` for consecutive row slices, results in order
+        (``Xs`` a :class:`ScaledRows`, ``ys`` the scaled labels)."""
+        # the products of the rows (up to 2 d + 2 columns) and a scaled copy
         row_bytes = 8 * 4 * self.n_features
         working_memory = min(get_config()["working_memory"], _CHUNK_MIB)
         size = min(max(int(working_memory * 2**20 // row_bytes), 1), _CHUNK_ROWS)
+        scratch = ChunkScratch(size)
 
         def chunk(rows):
-            if self.y is None:
-                return func(rows, self.scaler.scale(self.X[rows]), None)
-            return func(rows, *self.scaler.scale(self.X[rows], self.y[rows]))
+            Xs = ScaledRows(self.X[rows], self.scaler, scratch)
+            ys = None if self.y is None else self.scaler.scale_labels(self.y[rows])
+            return func(rows, Xs, ys)
 
         batches = list(gen_batches(self.n_samples, size))
         # resolved for threads: joblib's default (process) backend would fall
@@ -234,9 +411,7 @@ class ScaledData(_Rows):
 
 
 def _gram_part(start, Xs, ys):
-    # numpy computes Xs.T @ Xs by one syrk call on the array itself (no
-    # transposed copy), filling both triangles
-    return Xs.T @ Xs, Xs.T @ ys
+    return Xs.gram(ys)
 
 
 class DaskScaledData(_Rows):

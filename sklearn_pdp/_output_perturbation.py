@@ -25,6 +25,7 @@ from ._base import (
     out_of_sample,
     penalty,
 )
+from ._data import squared_norms
 from ._docstrings import fill_doc
 from ._law import ReleaseLaw
 
@@ -291,7 +292,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         # the bound valid whether or not the constraint binds, in the
         # in-sample statistics against the released (constrained) centre
         ball = dict(stats, residual=ys - Xs @ self._center,
-                    norm2=np.einsum("ij,ij->i", Xs, Xs), label=np.abs(ys))
+                    norm2=squared_norms(Xs), label=np.abs(ys))
         if not in_sample:
             ball = out_of_sample(ball)
         _, convexity = _ball_constants(self.alpha_, self._n, R, self.fit_intercept)

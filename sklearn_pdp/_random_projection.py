@@ -11,7 +11,7 @@ from ._sklearn import Interval, StrOptions
 from ._accounting import chi2_epsilon, chi2_noise_scale, compose_with_gaussian
 from ._base import PrivateRegressorMixin, Ridge, leave_one_out
 from ._law import ReleaseLaw
-from ._data import row_norms
+from ._data import row_norms, squared_norms
 from ._signal import signal_ridge
 from ._docstrings import fill_doc
 from .exceptions import PrivacyLeakWarning
@@ -255,7 +255,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
             )
         k = self.n_components_ = self._resolve_n_components(data.n_samples)
         self._n = data.n_samples
-        ZtZ, col_sq, col_max_sq = data.reduce(_column_statistics, _combine_statistics)
+        ZtZ = data.reduce(_labelled_gram)
         p = data.n_features
         if self.variant == "dp":
             # a row [x, 1, y] of the scaled domain: ||x||^2 <= 1, the
@@ -264,7 +264,8 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
             s = chi2_noise_scale(self.epsilon, self.delta, k, max_sq_norm)
             penalty = np.full(p + 1, s**2)
         else:
-            s = paper_noise_scale(self.epsilon, k, col_sq[:p], col_max_sq[:p])
+            col_max_sq = data.reduce(_column_max_squares, np.maximum)
+            s = paper_noise_scale(self.epsilon, k, np.diag(ZtZ)[:p], col_max_sq)
             penalty = np.append(np.full(p, s**2), 0.0)
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
             data.n_samples, self.n_features_in_
@@ -283,7 +284,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
             # of Sigma (tau_in = 1) or leave its range (tau = inf); counting
             # them costs one more pass
             exposed = data.reduce(
-                lambda start, Xs, ys: int(np.sum(self._tau(np.column_stack((Xs, ys))) > _ONE))
+                lambda start, Xs, ys: int(np.sum(self._tau(_LabelledRows(Xs, ys)) > _ONE))
             )
             if exposed:
                 warnings.warn(
@@ -395,7 +396,8 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         self._basis = vec[:, keep]
 
     def _tau(self, Z):
-        """z^T Sigma^+ z of the rows of ``Z``, inf off the range of Sigma."""
+        """z^T Sigma^+ z of the rows of ``Z`` (:class:`_LabelledRows`), inf
+        off the range of Sigma."""
         if self._null is None:
             return self._sigma.row_statistics(Z)["leverage"]
         tau = self._sigma.row_statistics(Z @ self._basis)["leverage"]
@@ -404,7 +406,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         # for this row, and its loss is infinite (Sigma may be singular only
         # to working precision, so that direction's variance is unknown).
         off = row_norms(Z @ self._null)
-        rounding = _NULL_RTOL * row_norms(Z)
+        rounding = _NULL_RTOL * np.sqrt(Z.squared_norms())
         return np.where(off > rounding, np.inf, tau)
 
     def _mechanism_release(self, rng, size=None):
@@ -422,7 +424,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
 
     def _training_tau(self, Xs, ys):
         """In-sample tau' = z^T Sigma^{-1} z of the training rows."""
-        tau_in = self._tau(np.column_stack((Xs, ys)))
+        tau_in = self._tau(_LabelledRows(Xs, ys))
         # A row alone spanning a direction of Sigma has tau_in = 1 exactly;
         # within rounding of 1 report it as such (infinite loss), never as a
         # large finite number that rounding produced.
@@ -537,18 +539,38 @@ def _label_quadratic(quad, Xs, ys):
     """``quad(z)`` of the rows ``z = [x, y]``; with ``ys`` None the worst
     label: a quadratic form is convex in the label, so an end of [-1, 1]."""
     if ys is not None:
-        return quad(np.column_stack((Xs, ys)))
-    return np.maximum(*(quad(np.column_stack((Xs, np.full(len(Xs), v)))) for v in (-1.0, 1.0)))
+        return quad(_LabelledRows(Xs, ys))
+    return np.maximum(*(quad(_LabelledRows(Xs, np.full(Xs.shape[0], v))) for v in (-1.0, 1.0)))
 
 
-def _column_statistics(start, Xs, ys):
-    """Z^T Z and the per-column sums and maxima of squares of Z = [Xs ys]."""
-    Z = np.column_stack((Xs, ys))
-    return Z.T @ Z, np.einsum("ij,ij->j", Z, Z), (Z**2).max(axis=0)
+class _LabelledRows:
+    """The rows z = [x, y] of scaled rows ``Xs`` and labels ``ys``, for
+    products ``Z @ A`` without stacking the columns (no copy of the rows)."""
+
+    def __init__(self, Xs, ys):
+        self.Xs, self.ys = Xs, ys
+
+    def __matmul__(self, A):
+        """``Z @ A`` for A of shape (p + 1, k)."""
+        out = self.Xs @ A[:-1]
+        # the labels' row of A (of Sigma's whitener: its last entry alone)
+        cols = np.flatnonzero(A[-1])
+        out[:, cols] += np.multiply.outer(self.ys, A[-1, cols])
+        return out
+
+    def squared_norms(self):
+        return squared_norms(self.Xs) + self.ys**2
 
 
-def _combine_statistics(a, b):
-    return a[0] + b[0], a[1] + b[1], np.maximum(a[2], b[2])
+def _labelled_gram(start, Xs, ys):
+    """Z^T Z of Z = [Xs ys]."""
+    XtX, Xty = Xs.gram(ys)
+    return np.block([[XtX, Xty[:, None]], [Xty[None, :], ys @ ys]])
+
+
+def _column_max_squares(start, Xs, ys):
+    """The largest square in each column of the scaled rows."""
+    return np.square(Xs).max(axis=0)
 
 
 def paper_noise_scale(epsilon, n_components, col_sq, col_max_sq):

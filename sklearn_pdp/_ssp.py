@@ -50,9 +50,24 @@ def ssp_statistics(XtX, Xty, n_samples, intercept):
 def gram_change2(Xs, intercept):
     """Squared l2 change of the released Gram entries when each row of ``Xs`` is
     added or removed: sum over j <= k of (z_j z_k)^2, without the constant's
-    own entry (the public size) when ``intercept``."""
-    norm2 = np.einsum("ij,ij->i", Xs, Xs)
-    return 0.5 * (norm2**2 + np.einsum("ij->i", Xs**4)) - int(intercept)
+    own entry (the public size) when ``intercept``.
+
+    With the features x of z: (||x||^4 + sum x_j^4) / 2, plus ||x||^2 for the
+    constant's column (summed from x, never as a difference with 1, which
+    would round the change of a short row to 0).
+    """
+    return _gram_change2(*_feature_powers(Xs, intercept), intercept)
+
+
+def _feature_powers(Xs, intercept):
+    """||x||^2 and sum x_j^4 of the features x of each scaled row."""
+    x = np.asarray(Xs)[:, : Xs.shape[1] - int(intercept)]
+    sq = np.square(x)
+    return sq.sum(axis=1), np.einsum("ij,ij->i", sq, sq)
+
+
+def _gram_change2(norm2, fourth, intercept):
+    return 0.5 * (norm2**2 + fourth) + int(intercept) * norm2
 
 
 def gram_max_change(intercept):
@@ -390,11 +405,11 @@ class AdaSSPRegressor(PrivateRegressorMixin):
 
 def _row_changes2(Xs, ys, intercept, eigen2):
     """Squared changes of the blocks by each row; ``eigen2`` that of the eigenvalue."""
-    x = Xs[:, : Xs.shape[1] - int(intercept)]
+    norm2, fourth = _feature_powers(Xs, intercept)
     y2 = np.ones(Xs.shape[0]) if ys is None else ys**2
     return {
-        "gram": gram_change2(Xs, intercept),
-        "xy": y2 * np.einsum("ij,ij->i", x, x),
+        "gram": _gram_change2(norm2, fourth, intercept),
+        "xy": y2 * norm2,
         "ysum": y2,
         "eigen": eigen2,
     }

@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn import clone, config_context
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -78,6 +78,25 @@ def test_threads_give_the_same_fit(estimator):
     assert_allclose(two.coef_, one.coef_, rtol=1e-10)
     assert_allclose(two.pdp_losses_, one.pdp_losses_, rtol=1e-9)
     assert_allclose(two.pdp_epsilon(X[:50]), one.pdp_epsilon(X[:50]), rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "estimator", [e for e in ESTIMATORS if "n_jobs" in e.get_params(deep=False)
+                  and not isinstance(e, PrivateGridSearchCV)],
+    ids=lambda e: type(e).__name__,
+)
+def test_memory_layout_does_not_change_the_fit(estimator):
+    """A Fortran-ordered X (a DataFrame's) gives the fit of the C-ordered one
+    bit for bit, with rows inside data_norm and beyond it."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(3000, 4))
+    y = X @ [1.0, -1.0, 0.5, 0.0] + rng.normal(size=3000)
+    fits = [
+        clone(estimator).set_params(data_norm=4.0, y_bound=5.0, random_state=0).fit(Xo, y)
+        for Xo in (X, np.asfortranarray(X))
+    ]
+    assert_array_equal(fits[1].coef_, fits[0].coef_)
+    assert_array_equal(fits[1].pdp_losses_, fits[0].pdp_losses_)
 
 
 def test_threads_inside_a_daemon_process(monkeypatch):

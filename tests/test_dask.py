@@ -109,10 +109,12 @@ def test_pdp_epsilon_of_dask_targets(client, data, est):
 
 
 def test_random_projection_sketch_does_not_depend_on_chunking(client, data):
+    """The sketch is drawn from the Cholesky factor of Sigma, a function of
+    [X y]^T [X y] summed over the blocks: equal up to summation order."""
     _, _, Xd, yd = data
     est = RandomProjectionRegressor(n_components=40, random_state=3, **BOUNDS)
     sketches = [est.fit(Xd, yd).sketch_]
-    for chunks in (50_000, 4_099):  # neither a multiple of the 512-row S blocks
+    for chunks in (50_000, 4_099):
         sketches.append(est.fit(Xd.rechunk((chunks, D)), yd.rechunk(chunks)).sketch_)
     for other in sketches[1:]:
         assert_allclose(other, sketches[0], rtol=1e-12, atol=1e-12)

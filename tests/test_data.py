@@ -1,10 +1,19 @@
 """The row passes: scaling into the unit ball, chunked and threaded reductions."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sklearn_pdp._data import DomainScaler, ScaledData
+from sklearn_pdp._data import (
+    ChunkScratch,
+    DomainScaler,
+    ScaledData,
+    ScaledRows,
+    squared_norms,
+)
+from sklearn_pdp._base import Ridge
 
 
 @pytest.mark.parametrize("data_norm", [1e-200, 0.5, 3.0, 1e200])
@@ -52,3 +61,124 @@ def test_gram_matches_the_scaled_rows(n_jobs):
     assert_allclose(XtX, Xs.T @ Xs, rtol=1e-12)
     assert_array_equal(XtX, XtX.T)
     assert_allclose(Xty, Xs.T @ ys, rtol=1e-12)
+
+
+def _chunk_cases():
+    """{name: (X, scaler)}: rows inside the ball, a few outside, far outside,
+    per-feature bounds, extreme data_norm, and a Fortran-ordered X."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 6))
+    X /= 1.1 * np.linalg.norm(X, axis=1, keepdims=True).max()
+    few = X.copy()
+    few[[5, 700, 2999]] *= [[1.5], [3.0], [1.0 + 1e-9]]
+    far = X.copy()
+    far[17] = [1.7e308, -1e308, 0.0, 1.0, 0.0, 0.0]
+    bounds = (np.full(6, -0.3), np.full(6, 0.2))
+    return {
+        "inside": (X, DomainScaler(1.0, 1.0, True)),
+        "few outside": (few, DomainScaler(1.0, 1.0, True)),
+        "far outside": (far, DomainScaler(1.0, 1.0, True)),
+        "no intercept": (few, DomainScaler(1.0, 1.0, False)),
+        "bounds_X": (few, DomainScaler(None, 1.0, True, bounds)),
+        "tiny data_norm": (X * 1e-250, DomainScaler(1e-250, 1.0, True)),
+        "huge data_norm": (few * 1e250, DomainScaler(1e250, 1.0, True)),
+        "Fortran order": (np.asfortranarray(few), DomainScaler(1.0, 1.0, True)),
+    }
+
+
+CHUNK_CASES = _chunk_cases()
+
+
+@pytest.mark.parametrize("name", CHUNK_CASES)
+def test_chunk_products_equal_those_of_the_scaled_rows(name):
+    """ScaledRows: products, Gram matrix and norms as on scaler.scale(X),
+    to rounding; NumPy functions see exactly the scaled copy."""
+    X, scaler = CHUNK_CASES[name]
+    rng = np.random.default_rng(3)
+    y = rng.uniform(-1, 1, X.shape[0])
+    Xs = scaler.scale(X)
+    rows = ScaledRows(X, scaler)
+    A = rng.normal(size=(Xs.shape[1], 4))
+    assert rows.shape == Xs.shape
+    # rows in the unit ball and |A| ~ 1: absolute rounding ~ 1e-16 p
+    assert_allclose(rows @ A, Xs @ A, rtol=0, atol=1e-14)
+    assert_allclose(rows @ A[:, 0], Xs @ A[:, 0], rtol=0, atol=1e-14)
+    XtX, Xty = rows.gram(y)
+    assert_array_equal(XtX, XtX.T)
+    # sums of n = 3000 terms of size <= 1: rounding ~ 1e-16 n (relative, or
+    # absolute where the terms cancel)
+    assert_allclose(XtX, Xs.T @ Xs, rtol=1e-12, atol=1e-12)
+    assert_allclose(Xty, Xs.T @ y, rtol=1e-12, atol=1e-12)
+    assert_allclose(squared_norms(rows), np.einsum("ij,ij->i", Xs, Xs), rtol=0, atol=1e-15)
+    assert_array_equal(np.asarray(rows), Xs)
+    assert_array_equal(rows[:, :2], Xs[:, :2])
+
+
+@pytest.mark.parametrize("name", ["inside", "few outside", "Fortran order"])
+def test_chunks_inside_or_slightly_outside_are_not_copied(name):
+    """With data_norm, products, the Gram matrix and norms use X itself when
+    its rows are within data_norm or a few are corrected: no scratch buffer
+    is written (the copy that passes used to make of every chunk), except
+    the C-ordered copy of a Fortran-ordered X."""
+    X, scaler = CHUNK_CASES[name]
+    scratch = ChunkScratch(X.shape[0])
+    rows = ScaledRows(X, scaler, scratch)
+    rows @ np.ones(rows.shape[1]), rows.gram(np.zeros(X.shape[0])), squared_norms(rows)
+    assert list(scratch.buffers) == (["features"] if name == "Fortran order" else [])
+
+
+def test_passes_give_the_same_results_on_every_thread_count():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(20_000, 5)) / 2.5
+    y = rng.normal(size=20_000)
+    scaler = DomainScaler(1.0, 1.5, fit_intercept=True)
+    A = rng.normal(size=6)
+    results = [
+        ScaledData(X, y, scaler, n_jobs=n_jobs).map_rows(lambda Xs, ys: Xs @ A - ys)
+        for n_jobs in (None, 2)
+    ]
+    Xs, ys = scaler.scale(X, y)
+    assert_allclose(results[0], Xs @ A - ys, rtol=0, atol=1e-14)
+    assert_array_equal(results[0], results[1])
+
+
+def _exact_solve(H, b):
+    """H^{-1} b in exact rational arithmetic (Gaussian elimination)."""
+    n = len(b)
+    A = [[Fraction(v) for v in row] + [Fraction(v)] for row, v in zip(H.tolist(), b.tolist())]
+    for i in range(n):
+        pivot = max(range(i, n), key=lambda r: abs(A[r][i]))
+        A[i], A[pivot] = A[pivot], A[i]
+        for r in range(i + 1, n):
+            f = A[r][i] / A[i][i]
+            A[r] = [a - f * c for a, c in zip(A[r], A[i])]
+    z = [Fraction(0)] * n
+    for i in reversed(range(n)):
+        z[i] = (A[i][n] - sum(A[i][j] * z[j] for j in range(i + 1, n))) / A[i][i]
+    return z
+
+
+@pytest.mark.parametrize("collinearity", [1e-1, 1e-4])
+def test_row_statistics_are_as_accurate_as_triangular_solves(collinearity):
+    """Leverages and ||H^{-1} x||^2 from products with L^{-T} and H^{-1}
+    (one GEMM per chunk, scaling folded) against exact rational solves: the
+    relative error of a backward-stable solve, about cond(H) ulp (triangular
+    solves measured the same on these data: up to 4e-9 at cond(H) = 2.4e8)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(500, 4)) + 3.0
+    X[:, 1] = X[:, 0] + collinearity * X[:, 1]
+    X *= 2.0 / np.linalg.norm(X, axis=1).max()
+    scaler = DomainScaler(2.0, 1.0, fit_intercept=True)
+    XtX, Xty = ScaledData(X, np.zeros(500), scaler).gram()
+    ridge = Ridge(XtX, Xty, 1e-6, intercept=True)
+    rows = ScaledRows(X[:6], scaler)
+    stats = ridge.row_statistics(rows, inverse_norm=True)
+    H = XtX + 1e-6 * np.diag([1.0] * 4 + [0.0])
+    leverage, inverse_norm2 = [], []
+    for x in scaler.scale(X[:6]):
+        z = _exact_solve(H, x)
+        leverage.append(float(sum(Fraction(a) * b for a, b in zip(x.tolist(), z))))
+        inverse_norm2.append(float(sum(b * b for b in z)))
+    tol = 1e-15 * np.linalg.cond(H)
+    assert_allclose(stats["leverage"], leverage, rtol=tol)
+    assert_allclose(stats["inverse_norm2"], inverse_norm2, rtol=tol)

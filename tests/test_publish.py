@@ -102,7 +102,8 @@ def test_ball_law_reproduces_the_estimators_losses(radius):
     Xs, ys = law.scaler.scale(X, y)
     stats = est.law_statistics()(Xs, ys)
     eps = law.epsilon(est.delta, stats)
-    assert_allclose(eps, est.pdp_losses_, rtol=1e-12)
+    # the fit's folded products and these scaled rows round differently
+    assert_allclose(eps, est.pdp_losses_, rtol=1e-9)
     assert est._inside == (radius == 1.0)
     if not est._inside:
         norm = np.sqrt(stats["norm2"])
