@@ -112,9 +112,8 @@ class AdaSSPRegressor(PrivateRegressorMixin):
     budget_split : array-like of shape (4,) or None, default=None
         Non-negative weights (normalised to sum 1) of the Gram matrix, of
         ``X^T y``, of the label sum and of the eigenvalue in the squared
-        privacy ratio ``s^2`` of the whole release (see Notes); the first,
-        second and fourth must be positive, the third is ignored without
-        intercept. None: ``(0.35, 0.3, 0.25, 0.1)``, the best of the splits
+        privacy ratio ``s^2`` of the whole release (see Notes); all must be
+        positive but the third, which is ignored without intercept. None: ``(0.35, 0.3, 0.25, 0.1)``, the best of the splits
         measured on the utility benchmark.
     {bounds}
     {fit_intercept}
@@ -250,11 +249,13 @@ class AdaSSPRegressor(PrivateRegressorMixin):
             weights = np.array(_DEFAULT_SPLIT)
         else:
             weights = np.array(self.budget_split, dtype=float)
-            if weights.shape != (4,) or not np.all(weights >= 0) or weights[[0, 1, 3]].min() <= 0:
+            # the label sum's weight may be 0 only without an intercept (read from it)
+            needed = [0, 1, 2, 3] if self.fit_intercept else [0, 1, 3]
+            if weights.shape != (4,) or not np.all(weights >= 0) or weights[needed].min() <= 0:
                 raise ValueError(
                     "budget_split must be four non-negative weights (Gram matrix, "
-                    "X^T y, label sum, eigenvalue), all but the label sum positive; "
-                    f"got {self.budget_split!r}."
+                    "X^T y, label sum, eigenvalue), all positive but the label "
+                    f"sum's without an intercept; got {self.budget_split!r}."
                 )
         weights[2] *= self.fit_intercept
         return weights / weights.sum()

@@ -132,6 +132,11 @@ def test_budget_split_is_validated():
         AdaSSPRegressor(budget_split=[1, 0, 1, 1], **BOUNDS).fit(X, y)
     with pytest.raises(ValueError, match="budget_split"):
         AdaSSPRegressor(budget_split=[1, 1, 1], **BOUNDS).fit(X, y)
+    # the intercept is read from the label sum: it needs a share
+    with pytest.raises(ValueError, match="budget_split"):
+        AdaSSPRegressor(budget_split=[1, 1, 0, 1], **BOUNDS).fit(X, y)
+    reg = AdaSSPRegressor(budget_split=[1, 1, 0, 1], fit_intercept=False, **BOUNDS).fit(X, y)
+    assert "ysum" not in reg.noise_scale_
 
 
 def test_a_larger_share_lowers_that_block_noise():
