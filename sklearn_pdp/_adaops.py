@@ -563,13 +563,6 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    # Its intercept carries the posterior noise of OPS at the worst target,
-    # about 12 times the private mean's at n epsilon = 400 (d = 5): up to this
-    # rate a low-signal, off-centre data set was 12% worse than the mean
-    # predictor, and the benchmark's cells with n epsilon = 800 move by at
-    # most 0.005 with the mean instead.
-    _mean_only_rate = 100.0
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         # scikit-learn's check data (200 rows, 10 features) at epsilon=1 is

@@ -32,7 +32,8 @@ _RULE_UNIT = 1000
 # centred synthetic n=1e3, epsilon=1: 0.921, 0.930 / 0.937 / 0.965; diabetes,
 # epsilon=3: 0.819, 0.820 / 0.839 / 0.849; statsmodels' "fair", epsilon=0.1:
 # 1.452, 1.442 / 1.434 / 1.430 (its label mean's own noise in the sketch
-# keeps it above 1.4: doc/mechanisms/random_projection.rst).
+# keeps it above 1.4: doc/mechanisms/random_projection.rst; that size now
+# falls back to the private mean).
 _SIGNAL_MARGIN = -0.5
 
 

@@ -17,8 +17,8 @@ from sklearn_pdp import (
 from sklearn_pdp._accounting import gaussian_noise_scale
 
 # each estimator's n epsilon per coefficient up to which it releases the mean
-RATES = {OPSRegressor: 40, AdaOPSRegressor: 100, ObjPertRegressor: 40,
-         OutputPerturbationRegressor: 40, RandomProjectionRegressor: 40, AdaSSPRegressor: 20}
+RATES = {OPSRegressor: 100, AdaOPSRegressor: 100, ObjPertRegressor: 100,
+         OutputPerturbationRegressor: 100, RandomProjectionRegressor: 100, AdaSSPRegressor: 60}
 BOUNDS = dict(data_norm=1.0, y_bound=1.0)
 
 

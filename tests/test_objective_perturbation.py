@@ -303,7 +303,7 @@ def test_sherman_morrison_statistics_and_pdp_losses_match_brute_force():
 
 
 def test_pdp_epsilon_of_new_targets():
-    X, y = _data(n=400)  # above the fallback to the label mean
+    X, y = _data(n=500)  # above the fallback to the label mean, n epsilon > 100 (d + 1)
     reg = ObjPertRegressor(data_norm=3.0, y_bound=4.0).fit(X, y)
     X_new, y_new = _data(n=7, seed=1)
     Xs, ys = _scaled(X, y, reg)
@@ -450,15 +450,16 @@ def test_chunked_passes_do_not_depend_on_chunk_size():
 def test_defaults_meet_the_budget_whatever_the_seed():
     """Given only epsilon: alpha and sigma come from public quantities, the
     budget is met, and the privacy numbers do not depend on the noise draw."""
-    X, y = _data(n=400)  # above the fallback to the label mean
+    n = 1000  # above the fallback to the label mean, n epsilon > 100 (d + 1)
+    X, y = _data(n=n)
     fits = [
         ObjPertRegressor(epsilon=0.5, data_norm=3.0, y_bound=4.0, random_state=seed).fit(X, y)
         for seed in (0, 1)
     ]
     for reg in fits:
-        assert reg.alpha_ == objpert_auto_alpha(0.5, 1e-6, 400, 3, True)
+        assert reg.alpha_ == objpert_auto_alpha(0.5, 1e-6, n, 3, True)
         assert reg.dp_epsilon_ == 0.5
-        assert objpert_dp_epsilon(1e-6, reg.alpha_, reg.noise_scale_, 400, True) <= 0.5
+        assert objpert_dp_epsilon(1e-6, reg.alpha_, reg.noise_scale_, n, True) <= 0.5
         assert np.all(reg.pdp_losses_ <= 0.5)
     assert_allclose(fits[0].pdp_losses_, fits[1].pdp_losses_, rtol=1e-12)
     assert not np.allclose(fits[0].coef_, fits[1].coef_)

@@ -99,7 +99,7 @@ def test_converges_to_ridge_as_gamma_grows():
 
 
 def test_random_state_makes_fit_reproducible():
-    X, y = _data(n=400)  # above the fallback to the label mean
+    X, y = _data(n=500)  # above the fallback to the label mean, n epsilon > 100 (d + 1)
     a = OPSRegressor(data_norm=3.0, y_bound=4.0, random_state=3).fit(X, y)
     b = OPSRegressor(data_norm=3.0, y_bound=4.0, random_state=3).fit(X, y)
     c = OPSRegressor(data_norm=3.0, y_bound=4.0, random_state=4).fit(X, y)

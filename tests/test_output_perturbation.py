@@ -72,7 +72,7 @@ def _params(**kwargs):
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
 def test_pdp_losses_equal_brute_force_refits(noise, fit_intercept):
-    X, y = _data()
+    X, y = _data(n=500)  # above the fallback to the label mean, n epsilon > 100 (d + 1)
     reg = OutputPerturbationRegressor(
         **_params(alpha=0.5, noise=noise, fit_intercept=fit_intercept)
     ).fit(X, y)
@@ -165,9 +165,9 @@ def test_dp_epsilon_bounds_adversarial_data_sets(noise, radius, fit_intercept):
         y = np.sign(rng.normal(size=n))
         y[0] = -np.sign(X[0, 0])
         X[1:] *= 0.01
-        # epsilon 5: above the fallback to the label mean, n epsilon > 40 (d + 1)
+        # epsilon 10: above the fallback to the label mean, n epsilon > 100 (d + 1)
         reg = OutputPerturbationRegressor(
-            epsilon=5.0, noise=noise, alpha=alpha, radius=radius, data_norm=1.0,
+            epsilon=10.0, noise=noise, alpha=alpha, radius=radius, data_norm=1.0,
             y_bound=1.0, fit_intercept=fit_intercept, random_state=0,
         ).fit(X, y)
         assert reg.pdp_losses_.max() <= reg.dp_epsilon_
@@ -176,13 +176,13 @@ def test_dp_epsilon_bounds_adversarial_data_sets(noise, radius, fit_intercept):
         assert brute.max() <= reg.sensitivity_
         # and every row's reported sensitivity bounds its own
         assert np.all(reg._row_sensitivity(Xs, ys, in_sample=True) >= brute - 1e-9)
-    assert reg.dp_epsilon_ == 5.0
+    assert reg.dp_epsilon_ == 10.0
 
 
 @pytest.mark.parametrize("radius", [None, 1.0, 0.4])
 def test_pdp_epsilon_of_new_targets(radius):
-    X, y = _data(n=40)
-    # epsilon 5: above the fallback to the label mean, n epsilon > 40 (d + 1)
+    X, y = _data(n=100)
+    # epsilon 5: above the fallback to the label mean, n epsilon > 100 (d + 1)
     reg = OutputPerturbationRegressor(**_params(epsilon=5.0, alpha=2.0, radius=radius)).fit(X, y)
     X_new, y_new = _data(n=7, seed=1)
     Xs, ys = _scaled(X, y, reg)
@@ -312,7 +312,7 @@ def test_released_noise_has_the_calibrated_law(noise):
     """KS tests (false-alarm rate P_FALSE_ALARM each) on releases of a fitted
     estimator: projections of Gaussian noise are N(0, noise_scale_^2), the
     norm of norm-exponential noise is Gamma(d, noise_scale_)."""
-    X, y = _data(n=200, d=3)
+    X, y = _data(n=500, d=3)  # above the fallback to the label mean
     reg = OutputPerturbationRegressor(**_params(noise=noise, alpha=3.0)).fit(X, y)
     Xs, ys = _scaled(X, y, reg)
     noise_draws = reg._release(np.random.default_rng(5), size=20_000) - _ridge(
@@ -335,7 +335,7 @@ def test_released_noise_has_the_calibrated_law(noise):
 
 @pytest.mark.parametrize("radius", [None, 0.5])
 def test_converges_to_ridge_as_epsilon_grows(radius):
-    X, y = _data(n=200)
+    X, y = _data(n=500)  # above the fallback to the label mean at epsilon 1
     # data_norm above every row: predict() sees the rows the mechanism saw
     params = _params(data_norm=10.0, alpha=2.0, radius=radius)
     reg = OutputPerturbationRegressor(epsilon=1e14, **params).fit(X, y)
@@ -356,9 +356,10 @@ def test_converges_to_ridge_as_epsilon_grows(radius):
 
 
 def test_global_sensitivity_formulas():
-    X, y = _data(n=200)
+    n = 500  # above the fallback to the label mean, n epsilon > 100 (d + 1)
+    X, y = _data(n=n)
     fit = OutputPerturbationRegressor(**_params(alpha=4.0, fit_intercept=False)).fit(X, y)
-    assert fit.sensitivity_ == pytest.approx((1 + np.sqrt(200) / 4.0) / 4.0)
+    assert fit.sensitivity_ == pytest.approx((1 + np.sqrt(n) / 4.0) / 4.0)
     # constrained: (R + 1)/alpha, or the ball's diameter when smaller
     fit.set_params(radius=1.0).fit(X, y)
     assert fit.sensitivity_ == pytest.approx(0.5)
@@ -368,7 +369,7 @@ def test_global_sensitivity_formulas():
     # largest ||H^{-1} x||, sqrt(4 / alpha^2 + (1/(n - 1) + 2 / alpha)^2)
     fit.set_params(alpha=4.0, radius=None, fit_intercept=True).fit(X, y)
     assert fit.sensitivity_ == pytest.approx(
-        (2 + np.sqrt(200 / 4.0)) * np.hypot(2 / 4.0, 1 / 199 + 2 / 4.0))
+        (2 + np.sqrt(n / 4.0)) * np.hypot(2 / 4.0, 1 / (n - 1) + 2 / 4.0))
     # constrained: gradient bound sqrt(2) (sqrt(2) R + 1) over convexity
     # min(alpha, n - 1) / 5, or the diameter 2 R
     fit.set_params(radius=1.0).fit(X, y)

@@ -150,8 +150,8 @@ def test_chi2_noise_scale_is_tight():
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_pdp_losses_equal_brute_force_leave_one_out(variant, fit_intercept):
     X, y = _data(n=40)
-    # epsilon 5: above the fallback to the label mean, n epsilon > 40 (d + 1)
-    reg = _fit(X, y, epsilon=5.0, n_components=7, variant=variant, fit_intercept=fit_intercept)
+    # epsilon 15: above the fallback to the label mean, n epsilon > 100 (d + 1)
+    reg = _fit(X, y, epsilon=15.0, n_components=7, variant=variant, fit_intercept=fit_intercept)
     Z = _scaled_z(X, y, reg)
     noise = np.diag(_noise_variances(reg, Z.shape[1]))
     expected = []
@@ -188,7 +188,7 @@ def test_dp_calibration_is_tight_at_the_worst_row():
 
 def test_pdp_epsilon_of_new_targets():
     X, y = _data(n=50)
-    reg = _fit(X, y, epsilon=5.0, n_components=5)  # above the fallback to the mean
+    reg = _fit(X, y, epsilon=10.0, n_components=5)  # above the fallback to the mean
     X_new, y_new = _data(n=8, seed=1)
     Z, Z_new = _scaled_z(X, y, reg), _scaled_z(X_new, y_new, reg)
     sigma = Z.T @ Z + np.diag(_noise_variances(reg, Z.shape[1]))
@@ -238,12 +238,12 @@ def test_n_components_rules():
     X, y = _data(n=2000, d=2)
     assert _fit(X, y, n_components="log").n_components_ == round(1000 * (1 + np.log(2)))
     assert _fit(X, y, n_components="linear").n_components_ == 1500
-    X, y = _data(n=300, d=2)
+    X, y = _data(n=400, d=2)  # above the fallback to the label mean
     for rule in ("log", "linear", "full"):
-        assert _fit(X, y, n_components=rule).n_components_ == 300
-    with pytest.warns(DataDimensionalityWarning, match="n_components=400"):
-        reg = _fit(X, y, n_components=400)
-    assert reg.n_components_ == reg.sketch_.shape[0] == 400
+        assert _fit(X, y, n_components=rule).n_components_ == 400
+    with pytest.warns(DataDimensionalityWarning, match="n_components=500"):
+        reg = _fit(X, y, n_components=500)
+    assert reg.n_components_ == reg.sketch_.shape[0] == 500
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ def _ratio(reg, X, y, i):
     ))
 
 
-def _data(n=200, d=3, seed=0):
+def _data(n=600, d=3, seed=0):  # above the fallback to the mean at epsilon 0.5
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, size=(n, d)) / np.sqrt(d)
     y = np.clip(0.4 + X @ np.linspace(1, -1, d) + 0.3 * rng.normal(size=n), -1, 1)
@@ -97,7 +97,7 @@ def test_the_whole_release_matches_the_gaussian_divergence():
     """Monte Carlo of the released statistics on neighbouring data sets (same
     public size, hence the same noise): the empirical hockey-stick divergences
     agree with the exact ones at the reported epsilon."""
-    X, y = _data(n=80, d=2)  # above the fallback to the mean, n epsilon > 20 (d + 1)
+    X, y = _data(n=200, d=2)  # above the fallback to the mean, n epsilon > 60 (d + 1)
     reg = AdaSSPRegressor(epsilon=1.0, random_state=0, **BOUNDS).fit(X, y)
     keep = np.arange(len(y)) != 0
     full, smaller = _statistics(X, y, True), _statistics(X[keep], y[keep], True)
@@ -132,6 +132,11 @@ def test_budget_split_is_validated():
         AdaSSPRegressor(budget_split=[1, 0, 1, 1], **BOUNDS).fit(X, y)
     with pytest.raises(ValueError, match="budget_split"):
         AdaSSPRegressor(budget_split=[1, 1, 1], **BOUNDS).fit(X, y)
+    # the intercept is read from the label sum: it needs a share
+    with pytest.raises(ValueError, match="budget_split"):
+        AdaSSPRegressor(budget_split=[1, 1, 0, 1], **BOUNDS).fit(X, y)
+    reg = AdaSSPRegressor(budget_split=[1, 1, 0, 1], fit_intercept=False, **BOUNDS).fit(X, y)
+    assert "ysum" not in reg.noise_scale_
 
 
 def test_a_larger_share_lowers_that_block_noise():
@@ -157,7 +162,7 @@ def test_close_to_least_squares_on_large_data():
 def test_falls_back_towards_the_mean_at_a_tiny_budget():
     """Too little budget for slopes: the ridge shrinks the slopes, not the
     intercept, so the model is about as good as the (private) mean."""
-    X, y = _data(n=3000, d=5, seed=1)  # above the fallback to the mean
+    X, y = _data(n=8000, d=5, seed=1)  # above the fallback to the mean
     fits = [AdaSSPRegressor(epsilon=0.05, random_state=s, **BOUNDS).fit(X, y) for s in range(5)]
     assert not any(reg.mean_only_ for reg in fits)
     scores = [reg.score(X, y) for reg in fits]
