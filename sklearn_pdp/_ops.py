@@ -217,12 +217,6 @@ class OPSRegressor(PrivateRegressorMixin):
 
         return TwoStageRows(statistics, finish, 2)
 
-    def _row_function(self, name):
-        func = super()._row_function(name)
-        if name == "_training_epsilon" and self._mean_release is None:
-            return func.__self__._training_stages()  # of the snapshot
-        return func
-
     def _target_epsilon(self, Xs, ys):
         return self._capped(ops_target_epsilon(self._ridge, Xs, ys, self.delta, self.gamma_))
 
