@@ -6,7 +6,9 @@ can be: see ``_data``), accumulates the sufficient statistics, and, after the
 mechanism has drawn its noise on the driver, makes one more pass over the
 rows for the per-instance losses (leverage, residual: one GEMM per chunk).
 No n x d temporary is ever created: memory beyond X itself is O(d^2 +
-chunk), on a Dask cluster per block.
+chunk), on a Dask cluster per block (plus one or two values per row for OPS
+and output perturbation on rows of 31 features or more, whose accounting
+then follows all the products: see ``_data.TwoStageRows``).
 """
 
 import copy
@@ -232,7 +234,9 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
       and returns the released coefficient vector;
     - ``_training_epsilon(Xs, ys)``: the exact per-instance epsilon of
       removing each of the training rows ``Xs`` (labels ``ys``), which
-      fills ``pdp_losses_``;
+      fills ``pdp_losses_`` (optionally also ``_training_stages()``: the
+      same as a ``TwoStageRows``, for a pass to run its products and its
+      accounting apart);
     - ``_target_epsilon(Xs, ys)``: that of adding the rows (``ys`` None: the
       worst label);
     - ``_mechanism_release(rng, size=None)``: fresh draw(s) of the release
@@ -605,6 +609,9 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             mean = self._mean_release
             return {"_training_epsilon": mean.epsilon, "_target_epsilon": mean.epsilon,
                     "_law_statistics": mean.statistics}[name]
+        if name == "_training_epsilon" and hasattr(snapshot, "_training_stages"):
+            # the same function, its products and its accounting apart
+            return snapshot._training_stages()
         return getattr(snapshot, name)
 
     def _release(self, rng, size=None):

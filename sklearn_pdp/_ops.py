@@ -17,6 +17,7 @@ from ._accounting import (
     ops_gamma,
 )
 from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._data import TwoStageRows
 from ._law import ReleaseLaw
 from ._docstrings import fill_doc
 
@@ -199,7 +200,22 @@ class OPSRegressor(PrivateRegressorMixin):
         return self._ridge.coef + self._ridge.sample(rng, self.noise_scale_, size)
 
     def _training_epsilon(self, Xs, ys):
-        return self._capped(ops_training_epsilon(self._ridge, Xs, ys, self.delta, self.gamma_))
+        return self._training_stages()(Xs, ys)
+
+    def _training_stages(self):
+        """:meth:`_training_epsilon` as a :class:`TwoStageRows`: the leverage
+        and the residual of each row (one product), then its exact loss."""
+        ridge = self._ridge
+
+        def statistics(Xs, ys):
+            stats = ridge.row_statistics(Xs, ys)
+            return np.column_stack((stats["leverage"], stats["residual"]))
+
+        def finish(stats):
+            mu, r = leave_one_out(stats[:, 0], stats[:, 1])
+            return self._capped(ops_epsilon(self.delta, mu, r, self.gamma_))
+
+        return TwoStageRows(statistics, finish, 2)
 
     def _target_epsilon(self, Xs, ys):
         return self._capped(ops_target_epsilon(self._ridge, Xs, ys, self.delta, self.gamma_))
@@ -253,13 +269,6 @@ class OPSLaw(ReleaseLaw):
 
     def gaussian_allowance(self, delta, target):
         return gaussian_allowance(self._dp(delta - GAUSSIAN_DELTA_SHARE * delta), delta, target)
-
-
-def ops_training_epsilon(ridge, Xs, ys, delta, gamma):
-    """Exact OPS epsilon of removing each of the training rows ``Xs``."""
-    stats = ridge.row_statistics(Xs, ys)
-    mu, r = leave_one_out(stats["leverage"], stats["residual"])
-    return ops_epsilon(delta, mu, r, gamma)
 
 
 def ops_target_epsilon(ridge, Xs, ys, delta, gamma):

@@ -1,6 +1,7 @@
 """Output perturbation of ridge regression (Wu, Fredrikson, Wu, Jha and
 Naughton 2015, Algorithms 2 and 4; doc/mechanisms/output_perturbation.rst)."""
 
+from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -25,7 +26,7 @@ from ._base import (
     out_of_sample,
     penalty,
 )
-from ._data import squared_norms
+from ._data import TwoStageRows, squared_norms
 from ._docstrings import fill_doc
 from ._law import ReleaseLaw
 
@@ -268,7 +269,12 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         return self._release(rng)
 
     def _training_epsilon(self, Xs, ys):
-        return self._epsilon(self._row_sensitivity(Xs, ys, in_sample=True))
+        return self._training_stages()(Xs, ys)
+
+    def _training_stages(self):
+        """:meth:`_training_epsilon` as a :class:`TwoStageRows`: the
+        sensitivity of each row, then its exact loss."""
+        return TwoStageRows(partial(self._row_sensitivity, in_sample=True), self._epsilon)
 
     def _row_sensitivity(self, Xs, ys, in_sample):
         """||theta(larger) - theta(smaller)|| for each row (or its upper bound).

@@ -15,7 +15,7 @@ from sklearn_pdp._accounting import (
     ops_epsilon,
     ops_gamma,
 )
-from sklearn_pdp._data import DomainScaler
+from sklearn_pdp._data import DomainScaler, ScaledData
 
 
 def _data(n=60, d=3, seed=0):
@@ -228,3 +228,17 @@ def test_auto_alpha_rule(n, epsilon):
     assert doublings < 0.5 or noise(alpha / 2) > PREDICTION_NOISE
     reg = OPSRegressor(epsilon=epsilon, data_norm=1.0, y_bound=1.0)
     assert reg._calibrate(n, d)[0] == alpha
+
+
+def test_wide_rows_finish_losses_after_all_products():
+    # from 31 features on, the leverages and residuals of all rows come
+    # first and the accounting after them, in larger chunks: the values of
+    # chunk by chunk up to the search's tolerance
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, size=(20000, 40)) / np.sqrt(40)
+    y = np.clip(X @ rng.randn(40) + 0.1 * rng.randn(20000), -1, 1)
+    reg = OPSRegressor(epsilon=1.0, data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    assert not reg.mean_only_
+    data = ScaledData(X, y, reg.domain_scaler())
+    per_chunk = data.map_rows(lambda Xs, ys: reg._training_epsilon(Xs, ys))
+    assert_allclose(reg.pdp_losses_, per_chunk, rtol=1e-10)

@@ -11,7 +11,7 @@ from sklearn_pdp._accounting import (
     gaussian_epsilon,
     gaussian_noise_scale,
 )
-from sklearn_pdp._data import DomainScaler
+from sklearn_pdp._data import DomainScaler, ScaledData
 from sklearn_pdp._output_perturbation import (
     ball_ridge,
     norm_exponential_noise,
@@ -453,3 +453,18 @@ def test_auto_alpha_keeps_the_prediction_noise_below_its_target(n, epsilon):
         assert noise(alpha) <= PREDICTION_NOISE < noise(alpha * 0.999)
     else:
         assert noise(rule) <= PREDICTION_NOISE
+
+
+def test_wide_rows_finish_losses_after_all_products():
+    # from 31 features on, the sensitivities of all rows come first and the
+    # accounting after them, in larger chunks: the values of chunk by chunk
+    # up to the search's tolerance
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, size=(20000, 40)) / np.sqrt(40)
+    y = np.clip(X @ rng.randn(40) + 0.1 * rng.randn(20000), -1, 1)
+    reg = OutputPerturbationRegressor(
+        epsilon=1.0, data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    assert not reg.mean_only_
+    data = ScaledData(X, y, reg.domain_scaler())
+    per_chunk = data.map_rows(lambda Xs, ys: reg._training_epsilon(Xs, ys))
+    assert_allclose(reg.pdp_losses_, per_chunk, rtol=1e-10)
