@@ -18,11 +18,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import load_diabetes
 
-from sklearn_pdp import OPSRegressor, PDPReport
+from sklearn_pdp import AdaSSPRegressor, PDPReport
 
 X, y = load_diabetes(return_X_y=True)
-model = OPSRegressor(epsilon=1.0, bounds_X=(-0.2, 0.2), y_bound=(0.0, 400.0),
-                     random_state=0)
+# epsilon 2: with 442 rows of 10 features, epsilon 1 would release the
+# private label mean alone (``mean_only_``), whose loss is public anyway
+model = AdaSSPRegressor(epsilon=2.0, bounds_X=(-0.2, 0.2), y_bound=(0.0, 400.0),
+                        random_state=0)
 report = PDPReport(model, publish_epsilon=0.2, random_state=0).fit(X, y)
 published = report.published_
 print(f"model alone: ({report.estimator_.dp_epsilon_:.3g}, 1e-6)-DP; "

@@ -221,6 +221,7 @@ def _report(args, X, y, name, bounds, parser):
         "n_train": int(X_train.shape[0]),
         "n_features": int(X.shape[1]),
         "estimator": ESTIMATORS[args.estimator],
+        "mean_only": bool(getattr(report.estimator_, "mean_only_", False)),
         "dp_epsilon": float(s["dp_epsilon"]),
         "dp_delta": float(s["dp_delta"]),
         "pdp_delta": s["delta"],
@@ -243,7 +244,9 @@ def _text(r):
     rows = [
         ("data", f"{r['data']}: {r['n_train']} people in the training split, "
                  f"{r['n_features']} features"),
-        ("model", f"{r['estimator']}, released with differential privacy"),
+        ("model", f"{r['estimator']}, released with differential privacy"
+                  + (": too little data for slopes at this budget, the private label "
+                     "mean alone" if r["mean_only"] else "")),
         ("guarantee", f"DP epsilon {r['dp_epsilon']:.3g} at delta {r['dp_delta']:.2g}: "
                       "for every person, any conclusion drawn from the model is at "
                       f"most e^{r['dp_epsilon']:.3g} times more likely with their "

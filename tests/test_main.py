@@ -58,6 +58,16 @@ def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path):
         np.mean(eps <= est.dp_epsilon_ / 10))
     assert report["test_r2"] == pytest.approx(est.score(X_test, y_test))
     assert 0.3 < report["test_r2_least_squares"] < 0.6
+    # 331 rows at epsilon 1: the fit falls back to the private label mean, and says so
+    assert report["mean_only"] is est.mean_only_ is True
+    assert "the private label mean alone" in res.stdout
+
+
+def test_report_says_when_slopes_are_fitted(capsys):
+    assert main(["--epsilon", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mean_only"] is False
+    assert main(["--epsilon", "3"]) == 0
+    assert "label mean alone" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("estimator", sorted(ESTIMATORS))
