@@ -8,7 +8,13 @@ from scipy import linalg
 from sklearn.exceptions import DataDimensionalityWarning
 
 from ._sklearn import Interval, StrOptions
-from ._accounting import chi2_epsilon, chi2_noise_scale, compose_with_gaussian
+from ._accounting import (
+    PREDICTION_NOISE,
+    chi2_epsilon,
+    chi2_noise_scale,
+    compose_with_gaussian,
+    gaussian_noise_scale,
+)
 from ._base import PrivateRegressorMixin, Ridge, leave_one_out
 from ._law import ReleaseLaw
 from ._data import row_norms, squared_norms
@@ -220,6 +226,35 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     def _mean_fallback_budget(self):
         # the paper's variant reproduces the paper: no budget to meet
         return self.epsilon if self.variant == "dp" else None
+
+    def _mean_only_size(self, n_features):
+        """Also every size up to which the sketch's own estimate of the label
+        mean (slopes 0) is noisier than the private mean by more than
+        ``PREDICTION_NOISE``, by its public lower bound ``s^2 (n + s^2) /
+        (n^2 (k - 2))`` (doc/mechanisms/random_projection.rst): there no
+        slope can make up for the intercept. A rule's ``k`` only: a fixed
+        ``n_components`` keeps the size of the base class."""
+        size = super()._mean_only_size(n_features)
+        if not size or not isinstance(self.n_components, str):
+            return size
+        sigma = gaussian_noise_scale(self.epsilon, self.delta)
+
+        def noisy(n):  # falls with n: k and s grow slowly, n^2 fast
+            k = self._resolve_n_components(n)
+            if k <= 2:  # no residual degrees of freedom: nothing bounds it
+                return True
+            s2 = chi2_noise_scale(self.epsilon, self.delta, k, 2.0 + self.fit_intercept) ** 2
+            return s2 * (n + s2) / (n * n * (k - 2)) - (sigma / n) ** 2 > PREDICTION_NOISE
+
+        if not noisy(size + 1):
+            return size
+        low, high = size + 1, 2 * (size + 1)  # noisy(low), then not noisy(high)
+        while noisy(high):
+            low, high = high, 2 * high
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (mid, high) if noisy(mid) else (low, mid)
+        return low
 
     def _resolve_n_components(self, n_samples):
         n = n_samples

@@ -76,7 +76,7 @@ def test_law_reproduces_the_estimators_losses(cls):
 
 
 def test_random_projection_law_reproduces_the_estimators_losses():
-    X, y = _data(1500)
+    X, y = _data(3000)  # above the fallback to the label mean
     est = RandomProjectionRegressor(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
     law = est.release_law()
     Xs, ys = law.scaler.scale(X, y)

@@ -235,15 +235,17 @@ def test_result_does_not_depend_on_chunk_size(variant):
 
 
 def test_n_components_rules():
+    # without an intercept: no fallback to the label mean at any size
     X, y = _data(n=2000, d=2)
-    assert _fit(X, y, n_components="log").n_components_ == round(1000 * (1 + np.log(2)))
-    assert _fit(X, y, n_components="linear").n_components_ == 1500
-    X, y = _data(n=400, d=2)  # above the fallback to the label mean
+    fit = dict(fit_intercept=False)
+    assert _fit(X, y, n_components="log", **fit).n_components_ == round(1000 * (1 + np.log(2)))
+    assert _fit(X, y, n_components="linear", **fit).n_components_ == 1500
+    X, y = _data(n=300, d=2)
     for rule in ("log", "linear", "full"):
-        assert _fit(X, y, n_components=rule).n_components_ == 400
-    with pytest.warns(DataDimensionalityWarning, match="n_components=500"):
-        reg = _fit(X, y, n_components=500)
-    assert reg.n_components_ == reg.sketch_.shape[0] == 500
+        assert _fit(X, y, n_components=rule, **fit).n_components_ == 300
+    with pytest.warns(DataDimensionalityWarning, match="n_components=400"):
+        reg = _fit(X, y, n_components=400, **fit)
+    assert reg.n_components_ == reg.sketch_.shape[0] == 400
 
 
 @pytest.mark.parametrize(
