@@ -82,19 +82,26 @@ def test_series_matches_eigvalsh_and_falls_back_near_the_second_eigenvalue(monke
 
 @pytest.mark.parametrize("add", [False, True])
 def test_series_bounds_contain_the_secular_function(add):
-    """The two-sided bounds of the series hold for s below g_2."""
+    """The two-sided bounds of the series hold for s below g_2, also on F
+    at points below and above s (its terms beyond the pole bounded at s)."""
     rng = np.random.default_rng(30 + add)
     d, n = 12, 2000
     gaps = np.concatenate([[0.0], np.sort(rng.uniform(0.5, 50, d - 1))])
     C2 = rng.uniform(0, 1, (n, d)) ** 3 * 0.1
     s = rng.uniform(0, 1, n) * gaps[1] * rng.choice([0.01, 0.3, 0.9], n)
     powers = (1.0 / gaps[1:])[:, None] ** np.arange(1, _eigen._MOMENTS + 1)
-    moments = (C2[:, 1:] @ powers).T
-    coefs = [-m if add or k % 2 else m for k, m in enumerate(moments)]
-    lower, upper, _ = _eigen._series(C2[:, 0], coefs, gaps[1], s, add)
-    terms = C2[:, 1:] / (s[:, None] - gaps[1:]) if add else C2[:, 1:] / (gaps[1:] + s[:, None])
-    exact = C2[:, 0] / s + terms.sum(axis=1)
+    moments = powers.T @ C2[:, 1:].T
+
+    def secular(s):
+        terms = C2[:, 1:] / (s[:, None] - gaps[1:]) if add else C2[:, 1:] / (gaps[1:] + s[:, None])
+        return C2[:, 0] / s + terms.sum(axis=1)
+
+    lower, upper = _eigen._series(C2[:, 0], moments, gaps[1], s, add)
+    exact = secular(s)
     assert np.all(lower <= exact) and np.all(exact <= upper)
     # tight where s is far below g_2
     small = s < 0.01 * gaps[1]
     assert np.all((upper - lower)[small] <= 1e-12 * np.abs(exact[small]) + 1e-14)
+    bottom, top = s * rng.uniform(0.5, 1, n), s * rng.uniform(1, 1.1, n)
+    lower, upper = _eigen._series(C2[:, 0], moments, gaps[1], s, add, bottom, top)
+    assert np.all(lower <= secular(bottom)) and np.all(secular(top) <= upper)

@@ -123,6 +123,25 @@ def test_chi2_epsilon_of_many_rows_is_tight(df):
     assert_allclose(_chi2_log_sf(w, df), expected_sf, rtol=1e-13)
 
 
+def test_chi2_log_tails_evaluate_the_other_tail_only_where_needed():
+    """The log tails equal the branch formula that evaluates both
+    distribution functions on every row: varied orders, 0 and both sides
+    of the median."""
+    from scipy.special import chdtr, chdtrc
+
+    from sklearn_pdp._accounting._chi2 import _chi2_log_cdf, _chi2_log_sf
+
+    rng = np.random.default_rng(7)
+    k = rng.choice([1.0, 2.0, 7.0, 200.0, 7908.0], 4000)
+    x = np.concatenate([[0.0], k[1:] * np.exp(rng.normal(0, 0.5, 3999))])
+    with np.errstate(divide="ignore"):
+        cdf, sf = chdtr(k, x), chdtrc(k, x)
+        both_cdf = np.where(cdf < 0.5, np.log(cdf), np.log1p(-sf))
+        both_sf = np.where(sf < 0.5, np.log(sf), np.log1p(-cdf))
+    assert_array_equal(_chi2_log_cdf(x, k), both_cdf)
+    assert_array_equal(_chi2_log_sf(x, k), both_sf)
+
+
 def test_chi2_loss_is_monotone_in_tau_and_n_components():
     """The calibration of the dp variant relies on it (worst case = corner)."""
     tau = np.geomspace(1e-5, 1e3, 200)
