@@ -64,9 +64,10 @@ intercept_ : float
     "mean_only": """\
 mean_only_ : bool
     True when the fit released the label mean alone: with an intercept and
-    an epsilon budget, ``n_samples * epsilon <= 40 (n_features + 1)`` (20
-    for ``AdaSSPRegressor``, 100 for ``AdaOPSRegressor``), where no slopes
-    are worth their noise.
+    an epsilon budget, ``n_samples * epsilon <= 100 (n_features + 1)`` (60
+    for ``AdaSSPRegressor``; ``RandomProjectionRegressor`` also while its
+    sketch's own label mean is too noisy), where no slopes are worth their
+    noise.
     ``coef_`` is then 0 and ``intercept_`` the label mean plus Gaussian
     noise at the whole budget; ``pdp_losses_`` are the Gaussian mechanism's
     at ``|y_i| / sigma`` (doc/mechanisms, "Falling back to the mean").

@@ -52,8 +52,8 @@ class ObjPertRegressor(PrivateRegressorMixin):
         data are too few for slopes (then a large alpha shrinks the slopes
         towards 0 while the unpenalised intercept stays at the label mean),
         then doubled until the noise along a unit slope direction,
-        ``sigma^2 / alpha^2``, is at most 1e-4; see :func:`objpert_auto_alpha`. ``alpha=0`` gives no data-independent
-        guarantee.
+        ``sigma^2 / alpha^2``, is at most 1e-4; see :func:`objpert_auto_alpha`.
+        ``alpha=0`` gives no data-independent guarantee.
     sigma : float or None, default=None
         For experts, with ``epsilon=None``: the standard deviation of the
         noise ``b``, used as given (scaled data), and ``dp_epsilon_`` is

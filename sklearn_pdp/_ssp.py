@@ -114,8 +114,9 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         Non-negative weights (normalised to sum 1) of the Gram matrix, of
         ``X^T y``, of the label sum and of the eigenvalue in the squared
         privacy ratio ``s^2`` of the whole release (see Notes); all must be
-        positive but the third, which is ignored without intercept. None: ``(0.35, 0.3, 0.25, 0.1)``, the best of the splits
-        measured on the utility benchmark.
+        positive but the third, which is ignored without intercept. None:
+        ``(0.35, 0.3, 0.25, 0.1)``, the best of the splits measured on the
+        utility benchmark.
     {bounds}
     {fit_intercept}
     {random_state}
