@@ -6,6 +6,7 @@ Run from the repository root::
     python benchmarks/run.py speed        # fit time and memory -> doc/benchmarks/speed.md
     python benchmarks/run.py all
     python benchmarks/run.py dask         # 1e7 rows on a 2-worker Dask cluster -> doc/benchmarks/dask.md
+    python benchmarks/run.py oracle       # AdaOPS against an OPS told lambda_min -> doc/benchmarks/oracle.md
     python benchmarks/run.py all --quick  # smoke test of every estimator, seconds
 
 ``--help`` on each command lists its options (estimators, sizes, repeats).
@@ -41,6 +42,7 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 from threadpoolctl import threadpool_info  # noqa: E402
 
 import sklearn_pdp  # noqa: E402
+from sklearn_pdp._accounting import ops_gamma  # noqa: E402
 from registry import FACTORIES  # noqa: E402
 
 DOC_DIR = Path(__file__).resolve().parents[1] / "doc" / "benchmarks"
@@ -327,6 +329,112 @@ def utility(args):
         f"benchmarks/run.py).\n\n" + summary
     )
     write_page("utility", "Utility against privacy", intro, names, table,
+               "python benchmarks/run.py " + " ".join(sys.argv[1:]),
+               write=not args.quick)
+
+
+# Ridges of the oracle OPS, the best chosen in hindsight per cell.
+ORACLE_ALPHAS = (0, 1, 3, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 3000)
+
+
+def _oracle_ops(X_tr, y_tr, X_te, y_te, eps, alphas, draws, rng):
+    """Test MSE of OPS calibrated with the data's own conditioning (not private).
+
+    On rows scaled into the unit ball, OPS at ridge alpha (intercept not
+    penalised) with gamma for (eps, DELTA) at the data's exact leverage bound
+    1/(n - 1) + (1 + ||x_bar||)^2 / (lambda_min(S) + alpha) and residual bound
+    1 + |b| + ||beta||: what AdaOPS's private floor and bound approximate,
+    with nothing spent on them and no margin. Mean over ``draws`` draws;
+    inf where no gamma meets eps.
+    """
+    n, d = X_tr.shape
+    x_bar, y_bar = X_tr.mean(axis=0), y_tr.mean()
+    centred = X_tr - x_bar
+    S = centred.T @ centred
+    lam = np.linalg.eigvalsh(S)[0]
+    w2 = (1.0 + np.linalg.norm(x_bar)) ** 2
+    design = np.column_stack([X_tr, np.ones(n)])
+    out = {}
+    for alpha in alphas:
+        beta = np.linalg.solve(S + alpha * np.eye(d), centred.T @ (y_tr - y_bar))
+        b = y_bar - x_bar @ beta
+        try:
+            gamma = ops_gamma(eps, DELTA, 1.0 / (n - 1) + w2 / (lam + alpha),
+                              1.0 + abs(b) + np.linalg.norm(beta), xtol=1e-6)
+        except ValueError:
+            out[alpha] = np.inf
+            continue
+        H = design.T @ design
+        H[:d, :d] += alpha * np.eye(d)
+        chol = np.linalg.cholesky(gamma * H)
+        noise = np.linalg.solve(chol.T, rng.standard_normal((d + 1, draws)))
+        theta = np.r_[beta, b][:, None] + noise
+        out[alpha] = float(np.mean((X_te @ theta[:d] + theta[d] - y_te[:, None]) ** 2))
+    return out
+
+
+def oracle(args):
+    """AdaOPS and AdaSSP against OPS calibrated with the data's own
+    conditioning, the whole budget (or a share) on the sample and the best
+    ridge in hindsight: how much of AdaOPS's gap is its private calibration."""
+    rows = []
+    for data_name, load in datasets(args.n, args.d):
+        for eps in args.epsilon:
+            mse, conditioning, floors = {}, [], []
+            for split in range(args.splits):
+                X, y, data_norm, y_bound = load(split)
+                # the estimators' own scaling: rows into the unit ball, labels into [-1, 1]
+                norms = np.maximum(np.linalg.norm(X, axis=1) / data_norm, 1.0)
+                Xs, ys = X / data_norm / norms[:, None], np.clip(y / y_bound, -1.0, 1.0)
+                parts = train_test_split(Xs, ys, test_size=0.2, random_state=split)
+                X_tr, X_te, y_tr, y_te = parts
+                mse.setdefault("mean", []).append(np.mean((y_tr.mean() - y_te) ** 2))
+                for name in ("adassp", "adaops"):
+                    est = FACTORIES[name](eps, DELTA, *X_tr.shape, data_norm=1.0, y_bound=1.0,
+                                          random_state=split).fit(X_tr, y_tr)
+                    mse.setdefault(name, []).append(np.mean((est.predict(X_te) - y_te) ** 2))
+                    if name == "adaops":
+                        floors.append(np.nan if est.mean_only_ else est.floor_)
+                centred = X_tr - X_tr.mean(axis=0)
+                conditioning.append(np.linalg.eigvalsh(centred.T @ centred)[0]
+                                    / (1.0 + np.linalg.norm(X_tr.mean(axis=0))) ** 2)
+                rng = np.random.default_rng(split)
+                for share in args.shares:
+                    found = _oracle_ops(X_tr, y_tr, X_te, y_te, share * eps, ORACLE_ALPHAS,
+                                        args.draws, rng)
+                    for alpha, value in found.items():
+                        mse.setdefault((share, alpha), []).append(value)
+            m = {key: float(np.mean(v)) for key, v in mse.items()}
+            n_eps = len(y_tr) * eps
+            row = [data_name, f"{eps:g}", f"{n_eps:.0f}", f"{m['adassp'] / m['mean']:.3f}",
+                   f"{m['adaops'] / m['mean']:.3f}", f"{np.median(conditioning):.3g}",
+                   "mean only" if np.isnan(floors).all() else f"{np.nanmedian(floors):.3g}"]
+            for share in args.shares:
+                best = min(ORACLE_ALPHAS, key=lambda a: m[(share, a)])
+                row.append(f"{m[(share, best)] / m['mean']:.3f} ({best:g})")
+            rows.append(row)
+            print(" | ".join(row), file=sys.stderr, flush=True)
+    table = markdown_table(
+        ["data", "epsilon", "n_train epsilon", "adassp", "adaops", "G of the data",
+         "adaops floor_"] + [f"oracle OPS, {share:g} epsilon (best alpha)"
+                             for share in args.shares], rows)
+    intro = (
+        "Test mean squared error divided by that of the mean predictor (as on "
+        "the utility page; the same data and splits, features scaled into the unit "
+        f"ball and labels into [-1, 1]), mean over {args.splits} splits. The oracle "
+        "OPS is not private: it calibrates gamma at the data's own conditioning "
+        "G = lambda_min(S) / (1 + ||x_bar||)^2 (S the centred scatter of the "
+        "training rows) and residual bound 1 + |b| + ||beta||, with the given "
+        "share of epsilon (delta = 1e-6) and nothing spent on releasing them, "
+        "and it is scored at the ridge that was best on the test data, over "
+        f"alpha in {{{', '.join(f'{a:g}' for a in ORACLE_ALPHAS)}}} "
+        f"({args.draws} posterior draws per split). AdaOPS instead releases a "
+        "lower bound on G that must hold except with probability about delta "
+        "(its floor: the released value less about five noise deviations, "
+        "rounded down to a cell) and, where that floor is low, adds a ridge. "
+        "'adaops floor_' is the median floor of its fits (on the G scale)."
+    )
+    write_page("oracle", "AdaOPS against an oracle OPS", intro, ["adassp", "adaops"], table,
                "python benchmarks/run.py " + " ".join(sys.argv[1:]),
                write=not args.quick)
 
@@ -635,6 +743,16 @@ def main(argv=None):
     dsk.add_argument("--workers", type=int, default=2)
     dsk.add_argument("--quick", action="store_true",
                      help="smoke test: small sizes, writes nothing into doc/")
+    orc = commands.add_parser("oracle", help="AdaOPS against OPS told the data's conditioning")
+    orc.add_argument("--n", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    orc.add_argument("--d", type=int, default=10)
+    orc.add_argument("--epsilon", type=float, nargs="+", default=list(EPSILONS))
+    orc.add_argument("--splits", type=int, default=5)
+    orc.add_argument("--draws", type=int, default=10)
+    orc.add_argument("--shares", type=float, nargs="+", default=[1.0, 0.8],
+                     help="shares of epsilon the oracle spends on the sample")
+    orc.add_argument("--quick", action="store_true",
+                     help="smoke test: one size, two splits, writes nothing into doc/")
     everything = commands.add_parser("all", help="utility grid, then speed (defaults)")
     for sub in (util, spd, everything):
         sub.add_argument(
@@ -650,6 +768,8 @@ def main(argv=None):
         args.n, args.epsilon, args.splits = [1_000], [0.3, 3.0], 2
     elif args.quick and args.command == "speed":
         args.n, args.d, args.repeat = [2_000], [10], 1
+    elif args.quick and args.command == "oracle":
+        args.n, args.epsilon, args.splits, args.draws = [1_000], [3.0], 2, 2
     elif args.quick and args.command == "dask":
         args.n, args.n_memory, args.chunk = 200_000, 20_000, 30_000
     print(environment(), "\n", flush=True)
@@ -659,7 +779,8 @@ def main(argv=None):
         main(["utility", *options])
         main(["speed", *options])
     else:
-        {"utility": utility, "speed": speed, "dask": dask_scaling}[args.command](args)
+        commands = {"utility": utility, "speed": speed, "dask": dask_scaling, "oracle": oracle}
+        commands[args.command](args)
 
 
 if __name__ == "__main__":
