@@ -17,7 +17,7 @@ from ._accounting import (
 )
 from ._base import PrivateRegressorMixin, Ridge, leave_one_out
 from ._law import ReleaseLaw
-from ._data import row_norms, squared_norms
+from ._data import TwoStageRows, row_norms, squared_norms
 from ._signal import signal_ridge
 from ._docstrings import fill_doc
 from .exceptions import PrivacyLeakWarning
@@ -468,12 +468,21 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         return tau_in
 
     def _training_epsilon(self, Xs, ys):
-        # Sherman-Morrison: tau of the data set without the row (residual unused)
-        tau_in = self._training_tau(Xs, ys)
-        tau, _ = leave_one_out(tau_in, np.zeros_like(tau_in))
-        # tau <= 2 / s^2, where the calibration verified epsilon: the root
-        # search's tolerance must not report more than dp_epsilon_
-        return np.minimum(chi2_epsilon(self.delta, tau, self.n_components_), self.dp_epsilon_)
+        return self._training_stages()(Xs, ys)
+
+    def _training_stages(self):
+        """:meth:`_training_epsilon` as a :class:`TwoStageRows`: the in-sample
+        tau' of each row (one product), then its exact loss."""
+
+        def finish(tau_in):
+            # Sherman-Morrison: tau of the data set without the row (residual unused)
+            tau, _ = leave_one_out(tau_in, np.zeros_like(tau_in))
+            # tau <= 2 / s^2, where the calibration verified epsilon: the root
+            # search's tolerance must not report more than dp_epsilon_
+            return np.minimum(chi2_epsilon(self.delta, tau, self.n_components_),
+                              self.dp_epsilon_)
+
+        return TwoStageRows(self._training_tau, finish)
 
     def _target_epsilon(self, Xs, ys):
         tau = _label_quadratic(self._tau, Xs, ys)
