@@ -354,6 +354,7 @@ def _oracle_ops(X_tr, y_tr, X_te, y_te, eps, alphas, draws, rng):
     lam = np.linalg.eigvalsh(S)[0]
     w2 = (1.0 + np.linalg.norm(x_bar)) ** 2
     design = np.column_stack([X_tr, np.ones(n)])
+    gram = design.T @ design
     out = {}
     for alpha in alphas:
         beta = np.linalg.solve(S + alpha * np.eye(d), centred.T @ (y_tr - y_bar))
@@ -364,7 +365,7 @@ def _oracle_ops(X_tr, y_tr, X_te, y_te, eps, alphas, draws, rng):
         except ValueError:
             out[alpha] = np.inf
             continue
-        H = design.T @ design
+        H = gram.copy()
         H[:d, :d] += alpha * np.eye(d)
         chol = np.linalg.cholesky(gamma * H)
         noise = np.linalg.solve(chol.T, rng.standard_normal((d + 1, draws)))
