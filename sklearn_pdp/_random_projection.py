@@ -13,9 +13,9 @@ from ._accounting import (
     chi2_epsilon,
     chi2_noise_scale,
     compose_with_gaussian,
-    gaussian_noise_scale,
 )
 from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._mean import noise_scale as mean_noise_scale
 from ._law import ReleaseLaw
 from ._data import TwoStageRows, row_norms, squared_norms
 from ._signal import signal_ridge
@@ -237,14 +237,15 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         size = super()._mean_only_size(n_features)
         if not size or not isinstance(self.n_components, str):
             return size
-        sigma = gaussian_noise_scale(self.epsilon, self.delta)
+        # the private mean's error variance: 2 b^2 / n^2 (Laplace)
+        mean_var = 2.0 * mean_noise_scale(self.epsilon, self.delta) ** 2
 
         def noisy(n):  # falls with n: k and s grow slowly, n^2 fast
             k = self._resolve_n_components(n)
             if k <= 2:  # no residual degrees of freedom: nothing bounds it
                 return True
             s2 = chi2_noise_scale(self.epsilon, self.delta, k, 2.0 + self.fit_intercept) ** 2
-            return s2 * (n + s2) / (n * n * (k - 2)) - (sigma / n) ** 2 > PREDICTION_NOISE
+            return s2 * (n + s2) / (n * n * (k - 2)) - mean_var / (n * n) > PREDICTION_NOISE
 
         if not noisy(size + 1):
             return size

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from scipy import stats
+from scipy.integrate import quad
+from scipy.optimize import brentq
 
 from sklearn_pdp import (
     AdaOPSRegressor,
@@ -14,7 +16,7 @@ from sklearn_pdp import (
     PDPReport,
     RandomProjectionRegressor,
 )
-from sklearn_pdp._accounting import chi2_noise_scale, gaussian_noise_scale
+from sklearn_pdp._accounting import chi2_noise_scale
 
 # each estimator's n epsilon per coefficient up to which it releases the mean
 RATES = {OPSRegressor: 100, AdaOPSRegressor: 100, ObjPertRegressor: 100,
@@ -29,9 +31,24 @@ def _data(n, d=3, seed=0, offset=0.4):
     return X, y
 
 
-def _gaussian_delta(eps, s):
-    """Hockey-stick divergence of N(s, 1) from N(0, 1), from scipy.stats alone."""
-    return stats.norm.cdf(s / 2 - eps / s) - np.exp(eps) * stats.norm.cdf(-s / 2 - eps / s)
+def _laplace_scale(eps, delta):
+    """The documented noise scale of the label sum: a change of 1 costs
+    exactly eps at delta, whose tight loss is t + 2 log(1 - delta)."""
+    return 1.0 / (eps - 2.0 * np.log1p(-delta))
+
+
+@np.vectorize
+def _laplace_delta(eps, t):
+    """Hockey-stick divergence E_P[(1 - e^(eps - L))_+] of Lap(0, 1) from
+    Lap(t, 1) (t >= 0), integrated from the definition: the loss
+    L = |x - t| - |x| is t for x <= 0 (mass 1/2) and t - 2x on [0, t], and
+    exceeds eps left of a = (t - eps) / 2."""
+    if eps >= t:
+        return 0.0
+    a = (t - eps) / 2
+    inner, _ = quad(lambda x: 0.5 * np.exp(-x) * -np.expm1(eps - t + 2 * x), 0.0, a,
+                    epsabs=0.0, epsrel=1e-13)
+    return -0.5 * np.expm1(eps - t) + inner
 
 
 def _fallback_size(cls, eps, delta, d):
@@ -46,7 +63,7 @@ def _fallback_size(cls, eps, delta, d):
     def excess(n):
         k = n if n <= 1000 else int(round(1000 * (1 + np.log(n / 1000))))
         s2 = chi2_noise_scale(eps, delta, k, 3.0) ** 2
-        return s2 * (n + s2) / (n**2 * (k - 2)) - (gaussian_noise_scale(eps, delta) / n) ** 2
+        return s2 * (n + s2) / (n**2 * (k - 2)) - 2 * (_laplace_scale(eps, delta) / n) ** 2
 
     while excess(size + 1) > 1e-4:
         size += 1
@@ -55,25 +72,25 @@ def _fallback_size(cls, eps, delta, d):
 
 @pytest.mark.parametrize("cls", RATES, ids=lambda c: c.__name__)
 def test_small_n_epsilon_releases_the_label_mean(cls):
-    """At n epsilon <= c (d + 1) the release is the label mean by the Gaussian
-    mechanism at the whole budget: slopes 0, exact losses |y| / sigma, the same
+    """At n epsilon <= c (d + 1) the release is the label mean by the Laplace
+    mechanism at the whole budget: slopes 0, exact losses at |y| / b, the same
     for every seed, and the worst row costs the budget."""
     eps, delta, d = 0.5, 1e-6, 3
     n = _fallback_size(cls, eps, delta, d)  # the largest size that falls back
     X, y = _data(n, d)
     fits = [cls(epsilon=eps, delta=delta, random_state=s, **BOUNDS).fit(X, y) for s in (0, 1)]
-    sigma = gaussian_noise_scale(eps, delta)
+    t = np.abs(y) / _laplace_scale(eps, delta)
     for reg in fits:
         assert reg.mean_only_ and np.all(reg.coef_ == 0)
         assert (reg.dp_epsilon_, reg.dp_delta_) == (eps, delta) == reg.dp_guarantee(n, d)
-        assert_allclose(_gaussian_delta(reg.pdp_losses_, np.abs(y) / sigma), delta, rtol=1e-6)
+        # delta at the reported loss is the target (tight, never above it)
+        assert_allclose(_laplace_delta(reg.pdp_losses_, t), delta, rtol=1e-6)
+        assert np.all(_laplace_delta(reg.pdp_losses_, t) <= delta * (1 + 1e-9))
         worst = reg.pdp_epsilon(X[:3])
         assert_allclose(worst, eps, rtol=1e-9)
         assert np.all(worst <= eps)
-        # both certified upper bounds within 8e-11 of the root: above the
-        # engine's table size (random projection's fallback size) the
-        # training rows' start from a table, the three rows from a search
-        assert_allclose(reg.pdp_epsilon(X[:3], y[:3]), reg.pdp_losses_[:3], rtol=1e-10)
+        # a new person's loss is the training rows' formula
+        assert_allclose(reg.pdp_epsilon(X[:3], y[:3]), reg.pdp_losses_[:3], rtol=1e-12)
     assert_allclose(fits[0].pdp_losses_, fits[1].pdp_losses_, rtol=0)
     assert fits[0].intercept_ != fits[1].intercept_
     # one more row: the mechanism itself
@@ -82,7 +99,7 @@ def test_small_n_epsilon_releases_the_label_mean(cls):
 
 
 def test_released_mean_has_the_calibrated_law_and_monte_carlo_loss():
-    """KS test of the released intercepts against N(mean, (sigma / n)^2), and
+    """KS test of the released intercepts against Lap(mean, b / n), and
     delta at the reported epsilon of the worst row against Monte Carlo of
     the release on the data set and on its neighbour without the row."""
     eps, delta = 1.0, 0.05
@@ -90,20 +107,20 @@ def test_released_mean_has_the_calibrated_law_and_monte_carlo_loss():
     y[0] = -1.0  # the row of largest |y|
     reg = OPSRegressor(epsilon=eps, delta=delta, **BOUNDS).fit(X, y)
     assert reg.mean_only_
-    sigma = gaussian_noise_scale(eps, delta)
+    b = _laplace_scale(eps, delta)
     rng = np.random.default_rng(3)
     draws = np.array([
         OPSRegressor(epsilon=eps, delta=delta, random_state=s, **BOUNDS).fit(X, y).intercept_
         for s in range(300)
     ])
-    law = stats.norm(loc=y.mean(), scale=sigma / len(y))
+    law = stats.laplace(loc=y.mean(), scale=b / len(y))
     assert stats.kstest(draws, law.cdf).pvalue > 1e-3
     # neighbour: row 0 removed; the size is public, so the sum moves by |y_0| = 1
     target = int(np.argmax(np.abs(y)))
     n = len(y)
     sums = reg._release(rng, size=400_000)[:, -1] * n  # the released (scaled) sums
-    p = stats.norm(loc=y.sum(), scale=sigma)
-    q = stats.norm(loc=y.sum() - y[target], scale=sigma)
+    p = stats.laplace(loc=y.sum(), scale=b)
+    q = stats.laplace(loc=y.sum() - y[target], scale=b)
     assert stats.kstest(sums[:20_000], p.cdf).pvalue > 1e-3
     loss = p.logpdf(sums) - q.logpdf(sums)
     eps_i = reg.pdp_losses_[target]
@@ -112,6 +129,9 @@ def test_released_mean_has_the_calibrated_law_and_monte_carlo_loss():
     assert abs(mc - delta) <= tolerance
     assert eps_i == pytest.approx(eps, rel=1e-9)
     assert np.mean(reg.pdp_losses_) < eps
+    # the other direction (the row added to the neighbour) is the same
+    mc_add = np.mean(np.maximum(0.0, 1.0 - np.exp(eps_i + loss)) * np.exp(-loss))
+    assert abs(mc_add - delta) <= tolerance
 
 
 @pytest.mark.parametrize(
@@ -175,3 +195,22 @@ def test_fallback_predicts_about_as_well_as_the_mean():
     assert reg.mean_only_
     mse = np.mean((reg.predict(X_test) - y_test) ** 2)
     assert mse <= 1.05 * np.mean((y.mean() - y_test) ** 2)
+
+
+@pytest.mark.parametrize("delta", [1e-12, 1e-6, 0.05])
+def test_laplace_loss_is_the_tight_root(delta):
+    """The closed form eps(delta) of the Laplace mechanism against a root
+    search on the hockey-stick divergence integrated from its definition: never below the
+    root, within 1e-12 of it, 0 where even eps = 0 meets delta."""
+    from sklearn_pdp._accounting import laplace_delta, laplace_epsilon
+
+    for t in np.concatenate([[0.0, 1e-9, 2.0 * delta], np.geomspace(1e-4, 30, 60)]):
+        eps = float(laplace_epsilon(delta, t))
+        assert _laplace_delta(eps, t) <= delta * (1 + 1e-12)
+        assert_allclose(laplace_delta(eps, t), _laplace_delta(eps, t), rtol=1e-9, atol=1e-300)
+        if _laplace_delta(0.0, t) <= delta:
+            assert eps == 0.0
+        else:
+            root = brentq(lambda e: _laplace_delta(e, t) - delta, 0.0, t, xtol=1e-15, rtol=1e-15)
+            # (brentq finds the root to 1e-15)
+            assert root - 2e-15 <= eps <= root * (1 + 1e-12) + 2e-15

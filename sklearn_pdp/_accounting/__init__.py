@@ -18,7 +18,8 @@ that always returns an upper bound (the end of the bracket whose delta was
 checked to be at most the target), and solves every calibration with one
 bracketing root finder. One module per mechanism holds its loss and its
 calibration: ``_gaussian`` (Gaussian mechanism: output perturbation, AdaSSP,
-publication), ``_ops`` (One Posterior Sample and the AdaOPS mixture),
+publication), ``_laplace`` (Laplace mechanism: the label mean of the
+fallback, in closed form), ``_ops`` (One Posterior Sample and the AdaOPS mixture),
 ``_chi2`` (Gaussian sketch: random projection), ``_objpert`` (objective
 perturbation); ``_domain`` bounds the statistics over the privacy domain.
 The exponential mechanism lives with the search
@@ -39,6 +40,7 @@ from ._gaussian import (
     gaussian_epsilon,
     gaussian_noise_scale,
 )
+from ._laplace import laplace_delta, laplace_epsilon, laplace_noise_scale
 from ._objpert import (
     objpert_auto_alpha,
     objpert_delta,
@@ -69,6 +71,9 @@ __all__ = [
     "gaussian_epsilon",
     "gaussian_noise_scale",
     "hockey_stick",
+    "laplace_delta",
+    "laplace_epsilon",
+    "laplace_noise_scale",
     "log_gauss_mass",
     "log_phi",
     "objpert_auto_alpha",
