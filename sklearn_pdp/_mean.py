@@ -131,7 +131,8 @@ class MeanLaw(ReleaseLaw):
         return float(compose_with_gaussian(self._dp, delta, gaussian_ratio))
 
     def gaussian_allowance(self, delta, target):
-        return gaussian_allowance(self.dp_epsilon(delta * (1.0 - GAUSSIAN_DELTA_SHARE)), delta, target)
+        alone = self.dp_epsilon(delta * (1.0 - GAUSSIAN_DELTA_SHARE))
+        return gaussian_allowance(alone, delta, target)
 
     def published_statistics(self, published, Xs, ys):
         return _label_change(Xs, ys)

@@ -214,3 +214,26 @@ def test_laplace_loss_is_the_tight_root(delta):
             root = brentq(lambda e: _laplace_delta(e, t) - delta, 0.0, t, xtol=1e-15, rtol=1e-15)
             # (brentq finds the root to 1e-15)
             assert root - 2e-15 <= eps <= root * (1 + 1e-12) + 2e-15
+
+
+def test_mean_law_composes_with_a_gaussian_publication():
+    """The mean's law alone gives the fit's losses and budget; with a
+    Gaussian publication it composes by basic composition (never below
+    either part), and ``gaussian_allowance`` inverts ``dp_epsilon``."""
+    from sklearn_pdp._accounting import gaussian_epsilon
+
+    X, y = _data(150)
+    reg = OPSRegressor(**BOUNDS).fit(X, y)
+    assert reg.mean_only_
+    law = reg.release_law()
+    Xs, ys = reg.domain_scaler().scale(X, y)
+    stats_ = reg.law_statistics()(Xs, ys)
+    assert_allclose(law.epsilon(reg.delta, stats_), reg.pdp_losses_, rtol=1e-12)
+    assert law.dp_epsilon(reg.delta) == reg.dp_epsilon_
+    ratio = np.full(len(y), 0.3)
+    composed = law.epsilon(reg.delta, stats_, ratio)
+    assert np.all(composed >= law.epsilon(reg.delta, stats_))
+    assert np.all(composed >= gaussian_epsilon(reg.delta, ratio))
+    allowance = law.gaussian_allowance(reg.delta, 1.5)
+    assert law.dp_epsilon(reg.delta, allowance) == pytest.approx(1.5, rel=1e-6)
+    assert law.dp_epsilon(reg.delta, allowance) <= 1.5 * (1 + 1e-9)
