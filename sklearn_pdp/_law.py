@@ -2,7 +2,7 @@
 published report bounds per-instance losses (doc/publish.rst).
 
 Every mechanism's law subclasses :class:`ReleaseLaw`; a release that is one
-Gaussian mechanism made of noisy blocks (AdaSSP, the label mean) uses
+Gaussian mechanism made of noisy blocks (AdaSSP) uses
 :class:`GaussianLaw`. Nothing here is a statistic of the private data.
 """
 
