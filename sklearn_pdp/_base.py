@@ -6,9 +6,9 @@ can be: see ``_data``), accumulates the sufficient statistics, and, after the
 mechanism has drawn its noise on the driver, makes one more pass over the
 rows for the per-instance losses (leverage, residual: one GEMM per chunk).
 No n x d temporary is ever created: memory beyond X itself is O(d^2 +
-chunk), on a Dask cluster per block (plus one or two values per row for OPS
-and output perturbation on rows of 31 features or more, whose accounting
-then follows all the products: see ``_data.TwoStageRows``).
+chunk), on a Dask cluster per block (plus one or two values per row for OPS,
+output perturbation and random projection on rows of 32 columns or more,
+whose accounting then follows all the products: see ``_data.TwoStageRows``).
 """
 
 import copy

@@ -68,10 +68,11 @@ mean_only_ : bool
     for ``AdaSSPRegressor``; ``RandomProjectionRegressor`` also while its
     sketch's own label mean is too noisy), where no slopes are worth their
     noise.
-    ``coef_`` is then 0 and ``intercept_`` the label mean plus Gaussian
-    noise at the whole budget; ``pdp_losses_`` are the Gaussian mechanism's
-    at ``|y_i| / sigma`` (doc/mechanisms, "Falling back to the mean").
-    Never with a raw noise level or without a Gaussian budget.""",
+    ``coef_`` is then 0 and ``intercept_`` the label mean plus Laplace
+    noise at the whole budget; ``pdp_losses_`` are the Laplace mechanism's
+    at ``|y_i| / b``, in closed form (doc/mechanisms, "Falling back to the
+    mean"). Never with a raw noise level or with the pure (norm-exponential)
+    noise of output perturbation.""",
     "fitted_bounds": """\
 data_norm_, bounds_X_, y_bound_ : float, tuple or None
     The bounds used (the parameters, or the data's own when not given).

@@ -11,7 +11,7 @@ estimators (with an intercept and an epsilon budget) release the label mean
 alone, by the Laplace mechanism with the whole budget: slopes 0, intercept
 ``(sum y + Lap(b)) / n`` with n public. For one number the Laplace noise
 is far smaller than the Gaussian one for the same (epsilon, delta): its
-variance 2 b^2 is 1/7 to 1/11 of the analytic Gaussian mechanism's at
+variance 2 b^2 is 1/6.6 to 1/10.7 of the analytic Gaussian mechanism's at
 delta = 1e-6 and epsilon 0.1 to 3. A row's loss is that of the Laplace
 mechanism at ratio ``|y_i| / b``, exact, in closed form and the same in both
 directions. The switch is a function of public quantities (n, d, epsilon)

@@ -213,7 +213,8 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         return tags
 
     def _mean_fallback_budget(self):
-        # the pure (norm-exponential) variant has no delta to spend on a Gaussian mean
+        # the pure (norm-exponential) variant keeps pure epsilon-DP: no fallback
+        # (the label mean is calibrated at the budget's (epsilon, delta))
         return self.epsilon if self.noise == "gaussian" else None
 
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):

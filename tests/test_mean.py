@@ -170,7 +170,7 @@ def test_guarantee_over_a_range_of_sizes_spanning_the_fallback():
 
 
 def test_published_report_of_the_mean():
-    """The mean's release law is a Gaussian block of the label sum: the
+    """The mean's release law is Laplace noise on the label sum: the
     published bounds cover the exact losses, which include the publication."""
     X, y = _data(150)
     report = PDPReport(OPSRegressor(**BOUNDS), publish_epsilon=0.2, random_state=0).fit(X, y)
