@@ -242,7 +242,8 @@ class AdaSSPRegressor(PrivateRegressorMixin):
     # mechanisms (centred synthetic, 73 per coefficient: 0.74 of the mean
     # predictor's error), so it falls back to the mean only below. At 20,
     # "fair" at n epsilon = 509 (57 per coefficient) was 1.27: the label sum's
-    # share of the budget makes its mean 4 times as noisy as the private mean.
+    # share of the budget makes its mean's variance 4 times that of a
+    # Gaussian mean at the whole budget (about 36 times the Laplace fallback's).
     _mean_only_rate = 60.0
 
     def _weights(self, n_samples):
