@@ -9,13 +9,15 @@ from ._random_projection import RandomProjectionRegressor
 from ._ssp import AdaSSPRegressor
 from ._public import PublicLinearModel
 from ._report import PDPReport
-from .exceptions import PrivacyLeakWarning
+from .exceptions import BoundsWarning, FallbackWarning, PrivacyLeakWarning
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "AdaOPSRegressor",
     "AdaSSPRegressor",
+    "BoundsWarning",
+    "FallbackWarning",
     "OPSRegressor",
     "ObjPertRegressor",
     "OutputPerturbationRegressor",
