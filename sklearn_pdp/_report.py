@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._sklearn import HasMethods, Interval, _check_feature_names_in
 from ._base import Ridge, noise_generator
 from ._data import compute, persist, quantiles, scaled_data, validate_rows
-from ._ops import OPSRegressor
+from ._ssp import AdaSSPRegressor
 from ._publish import private_summary, publish
 
 _COLUMNS = ("pdp_epsilon", "leverage")
@@ -36,7 +36,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         :class:`~sklearn_pdp.model_selection.PrivateGridSearchCV` over one: its
         numbers are then the whole search's (at its ``pdp_delta_``), and the
         leverage is that of its ``best_estimator_``.
-        ``None`` means ``OPSRegressor()``. It is cloned, never fitted in place.
+        ``None`` means ``AdaSSPRegressor()`` (see "Choosing an estimator" in
+        the documentation). It is cloned, never fitted in place.
     delta : float, default=None
         The delta at which the per-instance epsilons are reported; set on the
         clone as its ``delta`` parameter. ``None`` keeps the estimator's own.
@@ -98,7 +99,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
 
     See Also
     --------
-    OPSRegressor : The default private regressor.
+    AdaSSPRegressor : The default private regressor.
 
     Notes
     -----
@@ -200,7 +201,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
                 f"{self.thresholds!r}."
             )
         X, y = validate_rows(self, X, y, reset=True)
-        est = clone(OPSRegressor() if self.estimator is None else self.estimator)
+        est = clone(AdaSSPRegressor() if self.estimator is None else self.estimator)
         if self.delta is not None:
             est.set_params(delta=self.delta)
         self.estimator_ = est.fit(X, y)

@@ -9,7 +9,7 @@ from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from tests._reference import ridge_penalty
-from sklearn_pdp import OPSRegressor, PDPReport, PrivacyLeakWarning
+from sklearn_pdp import AdaSSPRegressor, OPSRegressor, PDPReport, PrivacyLeakWarning
 from sklearn_pdp._data import DomainScaler
 
 
@@ -161,11 +161,11 @@ def test_pipeline_and_feature_union_and_column_transformer():
     assert_array_equal(out.iloc[:, :2].to_numpy(), direct)
 
 
-def test_default_estimator_is_ops_and_warns_about_bounds():
+def test_default_estimator_is_adassp_and_warns_about_bounds():
     X, y = _data()
     with pytest.warns(PrivacyLeakWarning):
         report = PDPReport().fit(X, y)
-    assert isinstance(report.estimator_, OPSRegressor)
+    assert isinstance(report.estimator_, AdaSSPRegressor)
 
 
 def test_no_guarantee_gives_infinite_ratio():

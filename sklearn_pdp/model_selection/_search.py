@@ -154,7 +154,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seeds the split, the candidates, the selection and the refit. All of
         them draw from one generator made from it like the estimators' noise
-        (:func:`sklearn_pdp.set_config` ``secure_noise`` applies), through
+        (None: 256 bits from :mod:`secrets`), through
         child seeds of 256 bits each.
 
     Attributes
