@@ -15,6 +15,7 @@ the report's plot as a PNG.
 
 import argparse
 import json
+import re
 import sys
 import warnings
 
@@ -500,6 +501,10 @@ def _text(r):
 
 def main(argv=None):
     parser = _parser()
+    # a value such as -20,40 is not an option (none starts with a digit):
+    # argparse would take it for one
+    argv = [" " + a if re.match(r"-\.?\d", a) else a
+            for a in (sys.argv[1:] if argv is None else argv)]
     args = parser.parse_args(argv)
     try:
         return _main(args)

@@ -599,10 +599,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         best = self.best_estimator_
+        selected = best.public_model()  # its declared bounds and (released) parameters
         return public_model(
             best.coef_, best.intercept_, (self.dp_epsilon_, self.dp_delta_),
             f"PrivateGridSearchCV({type(best).__name__})",
             getattr(self, "feature_names_in_", None), decimals,
+            selected.bounds, selected.params,
         )
 
     @available_if(_estimator_has("score"))
