@@ -371,7 +371,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         except ImportError as exc:
             raise ImportError(
                 "PDPReport.plot needs matplotlib: install it with "
-                "pip install 'sklearn-pdp[plot]'."
+                "pip install matplotlib."
             ) from exc
         n_axes = 2 if leverage else 1
         if ax is None:
@@ -408,8 +408,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         else:
             dist.set_title("no data-independent DP guarantee", fontsize="small")
         dist.set_title(
-            rf"$\delta$ = {self.summary_['delta']:g}, "
-            f"DP / median = {self.summary_['dp_over_median']:.3g}",
+            rf"$\delta$ = {self.summary_['delta']:g}; DP $\varepsilon$ is "
+            f"{self.summary_['dp_over_median']:.3g} times the median",
             loc="left", fontsize="small",
         )
         if leverage:
@@ -428,7 +428,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             else:  # few labels, so that long decimals do not collide
                 axes[1].xaxis.set_major_locator(MaxNLocator(4))
             axes[1].set_yscale("log")
-            axes[1].set_xlabel(r"leverage $x^T H^{-1} x$")
+            axes[1].set_xlabel("leverage (how unusual the row's features are)")
             axes[1].set_ylabel(r"per-instance $\varepsilon$")
             axes[1].figure.colorbar(scatter, ax=axes[1], label="residual (scaled y)")
             return axes

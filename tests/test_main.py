@@ -348,3 +348,14 @@ def test_report_without_matplotlib(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main([]) == 0
     assert "DP epsilon" in capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
+def test_one_feature_is_singular(capsys, tmp_path):
+    path = tmp_path / "one.csv"
+    rng = np.random.default_rng(2)
+    np.savetxt(path, rng.uniform(size=(200, 2)), delimiter=",", header="a,label",
+               comments="")
+    assert main([str(path), "--target", "label"]) == 0
+    out = capsys.readouterr().out
+    assert "1 feature\n" in out and "1 features" not in out
