@@ -359,3 +359,20 @@ def test_one_feature_is_singular(capsys, tmp_path):
     assert main([str(path), "--target", "label"]) == 0
     out = capsys.readouterr().out
     assert "1 feature\n" in out and "1 features" not in out
+
+
+def test_bounds_per_encoded_column_or_per_numeric_feature(capsys, tmp_path):
+    path = tmp_path / "table.csv"
+    _table(path, n=400)
+    common = [str(path), "--target", "label", "--y-bound", "-20,40", "--categories",
+              "colour=red,green,blue", "--test-size", "0", "--json"]
+    models = []
+    for bounds in (["0,-5", "10,5"], ["0,0,0,-5", "10,1,1,5"]):
+        model = tmp_path / "model.json"
+        assert main([*common, "--bounds-x", *bounds, "--save-model", str(model)]) == 0
+        capsys.readouterr()
+        models.append(sklearn_pdp.PublicLinearModel.from_json(model).bounds)
+    assert models[0] == models[1]
+    assert models[0]["bounds_X"] == [[0.0, 0.0, 0.0, -5.0], [10.0, 1.0, 1.0, 5.0]]
+    _assert_one_line_error(capsys, [*common, "--bounds-x", "0,0,0", "1,1,1"],
+                           "one value per numeric feature (2) or per encoded column (4)")
