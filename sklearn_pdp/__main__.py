@@ -414,6 +414,10 @@ def _report(args, X, y, name, bounds, encoding):
         **evaluation,
         "read_from_data": bounds_read + [f"categories of {c!r}" for c in categories_read],
         "bounds_warnings": _messages(caught, BoundsWarning),
+        # anything else the fit said (never swallowed)
+        "warnings": [str(w.message) for w in caught if not (
+            issubclass(w.category, (BoundsWarning, FallbackWarning))
+            or " was not given" in str(w.message))],
     }
     noise = ("secure (256 bits from the operating system)" if args.random_state is None
              else f"seeded with --random-state {args.random_state}: predictable noise, "
@@ -489,6 +493,7 @@ def _text(r):
                                  f"{c['test_r2_least_squares']:.4f} least squares "
                                  f"without privacy ({c['n_test']} held-out rows)"))
     rows += [("bounds", message) for message in c["bounds_warnings"]]
+    rows += [("warning", message) for message in c["warnings"]]
     if c["read_from_data"]:
         rows.append(("note", f"{', '.join(c['read_from_data'])} read from the data: "
                              "that leaks and the numbers above do not cover it; declare "

@@ -376,3 +376,18 @@ def test_bounds_per_encoded_column_or_per_numeric_feature(capsys, tmp_path):
     assert models[0]["bounds_X"] == [[0.0, 0.0, 0.0, -5.0], [10.0, 1.0, 1.0, 5.0]]
     _assert_one_line_error(capsys, [*common, "--bounds-x", "0,0,0", "1,1,1"],
                            "one value per numeric feature (2) or per encoded column (4)")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
+def test_other_warnings_of_the_fit_are_shown(capsys, monkeypatch):
+    assert main(["--estimator", "projection", "--json", "--random-state", "0"]) == 0
+    assert json.loads(capsys.readouterr().out)["curator_only"]["warnings"] == []
+    # the paper's variant of random projection has no guarantee, and says so
+    import sklearn_pdp.__main__ as cli
+
+    original = cli._estimator
+    monkeypatch.setattr(cli, "_estimator",
+                        lambda *args: original(*args).set_params(variant="paper"))
+    assert main(["--estimator", "projection", "--random-state", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "warning" in out and "no differential privacy guarantee" in out
