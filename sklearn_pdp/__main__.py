@@ -2,25 +2,30 @@
 
 ``python -m sklearn_pdp`` fits a private regressor at a privacy budget
 (epsilon = 1, delta = 1e-6 by default) on scikit-learn's bundled diabetes data
-and explains, in plain words, what the release costs every person in it: the
-guarantee that holds for everyone, the distribution of the per-instance
-epsilons, and the test R^2 next to that of (non-private) least squares.
-``python -m sklearn_pdp data.csv --target y`` does the same for a table of
-one's own; ``--json`` prints a machine-readable report instead, ``--plot
-FILE`` writes the report's plot as a PNG.
+and explains, in plain words, what may be published (the released model and
+its guarantee) and what is for the curator's eyes only (the per-instance
+epsilons of the people in it and the test R^2, computed from the private data
+without privacy). ``python -m sklearn_pdp data.csv --target y`` does the same
+for a table of one's own (text columns are one-hot encoded with the categories
+declared by ``--categories``); ``--save-model FILE`` writes the released model
+as JSON (read it back with ``sklearn_pdp.PublicLinearModel.from_json``),
+``--json`` prints a machine-readable report instead, ``--plot FILE`` writes
+the report's plot as a PNG.
 """
 
 import argparse
 import json
+import re
 import sys
 import warnings
 
 import numpy as np
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import OneHotEncoder
 
 from ._report import PDPReport
-from .exceptions import PrivacyLeakWarning
+from .exceptions import BoundsWarning, FallbackWarning, PrivacyLeakWarning
 
 # command-line name -> class name in sklearn_pdp; every one takes a budget
 ESTIMATORS = {
@@ -38,6 +43,11 @@ EXPERT = ("gamma", "alpha", "kappa")
 DIABETES_BOUNDS = {"bounds_X": (-0.2, 0.2), "y_bound": (0.0, 400.0)}
 # above this DP epsilon the guarantee protects practically no one
 MEANINGLESS_EPSILON = 10.0
+PLOT_HINT = 'pip install matplotlib (or, from a checkout, pip install ".[plot]")'
+
+
+class DataError(Exception):
+    """A problem with the data or the options: one line, no usage block."""
 
 
 def _numbers(text):
@@ -49,14 +59,37 @@ def _numbers(text):
     return values[0] if len(values) == 1 else values
 
 
+def _seed(text):
+    """An int seed, or None (``none``): secure noise."""
+    if text.lower() == "none":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer seed: {text!r}")
+
+
+def _categories(text):
+    """``COLUMN=a,b,c``: the declared categories of a text column."""
+    column, sep, values = text.partition("=")
+    if not sep or not column or not values:
+        raise argparse.ArgumentTypeError(
+            f"expected COLUMN=a,b,c (the categories of a text column), got {text!r}")
+    return column, values.split(",")
+
+
+def _plural(n, word):
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def _parser():
     parser = argparse.ArgumentParser(
         prog="python -m sklearn_pdp",
         description=(
-            "Fit a differentially private linear regression at a privacy budget "
-            "and report how much privacy every person in the training data "
-            "loses (per-instance epsilon) next to the guarantee that holds for "
-            "everyone (DP epsilon)."
+            "Fit a differentially private linear regression at a privacy budget, "
+            "report the released model and its guarantee (DP epsilon), and, for "
+            "the curator only, how much privacy every person in the training "
+            "data loses (per-instance epsilon)."
         ),
     )
     parser.add_argument(
@@ -69,6 +102,14 @@ def _parser():
         help="feature columns of the CSV (default: every column but the target)",
     )
     parser.add_argument(
+        "--categories", type=_categories, action="append", default=[],
+        metavar="COLUMN=a,b,c",
+        help="declared categories of a text column, one-hot encoded (the first "
+             "category is the reference, carried by the intercept); repeat for "
+             "each text column. Categories not declared are read from the data, "
+             "which leaks",
+    )
+    parser.add_argument(
         "--estimator", choices=sorted(ESTIMATORS), default=DEFAULT_ESTIMATOR,
         help="private regressor (default: %(default)s)",
     )
@@ -79,18 +120,20 @@ def _parser():
     bounds = parser.add_argument_group(
         "public bounds of the data (declare them: bounds read from the data leak)"
     )
-    bounds.add_argument("--data-norm", type=float,
-                        help="bound on the l2 norm of the feature rows")
     bounds.add_argument(
         "--bounds-x", nargs=2, type=_numbers, metavar=("LOWER", "UPPER"),
-        help="per-feature ranges: two numbers, or two comma-separated lists "
-             "with one value per feature",
+        help="per-feature ranges (recommended): two numbers, or two "
+             "comma-separated lists with one value per numeric feature (one-hot "
+             "columns of text features are in [0, 1])",
     )
+    bounds.add_argument("--data-norm", type=float,
+                        help="bound on the l2 norm of the (encoded) feature rows")
     bounds.add_argument("--y-bound", type=_numbers, metavar="B or LOW,HIGH",
                         help="range of the label: B for [-B, B], or LOW,HIGH")
     expert = parser.add_argument_group("expert options (the budget is met without them)")
     expert.add_argument("--gamma", type=float,
-                        help="ops: posterior scaling instead of --epsilon (no budget)")
+                        help="ops: posterior scaling instead of --epsilon (no "
+                             "budget; needs --alpha)")
     expert.add_argument("--alpha", type=float, help="ridge strength on the scaled data")
     expert.add_argument(
         "--kappa", type=float,
@@ -98,9 +141,14 @@ def _parser():
              "n / (d kappa) (default: chosen from the released eigenvalue)",
     )
     parser.add_argument("--test-size", type=float, default=0.25,
-                        help="held-out fraction for the test R^2 (default: %(default)s)")
-    parser.add_argument("--random-state", type=int, default=0,
-                        help="seed of the split and of the noise (default: %(default)s)")
+                        help="held-out fraction for the test R^2; 0 fits on every "
+                             "row and skips the evaluation (default: %(default)s)")
+    parser.add_argument(
+        "--random-state", type=_seed, default=None, metavar="N",
+        help="seed of the split and of the noise, for experiments only: seeded "
+             "noise is predictable, so not for a release (default: secure noise, "
+             "256 bits from the operating system)",
+    )
     parser.add_argument(
         "--thresholds", type=float, nargs="+", default=[0.1, 1.0], metavar="EPS",
         help="report the fraction of people whose epsilon is at most these values "
@@ -108,65 +156,157 @@ def _parser():
     )
     parser.add_argument(
         "--publish-epsilon", type=float, metavar="EPS",
-        help="also publish the report with differential privacy at this extra "
-             "budget (every estimator): the per-instance numbers then include its "
-             "cost, and the JSON report its private summary",
+        help="also publish the privacy report with differential privacy at this "
+             "extra budget (every estimator): the per-instance numbers then "
+             "include its cost, and the publishable part its private summary",
+    )
+    parser.add_argument(
+        "--save-model", metavar="FILE",
+        help="write the released model (coefficients, intercept, feature names, "
+             "bounds, guarantee, parameters) as JSON; load it with "
+             "sklearn_pdp.PublicLinearModel.from_json(FILE)",
     )
     parser.add_argument("--json", action="store_true",
                         help="print a machine-readable JSON report instead of text")
     parser.add_argument(
         "--plot", metavar="FILE",
-        help="write the report's plot to this PNG file (needs matplotlib)",
+        help="write the report's plot to this PNG file (needs matplotlib; the "
+             "plot is for the curator only)",
     )
     return parser
 
 
-def _load(args, parser):
-    """Features, labels, a name for the data and its declared bounds."""
-    if args.csv is None:
-        if args.target is not None or args.features is not None:
-            parser.error("--target and --features need a CSV file")
-        from sklearn.datasets import load_diabetes
-
-        X, y = load_diabetes(return_X_y=True)
-        return X, y, "diabetes (scikit-learn)", DIABETES_BOUNDS
-    if args.target is None:
-        parser.error("--target is required with a CSV file")
+def _read_csv(args):
+    """Header and rows of the CSV, checked for shape."""
     import csv
 
     try:
         with open(args.csv, newline="") as f:
             rows = list(csv.reader(f))
     except OSError as exc:
-        parser.error(f"cannot read {args.csv}: {exc.strerror}")
+        raise DataError(f"cannot read {args.csv}: {exc.strerror}") from None
     if not rows:
-        parser.error(f"{args.csv} is empty")
+        raise DataError(f"{args.csv} is empty")
     header, body = rows[0], rows[1:]
-    features = args.features or [c for c in header if c != args.target]
-    for column in [args.target, *features]:
-        if column not in header:
-            parser.error(f"column {column!r} not in {args.csv} (columns: {', '.join(header)})")
-    if not features:
-        parser.error(f"{args.csv} needs at least one feature column besides the target")
     if any(len(row) != len(header) for row in body):
-        parser.error(f"{args.csv} has ragged rows (not as many values as the header)")
+        raise DataError(f"{args.csv} has ragged rows (not as many values as the header)")
     if len(body) < 2:
-        parser.error(f"{args.csv} needs at least two data rows")
-    columns = {}
-    for column in [*features, args.target]:
-        j = header.index(column)
-        try:
-            columns[column] = np.array([row[j] for row in body], dtype=float)
-        except ValueError:
-            hint = "" if args.features else "; choose numeric feature columns with --features"
-            parser.error(f"column {column!r} of {args.csv} has non-numeric or empty values{hint}")
-        if not np.all(np.isfinite(columns[column])):
-            parser.error(f"column {column!r} of {args.csv} contains missing or infinite values")
-    X = np.column_stack([columns[c] for c in features])
-    return X, columns[args.target], args.csv, {}
+        raise DataError(f"{args.csv} needs at least two data rows")
+    return header, body
 
 
-def _estimator(args, parser, bounds):
+def _numeric(values):
+    """The column as floats, or None if some value is not a number."""
+    try:
+        return np.array(values, dtype=float)
+    except ValueError:
+        return None
+
+
+def _one_hot(column, values, declared, source):
+    """One-hot columns of a text column with declared categories (the first
+    dropped: the intercept carries it), and their names."""
+    unknown = sorted(set(values) - set(declared))
+    if unknown:
+        shown = ", ".join(map(repr, unknown[:5])) + (" ..." if len(unknown) > 5 else "")
+        raise DataError(f"column {column!r} of {source} has values not in its declared "
+                        f"categories: {shown}")
+    if len(set(declared)) < 2:
+        raise DataError(f"column {column!r} needs at least two distinct categories, "
+                        f"got {declared}")
+    # declared categories: the encoder learns nothing from the rows
+    encoder = OneHotEncoder(categories=[list(declared)], drop="first",
+                            sparse_output=False, dtype=np.float64)
+    encoded = encoder.fit_transform(np.asarray(values, dtype=object)[:, None])
+    return encoded, list(encoder.get_feature_names_out([column]))
+
+
+def _load(args):
+    """Features, labels, a name for the data, its declared bounds and the
+    encoding: (feature names, one-hot mask, categories read from the data)."""
+    if args.csv is None:
+        if args.target is not None or args.features is not None or args.categories:
+            raise DataError("--target, --features and --categories need a CSV file")
+        from sklearn.datasets import load_diabetes
+
+        data = load_diabetes()
+        X, y, names = data.data, data.target, list(data.feature_names)
+        return X, y, "diabetes (scikit-learn)", DIABETES_BOUNDS, (
+            names, np.zeros(len(names), dtype=bool), [])
+    if args.target is None:
+        raise DataError("--target is required with a CSV file")
+    header, body = _read_csv(args)
+    features = args.features or [c for c in header if c != args.target]
+    declared = dict(args.categories)
+    for column in [args.target, *features, *declared]:
+        if column not in header:
+            raise DataError(f"column {column!r} not in {args.csv} "
+                            f"(columns: {', '.join(header)})")
+    if not features:
+        raise DataError(f"{args.csv} needs at least one feature column besides the target")
+    if args.target in declared:
+        raise DataError(f"the target {args.target!r} must be numeric, not a category")
+    y = _numeric([row[header.index(args.target)] for row in body])
+    if y is None:
+        raise DataError(f"the target column {args.target!r} of {args.csv} has "
+                        "non-numeric or empty values")
+    blocks, names, one_hot, read = [], [], [], []
+    for column in features:
+        values = [row[header.index(column)] for row in body]
+        numbers = None if column in declared else _numeric(values)
+        if numbers is not None:
+            if not np.all(np.isfinite(numbers)):
+                raise DataError(f"column {column!r} of {args.csv} contains missing or "
+                                "infinite values")
+            blocks.append(numbers[:, None])
+            names.append(column)
+            one_hot.append(False)
+            continue
+        if "" in values:
+            raise DataError(f"column {column!r} of {args.csv} has empty values")
+        if column not in declared:
+            read.append(column)
+            warnings.warn(
+                f"the categories of column {column!r} were not declared, so they are "
+                "read from the data: a rare category reveals that someone has it, and "
+                "the privacy guarantees do not cover this. Declare them with "
+                f"--categories {column}=a,b,c.", PrivacyLeakWarning, stacklevel=2)
+        encoded, encoded_names = _one_hot(
+            column, values, declared.get(column) or sorted(set(values)), args.csv)
+        blocks.append(encoded)
+        names += encoded_names
+        one_hot += [True] * len(encoded_names)
+    if not np.all(np.isfinite(y)):
+        raise DataError(f"column {args.target!r} of {args.csv} contains missing or "
+                        "infinite values")
+    return np.hstack(blocks), y, args.csv, {}, (names, np.array(one_hot), read)
+
+
+def _feature_bounds(bounds_x, one_hot):
+    """``--bounds-x`` for the encoded columns: one-hot columns in [0, 1], the
+    values given for the numeric ones (one per numeric feature, or one per
+    encoded column)."""
+    if not one_hot.any():
+        return bounds_x
+    numeric = int((~one_hot).sum())
+    result = []
+    for given in bounds_x:
+        values = np.atleast_1d(np.asarray(given, dtype=float))
+        if values.size == one_hot.size:
+            result.append(values.tolist())
+            continue
+        if values.size not in (1, numeric):
+            raise DataError(
+                f"--bounds-x needs one value per numeric feature ({numeric}) or per "
+                f"encoded column ({one_hot.size}), got {values.size}")
+        column = np.empty(one_hot.size)
+        column[~one_hot] = values
+        column[one_hot] = 0.0 if len(result) == 0 else 1.0
+        result.append(column.tolist())
+    return result
+
+
+def _estimator(args, bounds, one_hot):
     import sklearn_pdp
 
     est = getattr(sklearn_pdp, ESTIMATORS[args.estimator])()
@@ -175,8 +315,9 @@ def _estimator(args, parser, bounds):
     if args.data_norm is not None:  # replaces the bundled data's bounds_X
         params.pop("bounds_X", None)
     # both given by the user: the estimator's own error says so
+    bounds_x = None if args.bounds_x is None else _feature_bounds(args.bounds_x, one_hot)
     for name, value in (("data_norm", args.data_norm), ("y_bound", args.y_bound),
-                        ("bounds_X", args.bounds_x)):
+                        ("bounds_X", bounds_x)):
         if value is not None:
             params[name] = value
     for name in EXPERT:
@@ -184,28 +325,50 @@ def _estimator(args, parser, bounds):
         if value is None:
             continue
         if name not in est.get_params():
-            parser.error(f"--{name} does not apply to --estimator {args.estimator}")
+            raise DataError(f"--{name} does not apply to --estimator {args.estimator}")
         params[name] = value
     if args.gamma is not None:  # a raw noise level instead of a budget
+        if args.alpha is None:
+            raise DataError("--gamma needs --alpha: without a budget (--gamma replaces "
+                            "--epsilon) the ridge strength is not chosen for you")
         params["epsilon"] = None
     return est.set_params(**params)
 
 
-def _report(args, X, y, name, bounds, parser):
-    """Fit the release on a training split; the numbers of the report."""
-    est = _estimator(args, parser, bounds)
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=args.test_size, random_state=args.random_state
-    )
+def _split(args, X, y):
+    """Training and test rows; every row trains with ``--test-size 0``."""
+    if not 0 <= args.test_size < 1:
+        raise DataError(f"--test-size must be in [0, 1), got {args.test_size:g}")
+    if args.test_size == 0:
+        return X, None, y, None
+    try:
+        return train_test_split(X, y, test_size=args.test_size,
+                                random_state=args.random_state)
+    except ValueError as exc:
+        raise DataError(f"--test-size {args.test_size:g}: {exc}") from None
+
+
+def _messages(caught, category):
+    return [str(w.message) for w in caught if issubclass(w.category, category)]
+
+
+def _report(args, X, y, name, bounds, encoding):
+    """Fit the release on a training split; the numbers of the report, in a
+    publishable block and a block for the curator only."""
+    names, one_hot, categories_read = encoding
+    est = _estimator(args, bounds, one_hot)
+    X_train, X_test, y_train, y_test = _split(args, X, y)
     report = PDPReport(est, delta=args.delta, thresholds=args.thresholds,
                        publish_epsilon=args.publish_epsilon, random_state=args.random_state)
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", PrivacyLeakWarning)
+        warnings.simplefilter("always")
         try:
             report.fit(X_train, y_train)
         # invalid parameters, or an estimator that cannot publish its report
         except (ValueError, TypeError, NotImplementedError) as exc:
-            parser.exit(2, f"{parser.prog}: error: {exc}\n")
+            raise DataError(str(exc)) from None
+    fitted = report.estimator_
+    public = fitted.public_model().set_params(feature_names=names)
     s = report.summary_
     eps = np.asarray(report.pdp_losses_)
     published = None
@@ -216,101 +379,173 @@ def _report(args, X, y, name, bounds, parser):
             "pdp_epsilon": {key: p[key] for key in ("mean", "median", "q90", "q99")},
             "fraction_below": {f"{t:g}": frac for t, frac in p["below"].items()},
         }
-    return report, {
+    evaluation = {"test_r2": None, "test_r2_least_squares": None, "n_test": 0}
+    if X_test is not None:
+        evaluation = {
+            "n_test": int(X_test.shape[0]),
+            "test_r2": float(fitted.score(X_test, y_test)),
+            "test_r2_least_squares": float(
+                LinearRegression().fit(X_train, y_train).score(X_test, y_test)),
+        }
+    bounds_read = [m.split(" was not given")[0] for m in _messages(caught, PrivacyLeakWarning)
+                   if " was not given" in m]
+    mean_only = bool(getattr(fitted, "mean_only_", False))
+    reason = getattr(fitted, "mean_only_reason_", None) or " ".join(
+        _messages(caught, FallbackWarning)) or None
+    publishable = {
         "data": name,
         "n_train": int(X_train.shape[0]),
         "n_features": int(X.shape[1]),
         "estimator": ESTIMATORS[args.estimator],
-        "mean_only": bool(getattr(report.estimator_, "mean_only_", False)),
+        "model": {"feature_names": names, "coef": public.coef_.tolist(),
+                  "intercept": public.intercept_},
+        "mean_only": mean_only,
+        "zero_slopes": bool(not mean_only and not np.any(public.coef_)),
+        "reason": reason,
         "dp_epsilon": float(s["dp_epsilon"]),
         "dp_delta": float(s["dp_delta"]),
+        "published": published,
+    }
+    curator = {
         "pdp_delta": s["delta"],
         "pdp_epsilon": {key: s[key] for key in ("mean", "median", "q90", "q99", "max")},
         "fraction_below": {f"{t:g}": frac for t, frac in s["below"].items()},
         "fraction_below_tenth_of_dp": float(np.mean(eps <= s["dp_epsilon"] / 10)),
-        "test_r2": float(report.estimator_.score(X_test, y_test)),
-        "test_r2_least_squares": float(
-            LinearRegression().fit(X_train, y_train).score(X_test, y_test)),
-        "published": published,
-        "bounds_read_from_data": [
-            str(w.message).split(" was not given")[0] for w in caught
-            if issubclass(w.category, PrivacyLeakWarning)
-        ],
+        **evaluation,
+        "read_from_data": bounds_read + [f"categories of {c!r}" for c in categories_read],
+        "bounds_warnings": _messages(caught, BoundsWarning),
+        # anything else the fit said (never swallowed)
+        "warnings": [str(w.message) for w in caught if not (
+            issubclass(w.category, (BoundsWarning, FallbackWarning))
+            or " was not given" in str(w.message))],
     }
+    noise = ("secure (256 bits from the operating system)" if args.random_state is None
+             else f"seeded with --random-state {args.random_state}: predictable noise, "
+             "for experiments only, not for a release")
+    return report, public, {"publishable": publishable, "curator_only": curator,
+                            "noise": noise}
+
+
+def _number(value):
+    return f"{value:.6g}"
 
 
 def _text(r):
-    """The report in plain words, as (label, value) rows."""
+    """The report in plain words, as (label, value) rows in two blocks."""
+    p, c = r["publishable"], r["curator_only"]
+    if p["mean_only"]:
+        what = (": the private label mean alone" + ("" if p["reason"] else
+                ", too little data for slopes at this budget"))
+    elif p["zero_slopes"]:
+        what = ": every slope is 0 (no signal showed through the noise)"
+    else:
+        what = ""
     rows = [
-        ("data", f"{r['data']}: {r['n_train']} people in the training split, "
-                 f"{r['n_features']} features"),
-        ("model", f"{r['estimator']}, released with differential privacy"
-                  + (": too little data for slopes at this budget, the private label "
-                     "mean alone" if r["mean_only"] else "")),
-        ("guarantee", f"DP epsilon {r['dp_epsilon']:.3g} at delta {r['dp_delta']:.2g}: "
-                      "for every person, any conclusion drawn from the model is at "
-                      f"most e^{r['dp_epsilon']:.3g} times more likely with their "
-                      "data than without it (except with probability delta)"),
+        ("MAY BE PUBLISHED", "the released model and its guarantee"),
+        ("data", f"{p['data']}: {p['n_train']} people in the training data, "
+                 f"{_plural(p['n_features'], 'feature')}"),
+        ("model", f"{p['estimator']}, released with differential privacy{what}"),
     ]
-    if not r["dp_epsilon"] <= MEANINGLESS_EPSILON:
+    if p["reason"]:
+        rows.append(("  why", p["reason"]))
+    m = p["model"]
+    rows.append(("  intercept", _number(m["intercept"])))
+    rows += [(f"  {name}", _number(coef)) for name, coef in zip(m["feature_names"], m["coef"])]
+    rows.append(("guarantee", f"DP epsilon {p['dp_epsilon']:.3g} at delta "
+                              f"{p['dp_delta']:.2g}: for every person, any conclusion "
+                              "drawn from the model is at most "
+                              f"e^{p['dp_epsilon']:.3g} times more likely with their data "
+                              "than without it (except with probability delta)"))
+    if not p["dp_epsilon"] <= MEANINGLESS_EPSILON:
         rows.append(("WARNING", f"a DP epsilon above {MEANINGLESS_EPSILON:g} protects "
                                 "practically no one: lower --epsilon"))
-    p = r["pdp_epsilon"]
+    rows.append(("noise", r["noise"]))
+    if p["published"] is not None:
+        q = p["published"]["pdp_epsilon"]
+        rows.append(("published report",
+                     f"per-instance epsilons, private estimates (noisy when the data "
+                     f"are few): median {q['median']:.3g}, 90th percentile "
+                     f"{q['q90']:.3g}, 99th {q['q99']:.3g}; the guarantee above "
+                     "includes what publishing them costs"))
+    if r.get("saved_model"):
+        rows.append(("saved model", r["saved_model"]))
+    q = c["pdp_epsilon"]
     rows += [
+        ("", ""),
+        ("FOR THE CURATOR ONLY", "computed from the private data without privacy: do "
+                                 "not publish"),
         ("per person", "the same bound for each person of the training data, "
                        "computed from their own data (per-instance epsilon, at "
                        "most the DP epsilon):"),
-        ("  median", f"{p['median']:.3g}"),
-        ("  90% of people", f"at most {p['q90']:.3g}"),
-        ("  99% of people", f"at most {p['q99']:.3g}"),
-        ("  most exposed", f"{p['max']:.3g}"),
-        ("  below a tenth", f"{r['fraction_below_tenth_of_dp']:.1%} of the people lose "
+        ("  median", f"{q['median']:.3g}"),
+        ("  90% of people", f"at most {q['q90']:.3g}"),
+        ("  99% of people", f"at most {q['q99']:.3g}"),
+        ("  most exposed", f"{q['max']:.3g}"),
+        ("  below a tenth", f"{c['fraction_below_tenth_of_dp']:.1%} of the people lose "
                             "less than a tenth of the DP epsilon"),
         *((f"  <= {t}", f"{frac:.1%} of the people")
-          for t, frac in r["fraction_below"].items()),
-        ("test R^2", f"{r['test_r2']:.4f} private model, {r['test_r2_least_squares']:.4f} "
-                     "least squares without privacy"),
+          for t, frac in c["fraction_below"].items()),
     ]
-    if r["published"] is not None:
-        q = r["published"]["pdp_epsilon"]
-        rows[2:2] = [("published", "this report is itself published with differential "
-                                   "privacy; the numbers below include what that costs")]
-        rows.append(("private summary", f"safe to publish: median {q['median']:.3g}, "
-                                        f"90th percentile {q['q90']:.3g}, 99th "
-                                        f"{q['q99']:.3g} (private estimates, noisy when "
-                                        "the data are few)"))
-    if r["bounds_read_from_data"]:
-        rows.append(("note", f"{', '.join(r['bounds_read_from_data'])} read from the data: "
+    if c["test_r2"] is None:
+        rows.append(("test R^2", "not evaluated (--test-size 0: every row trains)"))
+    else:
+        rows.append(("test R^2", f"{c['test_r2']:.4f} private model, "
+                                 f"{c['test_r2_least_squares']:.4f} least squares "
+                                 f"without privacy ({c['n_test']} held-out rows)"))
+    rows += [("bounds", message) for message in c["bounds_warnings"]]
+    rows += [("warning", message) for message in c["warnings"]]
+    if c["read_from_data"]:
+        rows.append(("note", f"{', '.join(c['read_from_data'])} read from the data: "
                              "that leaks and the numbers above do not cover it; declare "
-                             "them with --data-norm or --bounds-x, and --y-bound"))
+                             "them with --bounds-x (or --data-norm), --y-bound and "
+                             "--categories"))
+    if r.get("plot"):
+        rows.append(("plot", r["plot"]))
     return rows
 
 
 def main(argv=None):
     parser = _parser()
+    # a value such as -20,40 is not an option (none starts with a digit):
+    # argparse would take it for one
+    argv = [" " + a if re.match(r"-\.?\d", a) else a
+            for a in (sys.argv[1:] if argv is None else argv)]
     args = parser.parse_args(argv)
-    X, y, name, bounds = _load(args, parser)
+    try:
+        return _main(args)
+    except DataError as exc:  # one line: the usage block would hide it
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+
+
+def _main(args):
+    X, y, name, bounds, encoding = _load(args)
     if args.plot is not None:
         try:  # fail before the fit, not after
             import matplotlib
         except ImportError:
-            parser.error("--plot needs matplotlib: pip install 'sklearn-pdp[plot]'")
+            raise DataError(f"--plot needs matplotlib: {PLOT_HINT}") from None
         matplotlib.use("Agg")
-    report, result = _report(args, X, y, name, bounds, parser)
+    report, public, result = _report(args, X, y, name, bounds, encoding)
+    if args.save_model is not None:
+        try:
+            public.to_json(args.save_model)
+        except OSError as exc:
+            raise DataError(f"cannot write {args.save_model}: {exc.strerror}") from None
+        result["saved_model"] = args.save_model
     if args.plot is not None:
         axes = report.plot(leverage=True)
         try:
             axes[0].figure.savefig(args.plot, format="png")
         except OSError as exc:
-            parser.exit(2, f"{parser.prog}: error: cannot write {args.plot}: {exc.strerror}\n")
+            raise DataError(f"cannot write {args.plot}: {exc.strerror}") from None
         result["plot"] = args.plot
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    rows = _text(result) + ([("plot", args.plot)] if args.plot else [])
+    rows = _text(result)
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
-        print(f"{label:<{width}} : {value}")
+        print(f"{label:<{width}} : {value}" if label else "")
     return 0
 
 

@@ -406,7 +406,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     into one cell of a second public grid (``residual_bound_``). ``gamma_``
     is the largest posterior scaling for which One Posterior Sample at that
     leverage and residual stays within its share of the budget, and the
-    released coefficients are one draw from ``N(theta_hat, (gamma_ H)^{{-1}})``,
+    released coefficients are one draw from ``N(theta_hat, (gamma_ H)^{-1})``,
     ``H = X^T X + alpha_ P`` with an unpenalised intercept. Every training
     row's exact per-instance loss of the whole release is in ``pdp_losses_``.
 
@@ -457,7 +457,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     dp_delta_ : float
         The delta of ``dp_epsilon_`` (= ``delta``).
     noise_scale_ : float
-        ``1 / sqrt(gamma_)``: the draw is ``theta_hat + noise_scale_ * N(0, H^{{-1}})``.
+        ``1 / sqrt(gamma_)``: the draw is ``theta_hat + noise_scale_ * N(0, H^{-1})``.
     {fitted_bounds}
 
     See Also

@@ -140,12 +140,14 @@ def penalty(n_coef, intercept):
 def noise_generator(random_state):
     """The random generator from which a fit draws all of its noise.
 
-    ``random_state`` is used as scikit-learn uses it (``check_random_state``):
-    an int seeds a new ``RandomState`` (reproducible fits), an instance is used
-    as is, and None means numpy's global ``RandomState``, seeded from the
-    operating system at import but predictable after ``np.random.seed``.
-    Under ``sklearn_pdp.set_config(secure_noise=True)``, None instead gives a
-    fresh ``RandomState`` seeded with 256 bits from :mod:`secrets`.
+    ``random_state`` is used as scikit-learn uses it (``check_random_state``)
+    except for None: an int seeds a new ``RandomState`` (reproducible fits,
+    for experiments), an instance is used as is, and None gives a fresh
+    ``RandomState`` seeded with 256 bits from :mod:`secrets`, so that no
+    ``np.random.seed`` can predict a release. Under
+    ``sklearn_pdp.set_config(secure_noise=False)``, None is numpy's global
+    ``RandomState`` (predictable after ``np.random.seed``), as in
+    scikit-learn.
     The noise is sampled in float64, so the reported epsilons are those of
     the ideal real-valued mechanism (floating-point caveats, Mironov 2012:
     see the README section "Noise source and floating point").
@@ -550,8 +552,9 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
 
         The fitted estimator keeps non-private statistics for its privacy
         report (never publish or pickle it for others); the public model
-        holds only ``coef_``, ``intercept_``, the feature names and the
-        guarantee ``(dp_epsilon_, dp_delta_)``.
+        holds only ``coef_``, ``intercept_``, the feature names, the
+        guarantee ``(dp_epsilon_, dp_delta_)``, the declared bounds and the
+        parameters but ``random_state`` (its ``to_json`` writes them all).
 
         Parameters
         ----------
@@ -565,9 +568,14 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         model : PublicLinearModel
         """
         check_is_fitted(self)
+        # a bound read from the data is private: not written
+        bounds = {"data_norm": self.data_norm_ if self.data_norm is not None else None,
+                  "bounds_X": self.bounds_X_, "y_bound": self.y_bound_
+                  if self.y_bound is not None else None}
         return public_model(
             self.coef_, self.intercept_, (self.dp_epsilon_, self.dp_delta_),
             type(self).__name__, getattr(self, "feature_names_in_", None), decimals,
+            bounds, self.get_params(),
         )
 
     def pdp_epsilon(self, X, y=None):

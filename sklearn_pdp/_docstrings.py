@@ -42,11 +42,10 @@ fit_intercept : bool, default=True
     means.""",
     "random_state": """\
 random_state : int, RandomState instance or None, default=None
-    Seeds all the noise of a fit. Pass an int for a reproducible fit (for
-    experiments, not releases); with None,
-    :func:`sklearn_pdp.set_config` ``(secure_noise=True)`` seeds it from
-    :mod:`secrets` instead of numpy's global generator. The privacy numbers
-    never depend on it.""",
+    Seeds all the noise of a fit. None (for releases) seeds it with 256
+    bits from :mod:`secrets`, which no ``np.random.seed`` can predict; an
+    int gives a reproducible fit, for experiments, not releases. The privacy
+    numbers never depend on it.""",
     "n_jobs": """\
 n_jobs : int, default=None
     Threads that process chunks of rows in parallel in the passes over the

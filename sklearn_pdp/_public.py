@@ -1,5 +1,9 @@
 """The public model: what a private fit releases, and nothing else."""
 
+import json
+import os
+from numbers import Real
+
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import validate_data
@@ -26,6 +30,17 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         Name of the estimator that released it.
     feature_names : array-like of str, default=None
         Names of the features seen during fit, if any.
+    bounds : dict, default=None
+        The declared bounds the model was fitted under: ``data_norm``,
+        ``bounds_X`` (a pair of per-feature lists) and ``y_bound``; None
+        where a bound was not declared (it was read from the private data,
+        and is not written here).
+    params : dict, default=None
+        The estimator's other parameters (``epsilon``, ``delta``, ``alpha``,
+        ...), without ``random_state`` (a seed would make the noise, and so
+        the private statistics, recoverable) and ``n_jobs``.
+    version : str, default=None
+        Version of sklearn-pdp that made the release.
 
     Attributes
     ----------
@@ -54,15 +69,28 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
     True
     >>> len(pickle.dumps(public)) < 2000
     True
+
+    As a JSON file, read back to the same predictions, bit for bit:
+
+    >>> text = public.to_json()
+    >>> loaded = PublicLinearModel.from_json(text)
+    >>> bool(np.array_equal(loaded.predict(X), public.predict(X)))
+    True
+    >>> loaded.bounds["y_bound"]
+    1.0
     """
 
-    def __init__(self, coef, intercept, dp_epsilon, dp_delta, mechanism, feature_names=None):
+    def __init__(self, coef, intercept, dp_epsilon, dp_delta, mechanism, feature_names=None,
+                 bounds=None, params=None, version=None):
         self.coef = coef
         self.intercept = intercept
         self.dp_epsilon = dp_epsilon
         self.dp_delta = dp_delta
         self.mechanism = mechanism
         self.feature_names = feature_names
+        self.bounds = bounds
+        self.params = params
+        self.version = version
 
     # The release is given, not fitted: the fitted attributes read the
     # parameters, so that there is one copy of each number.
@@ -94,6 +122,76 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.coef_ + self.intercept_
 
+    def to_json(self, path=None):
+        """The released model as JSON: all that is needed to predict and to
+        state its guarantee.
+
+        Every float is written as the shortest decimal that reads back to the
+        same float64 (Python's ``repr``), so :meth:`from_json` predicts
+        exactly as this model does; ``inf`` (no guarantee) is written as the
+        string ``"inf"``.
+
+        Parameters
+        ----------
+        path : str or path-like, default=None
+            File to write. None returns the text instead.
+
+        Returns
+        -------
+        text : str or None
+            The JSON text when ``path`` is None.
+        """
+        from . import __version__
+
+        document = {
+            "format": FORMAT,
+            "estimator": self.mechanism_,
+            "sklearn_pdp_version": self.version or __version__,
+            "dp_epsilon": self.dp_epsilon_,
+            "dp_delta": self.dp_delta_,
+            "feature_names": (None if self.feature_names is None
+                              else [str(name) for name in self.feature_names]),
+            "coef": self.coef_.tolist(),
+            "intercept": self.intercept_,
+            "bounds": self.bounds,
+            "params": self.params,
+        }
+        text = json.dumps(_plain(document), indent=2, allow_nan=False)
+        if path is None:
+            return text
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        return None
+
+    @classmethod
+    def from_json(cls, source):
+        """A model written by :meth:`to_json` (or ``--save-model``).
+
+        Parameters
+        ----------
+        source : str or path-like
+            The JSON text, or the path of a file holding it.
+
+        Returns
+        -------
+        model : PublicLinearModel
+        """
+        text = source
+        if isinstance(source, os.PathLike) or not str(source).lstrip().startswith("{"):
+            with open(source, encoding="utf-8") as f:
+                text = f.read()
+        document = json.loads(text)
+        if not isinstance(document, dict) or document.get("format") != FORMAT:
+            raise ValueError(
+                f"not a sklearn-pdp public model (its 'format' is not {FORMAT!r}).")
+        return cls(
+            np.asarray(document["coef"], dtype=np.float64), float(document["intercept"]),
+            float(document["dp_epsilon"]), float(document["dp_delta"]),
+            document["estimator"], document.get("feature_names"),
+            document.get("bounds"), document.get("params"),
+            document.get("sklearn_pdp_version"),
+        )
+
     def __sklearn_is_fitted__(self):
         return True
 
@@ -105,16 +203,47 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         )
 
 
-def public_model(coef, intercept, guarantee, mechanism, feature_names, decimals):
+FORMAT = "sklearn-pdp public linear model 1"
+# never in a published model: a seed makes the noise recoverable
+_PRIVATE_PARAMS = ("random_state", "n_jobs")
+
+
+def _plain(value):
+    """``value`` with numpy scalars and arrays as Python floats and lists,
+    non-finite floats as strings, and anything else as its repr."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, Real):
+        value = float(value) if not isinstance(value, (int, np.integer)) else int(value)
+        return value if np.isfinite(value) else repr(value)
+    return repr(value)
+
+
+def public_model(coef, intercept, guarantee, mechanism, feature_names, decimals,
+                 bounds=None, params=None):
     """A :class:`PublicLinearModel`, with coefficients rounded to ``decimals``.
 
     Rounding is post-processing: it cannot weaken the guarantee, and it
     discards the low-order bits that floating-point attacks on the noise
-    samplers read (README, "Noise source and floating point").
+    samplers read (README, "Noise source and floating point"). ``params``
+    loses its private entries (``random_state``, ``n_jobs``).
     """
+    from . import __version__
+
     if decimals is not None:
         coef, intercept = np.round(coef, decimals), np.round(intercept, decimals)
+    if params is not None:  # the bounds have their own entry
+        params = {k: v for k, v in params.items()
+                  if k not in _PRIVATE_PARAMS and (bounds is None or k not in bounds)}
     return PublicLinearModel(
         np.array(coef, dtype=np.float64), float(intercept), *map(float, guarantee),
         mechanism, None if feature_names is None else list(feature_names),
+        None if bounds is None else _plain(bounds),
+        None if params is None else _plain(params), __version__,
     )

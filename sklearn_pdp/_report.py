@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._sklearn import HasMethods, Interval, _check_feature_names_in
 from ._base import Ridge, noise_generator
 from ._data import compute, persist, quantiles, scaled_data, validate_rows
-from ._ops import OPSRegressor
+from ._ssp import AdaSSPRegressor
 from ._publish import private_summary, publish
 
 _COLUMNS = ("pdp_epsilon", "leverage")
@@ -36,7 +36,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         :class:`~sklearn_pdp.model_selection.PrivateGridSearchCV` over one: its
         numbers are then the whole search's (at its ``pdp_delta_``), and the
         leverage is that of its ``best_estimator_``.
-        ``None`` means ``OPSRegressor()``. It is cloned, never fitted in place.
+        ``None`` means ``AdaSSPRegressor()`` (see "Choosing an estimator" in
+        the documentation). It is cloned, never fitted in place.
     delta : float, default=None
         The delta at which the per-instance epsilons are reported; set on the
         clone as its ``delta`` parameter. ``None`` keeps the estimator's own.
@@ -98,7 +99,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
 
     See Also
     --------
-    OPSRegressor : The default private regressor.
+    AdaSSPRegressor : The default private regressor.
 
     Notes
     -----
@@ -200,7 +201,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
                 f"{self.thresholds!r}."
             )
         X, y = validate_rows(self, X, y, reset=True)
-        est = clone(OPSRegressor() if self.estimator is None else self.estimator)
+        est = clone(AdaSSPRegressor() if self.estimator is None else self.estimator)
         if self.delta is not None:
             est.set_params(delta=self.delta)
         self.estimator_ = est.fit(X, y)
@@ -370,7 +371,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         except ImportError as exc:
             raise ImportError(
                 "PDPReport.plot needs matplotlib: install it with "
-                "pip install 'sklearn-pdp[plot]'."
+                "pip install matplotlib."
             ) from exc
         n_axes = 2 if leverage else 1
         if ax is None:
@@ -407,8 +408,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         else:
             dist.set_title("no data-independent DP guarantee", fontsize="small")
         dist.set_title(
-            rf"$\delta$ = {self.summary_['delta']:g}, "
-            f"DP / median = {self.summary_['dp_over_median']:.3g}",
+            rf"$\delta$ = {self.summary_['delta']:g}; DP $\varepsilon$ is "
+            f"{self.summary_['dp_over_median']:.3g} times the median",
             loc="left", fontsize="small",
         )
         if leverage:
@@ -427,7 +428,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             else:  # few labels, so that long decimals do not collide
                 axes[1].xaxis.set_major_locator(MaxNLocator(4))
             axes[1].set_yscale("log")
-            axes[1].set_xlabel(r"leverage $x^T H^{-1} x$")
+            axes[1].set_xlabel("leverage (how unusual the row's features are)")
             axes[1].set_ylabel(r"per-instance $\varepsilon$")
             axes[1].figure.colorbar(scatter, ax=axes[1], label="residual (scaled y)")
             return axes

@@ -178,7 +178,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
 
     Model: with the noisy Schur complement ``S~ = G~_xx - s~ s~^T / n`` (the
     centred Gram) and cross term ``b~ = (X^T y)~ - s~ (sum y)~ / n``, slopes
-    ``(S~ + alpha_ I)^{{-1}} b~`` and intercept ``((sum y)~ - s~^T beta) / n``:
+    ``(S~ + alpha_ I)^{-1} b~`` and intercept ``((sum y)~ - s~^T beta) / n``:
     the ridge shrinks the slopes only, towards the private label mean.
     ``alpha_ = max(0, t - lambda_min_, t/4 - lambda_min(S~))`` with the
     noise level ``t = 3 sigma_G sqrt(d)`` (Wang's rule, with the last term

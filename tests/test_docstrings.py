@@ -32,3 +32,14 @@ def test_placeholder_keeps_its_indentation():
     assert first.startswith("        n_jobs")
     assert all(line.startswith("        ") or not line.strip()
                for line in lines[lines.index(first):])
+
+
+def test_no_public_docstring_shows_escaped_braces():
+    """fill_doc does not format: an escaped brace ({{) would render as is."""
+    import sklearn_pdp
+
+    for name in sklearn_pdp.__all__:
+        obj = getattr(sklearn_pdp, name)
+        members = vars(obj).values() if isinstance(obj, type) else []
+        for doc in [obj.__doc__, *(getattr(m, "__doc__", None) for m in members)]:
+            assert "{{" not in (doc or "") and "}}" not in (doc or ""), name

@@ -1,14 +1,21 @@
 """The public model: the release alone, safe to publish."""
 
+import json
 import pickle
 
 import numpy as np
 import pandas as pd
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn import clone
 
-from sklearn_pdp import PublicLinearModel
+import sklearn_pdp
+from sklearn_pdp import (
+    AdaSSPRegressor,
+    PrivacyLeakWarning,
+    PublicLinearModel,
+    RandomProjectionRegressor,
+)
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 from tests.test_common import ESTIMATORS, _seeded
 
@@ -61,3 +68,101 @@ def test_search_public_model_carries_the_search_guarantee():
     assert public.dp_epsilon_ > search.best_estimator_.dp_epsilon_
     assert_allclose(public.predict(X), search.predict(X))
     assert "PrivateGridSearchCV" in repr(public)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
+@pytest.mark.parametrize(
+    "estimator", [e for e in ESTIMATORS if hasattr(e, "public_model")],
+    ids=lambda e: type(e).__name__,
+)
+def test_json_round_trip_predicts_bit_for_bit(estimator, tmp_path):
+    X, y = _data()
+    est = _seeded(estimator, 0).fit(X, y)
+    public = est.public_model()
+    path = tmp_path / "model.json"
+    assert public.to_json(path) is None
+    for source in (path, str(path), public.to_json()):
+        loaded = PublicLinearModel.from_json(source)
+        assert_array_equal(loaded.predict(X), est.predict(X))
+        assert loaded.coef_.tolist() == public.coef_.tolist()
+        assert (loaded.dp_epsilon_, loaded.dp_delta_) == (public.dp_epsilon_, public.dp_delta_)
+        assert loaded.mechanism_ == public.mechanism_
+        assert list(loaded.feature_names_in_) == ["a", "b", "c"]
+        assert loaded.version == sklearn_pdp.__version__
+        assert loaded.to_json() == public.to_json()
+    document = json.loads(path.read_text())
+    # a seed would let anyone recompute the noise: never written
+    assert "random_state" not in json.dumps(document["params"])
+    assert "n_jobs" not in document["params"]
+
+
+def test_json_holds_the_declared_bounds_and_the_parameters():
+    X, y = _data()
+    est = AdaSSPRegressor(epsilon=2.0, delta=1e-5, bounds_X=(-1, [1, 1, 2]), y_bound=(-2, 3),
+                          random_state=0).fit(X, y)
+    document = json.loads(est.public_model().to_json())
+    assert document["format"] == "sklearn-pdp public linear model 1"
+    assert document["estimator"] == "AdaSSPRegressor"
+    assert document["bounds"] == {"data_norm": None, "bounds_X": [[-1.0] * 3, [1.0, 1.0, 2.0]],
+                                  "y_bound": [-2.0, 3.0]}
+    assert document["params"]["epsilon"] == 2.0 and document["params"]["delta"] == 1e-5
+    assert (document["dp_epsilon"], document["dp_delta"]) == (est.dp_epsilon_, est.dp_delta_)
+    assert document["coef"] == est.coef_.tolist() and document["intercept"] == est.intercept_
+
+
+def test_bounds_read_from_the_data_are_not_written():
+    X, y = _data()
+    with pytest.warns(PrivacyLeakWarning):
+        est = AdaSSPRegressor(random_state=0).fit(X.to_numpy(), y)
+    bounds = json.loads(est.public_model().to_json())["bounds"]
+    assert bounds == {"data_norm": None, "bounds_X": None, "y_bound": None}
+
+
+def test_no_guarantee_is_written_as_a_string_and_read_back():
+    X, y = _data()
+    with pytest.warns(PrivacyLeakWarning, match="no differential privacy"):
+        est = RandomProjectionRegressor(variant="paper", data_norm=2.0, y_bound=2.0,
+                                        random_state=0).fit(X, y)
+    assert est.dp_epsilon_ == np.inf
+    text = est.public_model().to_json()
+    assert json.loads(text)["dp_epsilon"] == "inf"  # strict JSON: no Infinity
+    assert PublicLinearModel.from_json(text).dp_epsilon_ == np.inf
+
+
+def test_from_json_refuses_other_documents(tmp_path):
+    with pytest.raises(ValueError, match="not a sklearn-pdp public model"):
+        PublicLinearModel.from_json('{"coef": [1.0]}')
+    path = tmp_path / "other.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a sklearn-pdp public model"):
+        PublicLinearModel.from_json(path)
+
+
+# ------------------------------------------------ noise source ------------
+
+
+def test_secure_noise_is_the_default_and_ignores_the_global_seed():
+    X, y = _data()
+    assert sklearn_pdp.get_config()["secure_noise"] is True
+    est = AdaSSPRegressor(epsilon=5.0, bounds_X=(-1, 1), y_bound=(-2, 3))
+    fits = []
+    for _ in range(2):
+        np.random.seed(0)
+        fits.append(clone(est).fit(X, y))
+    assert not np.array_equal(fits[0].coef_, fits[1].coef_)
+    # the losses are the data's, not the draw's
+    assert_array_equal(fits[0].pdp_losses_, fits[1].pdp_losses_)
+    # an int seed stays reproducible, whatever the global seed
+    np.random.seed(1)
+    a = clone(est).set_params(random_state=7).fit(X, y)
+    np.random.seed(2)
+    b = clone(est).set_params(random_state=7).fit(X, y)
+    assert_array_equal(a.coef_, b.coef_)
+    # the old behaviour, opted into: numpy's global generator
+    with sklearn_pdp.config_context(secure_noise=False):
+        legacy = []
+        for _ in range(2):
+            np.random.seed(0)
+            legacy.append(clone(est).fit(X, y).coef_)
+    assert_array_equal(*legacy)
+    assert sklearn_pdp.get_config()["secure_noise"] is True

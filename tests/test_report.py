@@ -9,7 +9,7 @@ from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from tests._reference import ridge_penalty
-from sklearn_pdp import OPSRegressor, PDPReport, PrivacyLeakWarning
+from sklearn_pdp import AdaSSPRegressor, OPSRegressor, PDPReport, PrivacyLeakWarning
 from sklearn_pdp._data import DomainScaler
 
 
@@ -161,11 +161,11 @@ def test_pipeline_and_feature_union_and_column_transformer():
     assert_array_equal(out.iloc[:, :2].to_numpy(), direct)
 
 
-def test_default_estimator_is_ops_and_warns_about_bounds():
+def test_default_estimator_is_adassp_and_warns_about_bounds():
     X, y = _data()
     with pytest.warns(PrivacyLeakWarning):
         report = PDPReport().fit(X, y)
-    assert isinstance(report.estimator_, OPSRegressor)
+    assert isinstance(report.estimator_, AdaSSPRegressor)
 
 
 def test_no_guarantee_gives_infinite_ratio():
@@ -208,6 +208,10 @@ def test_plot_writes_a_png(agg, tmp_path, kind, leverage):
     assert len(axes) == (2 if leverage else 1)
     assert axes[0].get_yscale() == ("log" if kind == "box" else "linear")
     assert "1 with" in axes[0].get_xticklabels()[0].get_text()
+    # words, not formulas or abbreviations
+    assert "times the median" in axes[0].get_title(loc="left")
+    if leverage:
+        assert axes[1].get_xlabel().startswith("leverage (how unusual")
     path = tmp_path / "report.png"
     axes[0].figure.savefig(path)
     assert path.stat().st_size > 1000
@@ -230,7 +234,7 @@ def test_plot_without_matplotlib_names_the_extra(monkeypatch):
     report = PDPReport(_ops()).fit(X, y)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
-    with pytest.raises(ImportError, match=r"sklearn-pdp\[plot\]"):
+    with pytest.raises(ImportError, match="pip install matplotlib"):
         report.plot()
 
 

@@ -154,7 +154,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seeds the split, the candidates, the selection and the refit. All of
         them draw from one generator made from it like the estimators' noise
-        (:func:`sklearn_pdp.set_config` ``secure_noise`` applies), through
+        (None: 256 bits from :mod:`secrets`), through
         child seeds of 256 bits each.
 
     Attributes
@@ -599,10 +599,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         best = self.best_estimator_
+        selected = best.public_model()  # its declared bounds and (released) parameters
         return public_model(
             best.coef_, best.intercept_, (self.dp_epsilon_, self.dp_delta_),
             f"PrivateGridSearchCV({type(best).__name__})",
             getattr(self, "feature_names_in_", None), decimals,
+            selected.bounds, selected.params,
         )
 
     @available_if(_estimator_has("score"))
