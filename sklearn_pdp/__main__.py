@@ -287,6 +287,9 @@ def _text(r):
 
 
 def main(argv=None):
+    if (sys.argv[1:] if argv is None else list(argv))[:1] == ["ledger"]:
+        from ._ledger_cli import main as ledger_main
+        return ledger_main((sys.argv[1:] if argv is None else list(argv))[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     X, y, name, bounds = _load(args, parser)
