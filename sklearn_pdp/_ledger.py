@@ -191,7 +191,11 @@ class PrivacyLedger:
         ratios of the label sum add exactly; (epsilon, delta) pairs compose
         by group privacy.
         """
-        profile = privacy_profile_of(fitted)
+        return self._record(fitted, privacy_profile_of(fitted), ids, name, absent,
+                            absent_X, absent_y)
+
+    def _record(self, fitted, profile, ids, name, absent, absent_X, absent_y):
+        """:meth:`record` with the release's profile computed."""
         keys = _keys(ids, "ids")
         if keys.size != profile.values.size:
             raise ValueError(
@@ -209,19 +213,19 @@ class PrivacyLedger:
                 raise ValueError(
                     f"absent lists people who are in the training rows: {both[:5].tolist()}")
             worst = profile.step_bound(profile.n_samples + 1, profile.n_samples + 1)
+            values, losses = np.full(out_keys.size, worst), None
             if absent_X is not None:
-                values = privacy_profile_of(fitted, absent_X, absent_y).values
+                added = privacy_profile_of(fitted, absent_X, absent_y)
+                values, losses = added.values, added.losses
                 if values.size != out_keys.size:
                     raise ValueError("absent_X must have one row per key of absent.")
             elif absent_y is not None:
                 raise ValueError("absent_y needs absent_X.")
-            else:
-                values = np.full(out_keys.size, worst)
             # the filter's charge: any record's bound (a person's added loss
             # depends on the other rows)
             charges = _join(charges, _charges(
                 profile, out_keys, np.ones(out_keys.size, int), values,
-                np.full(out_keys.size, worst), np.zeros(out_keys.size)))
+                np.full(out_keys.size, worst), np.zeros(out_keys.size), losses))
         fingerprint = _fingerprint(fitted, profile, keys, out_keys)
         time = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         with self._transaction():
@@ -231,7 +235,7 @@ class PrivacyLedger:
             if row is not None:
                 warnings.warn(
                     f"This release was already recorded (release {row[0]}, "
-                    f"name {row[1]!r}); it is not charged again.", UserWarning, stacklevel=2)
+                    f"name {row[1]!r}); it is not charged again.", UserWarning, stacklevel=3)
                 return row[0]
             cursor = self._db.execute(
                 "INSERT INTO releases (fingerprint, name, time, mechanism, family, delta, "
@@ -487,17 +491,16 @@ def record_from_cli(ledger_path, fitted, ids, name=None):
     Returns
     -------
     result : dict
-        ``release_id``; ``release`` and ``total``: each training row's loss
-        in this release and its person's total over the ledger, both at the
-        release's delta (the total's delta is the release's, so a person
-        with releases of a larger delta may show ``inf``).
+        ``release_id``; ``delta``, the release's; ``release`` and
+        ``total``: each training row's loss in this release and its
+        person's total over the ledger, both at ``delta`` (so a person
+        whose other releases need a larger delta shows ``inf``).
     """
+    profile = privacy_profile_of(fitted)
     with PrivacyLedger(ledger_path) as ledger:
-        release_id = ledger.record(fitted, ids, name=name)
-        profile = privacy_profile_of(fitted)
-        delta = profile.delta if profile.delta > 0 else profile.guarantee_delta
-        return {"release_id": release_id, "delta": delta,
-                "release": profile.epsilon(delta), "total": ledger.epsilon(ids, delta)}
+        release_id = ledger._record(fitted, profile, ids, name, None, None, None)
+        return {"release_id": release_id, "delta": profile.delta,
+                "release": profile.losses, "total": ledger.epsilon(ids, profile.delta)}
 
 
 # -- helpers -------------------------------------------------------------------
@@ -537,7 +540,8 @@ def _present_charges(profile, keys, people, counts):
     if not keys.size:
         return [[] for _ in range(8)]
     n = profile.n_samples
-    rows = profile.values[np.argsort(keys, kind="stable")]
+    order = np.argsort(keys, kind="stable")
+    rows = profile.values[order]
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     if profile.family == "laplace":
         # the label sum: a person's rows move it by the sum of their ratios
@@ -547,15 +551,20 @@ def _present_charges(profile, keys, people, counts):
     own = profile.own_record and profile.family != "epsilon_delta"
     filter_values = values if own else np.full(people.size, profile.guarantee)
     extra = [profile.step_bound(n - k + 1, n - 1) if k > 1 else 0.0 for k in counts]
-    return _charges(profile, people, counts, values, filter_values, np.asarray(extra))
+    # a person with one row: the loss as the release reported it
+    losses = np.where(counts == 1, profile.losses[order][starts], np.nan)
+    return _charges(profile, people, counts, values, filter_values, np.asarray(extra),
+                    losses)
 
 
-def _charges(profile, people, counts, values, filter_values, extra):
+def _charges(profile, people, counts, values, filter_values, extra, losses=None):
     """Charge columns (person, rows, value, epsilon, delta, filter value,
     filter epsilon, filter delta), a group's ``extra`` bound per further row
     composed in: Gaussian ratios add (triangle inequality), a person's
     Laplace ratios are already summed (any record's is at most the
-    worst), (epsilon, delta) pairs compose by group privacy."""
+    worst), (epsilon, delta) pairs compose by group privacy. ``losses``:
+    the reported epsilons at the release's delta where known (NaN: from
+    the value)."""
     family, delta = profile.family, profile.delta
     counts = np.asarray(counts)
     values, filter_values = (np.asarray(v, dtype=np.float64) for v in (values, filter_values))
@@ -571,7 +580,10 @@ def _charges(profile, people, counts, values, filter_values, extra):
             values = values + (counts - 1) * extra
             filter_values = filter_values + (counts - 1) * extra
         f_delta = delta if family == "gaussian" else 0.0
-        columns = (values, family_epsilon(family, values, delta),
+        eps = family_epsilon(family, values, delta)
+        if losses is not None:
+            eps = np.where(np.isnan(losses), eps, losses)
+        columns = (values, eps,
                    np.full(counts.size, delta), filter_values,
                    family_epsilon(family, filter_values, f_delta),
                    np.full(counts.size, f_delta))

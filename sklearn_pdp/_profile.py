@@ -27,9 +27,12 @@ from ._accounting import gaussian_delta, gaussian_epsilon, laplace_epsilon
 
 FAMILIES = ("gaussian", "laplace", "epsilon_delta")
 
-# A recovered ratio is raised by this relative margin: above the rounding of
-# the delta evaluated at the bracket's end (a few ulps of log-space tails).
+# A recovered ratio is raised by this relative margin plus _CANCELLATION /
+# delta: delta(eps; s) = A - e^eps B loses about ulp(A) / delta of its
+# relative accuracy to cancellation (A is about 1/2 for small ratios), and
+# the ratio inherits that error (measured up to 8e-11 at delta = 1e-6).
 _RATIO_MARGIN = 1e-12
+_CANCELLATION = 32 * np.finfo(float).eps
 # Bisection steps on log s: the bracket is at most a factor 2 wide, so 60
 # steps leave a relative width of about 2^-60 = 9e-19 (below rounding).
 _BISECTION_STEPS = 60
@@ -80,10 +83,13 @@ class PrivacyProfile:
         rows of a person with several rows (sizes below ``n_samples``);
         :meth:`step_bound` takes its largest value over a range of sizes.
         None: no such bound is known (those people are charged ``inf``).
+    losses : ndarray of shape (n_rows,), default=None
+        Each row's epsilon at ``delta`` as the release reported it (its
+        ``pdp_losses_``); None computes it from ``values``.
     """
 
     def __init__(self, family, values, *, delta, guarantee, guarantee_delta=None,
-                 n_samples, mechanism, own_record=False, step=None):
+                 n_samples, mechanism, own_record=False, step=None, losses=None):
         if family not in FAMILIES:
             raise ValueError(f"family must be one of {FAMILIES}; got {family!r}.")
         self.family = family
@@ -95,6 +101,7 @@ class PrivacyProfile:
         self.mechanism = str(mechanism)
         self.own_record = bool(own_record)
         self.step = step
+        self.losses = self.epsilon() if losses is None else np.asarray(losses, float).ravel()
 
     @classmethod
     def from_losses(cls, family, losses, delta, **kwargs):
@@ -110,7 +117,7 @@ class PrivacyProfile:
             values = laplace_ratio(losses, delta)
         else:
             values = losses
-        return cls(family, values, delta=delta, **kwargs)
+        return cls(family, values, delta=delta, losses=losses, **kwargs)
 
     def step_bound(self, low, high):
         """Largest :attr:`step` over the sizes ``low`` to ``high`` (``inf``
@@ -146,7 +153,8 @@ def gaussian_ratio(epsilon, delta):
     ``epsilon`` (element-wise): delta(epsilon; s) = delta, solved on log s.
 
     ``inf`` for an infinite epsilon; for 0 the ratio below which the
-    epsilon is 0, ``sqrt(8) erfinv(delta)``. Raised by a relative 1e-12, so
+    epsilon is 0, ``sqrt(8) erfinv(delta)``. Raised by a relative margin
+    above the rounding of delta(eps; s) (about 7e-9 at delta = 1e-6), so
     that it is never below the root.
     """
     eps = np.asarray(epsilon, dtype=np.float64)
@@ -174,7 +182,7 @@ def gaussian_ratio(epsilon, delta):
             above = gaussian_delta(e, mid) > delta
             hi = np.where(above, mid, hi)
             lo = np.where(above, lo, mid)
-        out[todo] = hi * (1.0 + _RATIO_MARGIN)
+        out[todo] = hi * (1.0 + _RATIO_MARGIN + _CANCELLATION / delta)
     return out.reshape(shape)
 
 
