@@ -95,6 +95,25 @@ class PrivacyLedger:
 
     Ids are stored as text, ``str`` of each id as a Python scalar: ``3``,
     ``np.int64(3)`` and ``"3"`` are one person, ``3.0`` another.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_pdp import AdaSSPRegressor, PrivacyLedger
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-1, 1, size=(3000, 3)) / np.sqrt(3)
+    >>> y = np.clip(X @ [1.0, -0.5, 0.2] + 0.1 * rng.randn(3000), -1, 1)
+    >>> ids = np.arange(3000)
+    >>> ledger = PrivacyLedger()
+    >>> for seed, rows in enumerate([slice(0, 2000), slice(1000, 3000)]):
+    ...     est = AdaSSPRegressor(epsilon=0.5, data_norm=1.0, y_bound=1.0,
+    ...                           random_state=seed).fit(X[rows], y[rows])
+    ...     _ = ledger.record(est, ids[rows], name=f"release {seed}")
+    >>> total = ledger.epsilon(ids, delta=1e-6)
+    >>> bool(np.all(total < 1.0))  # the sum of the two guarantees
+    True
+    >>> len(ledger.releases())
+    2
     """
 
     def __init__(self, path=None, timeout=30.0):

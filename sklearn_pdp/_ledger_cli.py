@@ -10,7 +10,9 @@ import os
 
 import numpy as np
 
-from ._ledger import LedgerError, PrivacyLedger
+from ._ledger import LedgerError, PrivacyLedger, record_from_cli
+
+__all__ = ["describe_record", "main", "record_from_cli", "summary"]
 
 _QUANTILES = {"median": 0.5, "q90": 0.9, "q99": 0.99, "max": 1.0}
 
@@ -65,6 +67,30 @@ def summary(ledger, delta=None):
         "dp_sum": float(sum(r["dp_epsilon"] for r in releases)),
         "dp_delta_sum": float(sum(r["dp_delta"] for r in releases)),
     }
+
+
+def describe_record(result):
+    """Text lines describing what :func:`record_from_cli` returned: the
+    release's per-row losses next to the people's totals (quantiles).
+
+    Parameters
+    ----------
+    result : dict
+        The value of :func:`record_from_cli`.
+
+    Returns
+    -------
+    lines : list of (str, str)
+        Label and value, for the command's report.
+    """
+    def spread(values):
+        return ", ".join(f"{k} {np.quantile(values, q):.3g}" for k, q in _QUANTILES.items())
+
+    return [
+        ("ledger release", str(result["release_id"])),
+        (f"this release's loss (delta = {result['delta']:.2g})", spread(result["release"])),
+        ("each person's total over the ledger", spread(result["total"])),
+    ]
 
 
 def main(argv=None):

@@ -24,7 +24,8 @@ from sklearn_pdp import (
     PrivacyLedger,
 )
 from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon, gaussian_noise_scale
-from sklearn_pdp._ledger import LedgerError, record_from_cli
+from sklearn_pdp._ledger import LedgerError
+from sklearn_pdp._ledger_cli import describe_record, record_from_cli
 from sklearn_pdp._profile import compose, family_epsilon, gaussian_ratio
 from sklearn_pdp._ssp import ssp_statistics
 from sklearn_pdp.model_selection import PrivateGridSearchCV
@@ -526,6 +527,9 @@ def test_command_line_summarises_a_ledger(tmp_path, capsys, two_adassp):
     np.testing.assert_allclose(result["total"], first.pdp_losses_, rtol=1e-9)
     result = record_from_cli(path, second, ids[500:], name="q2")
     assert np.all(result["total"][:1000] > result["release"][:1000])
+    lines = dict(describe_record(result))
+    assert lines["ledger release"] == "2"
+    assert f"max {result['total'].max():.3g}" in lines["each person's total over the ledger"]
     assert main(["ledger", str(path)]) == 0
     out = capsys.readouterr().out
     assert "releases : 2" in out and "people   : 2000" in out and "q2" in out
