@@ -125,20 +125,20 @@ class PrivacyLedger:
     # -- the file -------------------------------------------------------------
 
     def _open(self):
-        """Create the schema in an empty file, or check the file's version."""
+        """Create the schema in an empty file, or check the file's version
+        (read only: a ledger file may be read-only)."""
         try:
-            with self._transaction():
-                app = self._db.execute("PRAGMA application_id").fetchone()[0]
-                version = self._db.execute("PRAGMA user_version").fetchone()[0]
-                tables = self._db.execute(
-                    "SELECT count(*) FROM sqlite_master").fetchone()[0]
-                if app == 0 and version == 0 and tables == 0:
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            self._db.execute(statement)
-                    self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                    self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                    return
+            app, version, tables = self._header()
+            if app == 0 and version == 0 and tables == 0:
+                with self._transaction():  # another process may be creating it
+                    app, version, tables = self._header()
+                    if app == 0 and version == 0 and tables == 0:
+                        for statement in _SCHEMA.split(";"):
+                            if statement.strip():
+                                self._db.execute(statement)
+                        self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                        self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                        return
         except sqlite3.DatabaseError as exc:
             self.close()
             raise LedgerError(f"{self.path} is not a SQLite database: {exc}") from None
@@ -152,6 +152,12 @@ class PrivacyLedger:
                 f"version of sklearn-pdp reads version {SCHEMA_VERSION} only"
                 + (" (upgrade sklearn-pdp)." if version > SCHEMA_VERSION else ".")
             )
+
+    def _header(self):
+        """The file's application id, schema version and number of objects."""
+        return tuple(self._db.execute(query).fetchone()[0] for query in (
+            "PRAGMA application_id", "PRAGMA user_version",
+            "SELECT count(*) FROM sqlite_master"))
 
     def _transaction(self, mode="IMMEDIATE"):
         return _Transaction(self._db, mode)
@@ -569,7 +575,8 @@ def _present_charges(profile, keys, people, counts):
         values = np.minimum.reduceat(rows, starts)
     own = profile.own_record and profile.family != "epsilon_delta"
     filter_values = values if own else np.full(people.size, profile.guarantee)
-    extra = [profile.step_bound(n - k + 1, n - 1) if k > 1 else 0.0 for k in counts]
+    bounds = {k: profile.step_bound(n - k + 1, n - 1) for k in np.unique(counts) if k > 1}
+    extra = [bounds.get(k, 0.0) for k in counts.tolist()]
     # a person with one row: the loss as the release reported it
     losses = np.where(counts == 1, profile.losses[order][starts], np.nan)
     return _charges(profile, people, counts, values, filter_values, np.asarray(extra),

@@ -374,6 +374,14 @@ def test_other_schema_versions_and_files_are_refused(tmp_path):
     db.close()
     with pytest.raises(LedgerError, match="not a sklearn-pdp privacy ledger"):
         PrivacyLedger(other)
+    # a ledger file that may not be written can still be read
+    os.chmod(path, 0o444)
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 1")  # (as root the mode does not stop this)
+    db.commit()
+    db.close()
+    with PrivacyLedger(path) as ledger:
+        assert len(ledger.releases()) == 0
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"not a database at all" * 100)
     with pytest.raises(LedgerError, match="not a SQLite database"):
@@ -444,6 +452,13 @@ def test_a_person_with_two_rows_is_charged_as_a_group():
     alone.record(mean, ids[:100])
     t = mean.privacy_profile().values
     assert alone.epsilon([3], 0.0)[0] == pytest.approx(t[3] + t[7], rel=1e-12)
+    # its ratio is a function of the person's own label: the filter charges it
+    np.testing.assert_allclose(alone.filter_epsilon(ids[8:100], 0.0), t[8:100], rtol=1e-12)
+    assert t[8:100].min() < 0.5 * t[8:100].max()
+    admitted = alone.admit(ids[8:100], t[8:100].max() * (1 + 1e-12), 0.0, cost=(0.0, 0.0))
+    assert np.all(admitted)
+    low = alone.admit(ids[8:100], np.median(t[8:100]) * (1 + 1e-12), 0.0)
+    np.testing.assert_array_equal(low, t[8:100] <= np.median(t[8:100]))
 
 
 def test_absent_people_are_charged_the_loss_of_adding_them(two_adassp):
@@ -452,6 +467,12 @@ def test_absent_people_are_charged_the_loss_of_adding_them(two_adassp):
     ledger.record(first, ids[:1500], absent=ids[1500:1800], name="known")
     with pytest.raises(ValueError, match="in the training rows"):
         ledger.record(first, ids[:1500], absent=ids[1400:1600])
+    with pytest.raises(ValueError, match="must not repeat"):
+        ledger.record(first, ids[:1500], absent=[1600, 1600])
+    with pytest.raises(ValueError, match="absent_y needs absent_X"):
+        ledger.record(first, ids[:1500], absent=[1600], absent_y=[0.0])
+    with pytest.raises(ValueError, match="one row per key"):
+        ledger.record(first, ids[:1500], absent=[1600], absent_X=X[1600:1602])
     # with their records: exactly the loss of adding each
     np.testing.assert_allclose(ledger.epsilon(ids[1500:1800], DELTA),
                                np.full(300, gaussian_epsilon(
