@@ -374,14 +374,15 @@ def test_other_schema_versions_and_files_are_refused(tmp_path):
     db.close()
     with pytest.raises(LedgerError, match="not a sklearn-pdp privacy ledger"):
         PrivacyLedger(other)
-    # a ledger file that may not be written can still be read
-    os.chmod(path, 0o444)
-    db = sqlite3.connect(path)
-    db.execute("PRAGMA user_version = 1")  # (as root the mode does not stop this)
-    db.commit()
-    db.close()
-    with PrivacyLedger(path) as ledger:
+    # opening an existing ledger only reads it: it opens while another
+    # process holds the write lock
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA user_version = 1")
+    db.execute("BEGIN IMMEDIATE")
+    with PrivacyLedger(path, timeout=0.1) as ledger:
         assert len(ledger.releases()) == 0
+    db.execute("ROLLBACK")
+    db.close()
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"not a database at all" * 100)
     with pytest.raises(LedgerError, match="not a SQLite database"):
