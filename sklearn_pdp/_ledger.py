@@ -400,6 +400,9 @@ class PrivacyLedger:
         delta = _check_delta(delta)
         next_eps, next_delta = map(float, cost)
         n, inverse, person, family, (*_, f_value, f_eps, f_delta) = self._charges_of(ids)
+        if next_eps == 0 and next_delta == 0:  # nothing more: who is within budget
+            total = _filter_total(delta, person, family, f_value, f_eps, f_delta, n)
+            return (total <= float(epsilon))[inverse]
         # the next release charges every person once
         everyone = np.arange(n)
         total = _filter_total(
@@ -447,9 +450,9 @@ class PrivacyLedger:
 
 
 class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT``, or ``ROLLBACK`` on any exception:
-    a release is recorded whole or not at all, and two writers queue on the
-    file's lock (the connection's busy timeout)."""
+    """``BEGIN IMMEDIATE`` (or ``mode``) ... ``COMMIT``, or ``ROLLBACK`` on
+    any exception: a release is recorded whole or not at all, and two
+    writers queue on the file's lock (the connection's busy timeout)."""
 
     def __init__(self, db, mode):
         self.db, self.mode = db, mode

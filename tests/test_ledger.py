@@ -518,6 +518,11 @@ def test_remaining_and_individual_filter(two_adassp):
     basic = ledger.admit(ids[:500], budget, 2 * DELTA, cost=(0.5, DELTA))
     assert not np.any(basic)
     assert np.all(ledger.admit(["new"], 0.5, DELTA, cost=(0.5, DELTA)))
+    # no next cost: who is still within the budget, by the Gaussian filter
+    np.testing.assert_array_equal(ledger.admit(ids, (1.0 + both) / 2, DELTA),
+                                  filtered <= (1.0 + both) / 2)
+    assert np.any(ledger.admit(ids, (1.0 + both) / 2, DELTA)) and \
+        not np.all(ledger.admit(ids, (1.0 + both) / 2, DELTA))
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
