@@ -246,6 +246,12 @@ class PrivacyLedger:
                     raise ValueError("absent_X must have one row per key of absent.")
             elif absent_y is not None:
                 raise ValueError("absent_y needs absent_X.")
+            elif not np.isfinite(worst) and out_keys.size:
+                warnings.warn(
+                    f"{profile.mechanism} has no bound on the loss of adding any record "
+                    "with this release's noise: the absent people are charged inf. Pass "
+                    "their records (absent_X) to charge their own losses.",
+                    UserWarning, stacklevel=3)
             # the filter's charge: any record's bound (a person's added loss
             # depends on the other rows)
             charges = _join(charges, _charges(

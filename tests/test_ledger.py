@@ -439,12 +439,14 @@ def test_a_person_with_two_rows_is_charged_as_a_group():
     assert charged == pytest.approx(bound, rel=3e-8)  # the inversion's margin
     assert charged >= _group_ratio(est, X, y, [3, 7])
     assert ledger.epsilon([3], DELTA)[0] > max(est.pdp_losses_[[3, 7]])
-    # OPS has no bound for a data set it was not fitted on: a group costs inf
+    # OPS has no bound for a data set it was not fitted on: a group costs
+    # inf, and so does an absent person without their record (with a warning)
     X2, y2 = _data(1000, d=2, seed=5)
     ops = OPSRegressor(**BOUNDS, random_state=0).fit(X2, y2)
     assert not ops.mean_only_
-    ledger.record(ops, np.concatenate([ids, np.arange(300, 1000)]))
-    assert np.isinf(ledger.epsilon([3], 2 * DELTA)[0])
+    with pytest.warns(UserWarning, match="charged inf"):
+        ledger.record(ops, np.concatenate([ids, np.arange(300, 1000)]), absent=["x"])
+    assert np.isinf(ledger.epsilon([3, "x"], 2 * DELTA)).all()
     assert np.isfinite(ledger.epsilon([4], 2 * DELTA)[0])
     # the label mean: the two rows' Laplace ratios add (the label sum)
     mean = AdaSSPRegressor(epsilon=1.0, **BOUNDS, random_state=0).fit(X[:100], y[:100])
