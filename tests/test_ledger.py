@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -264,36 +265,40 @@ def test_a_failure_during_record_rolls_back(monkeypatch, two_adassp):
     assert len(ledger.releases()) == 2
 
 
-# A process that records a release slowly: it signals after a few hundred
-# charges and keeps the transaction open.
+# A process that records a release: it writes ``marker.ready`` just before
+# ``record``, and with a hold file it writes ``marker`` after 300 charges and
+# keeps its transaction open until the hold file exists.
 _SLOW_RECORD = textwrap.dedent("""
-    import pickle, sys, time
-    import numpy as np
+    import os, pickle, sys, time
     import sklearn_pdp._ledger as L
-    path, model, marker, pause = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+    path, model, marker, hold = sys.argv[1:5]
     est, ids, name = pickle.load(open(model, "rb"))
     original = L._charge_rows
 
     def slow(release_id, charges):
         for k, row in enumerate(original(release_id, charges)):
-            if k == 300:
+            if k == 300 and hold:
                 open(marker, "w").close()
-                time.sleep(pause)
+                while not os.path.exists(hold):
+                    time.sleep(0.05)
             yield row
 
     L._charge_rows = slow
     with L.PrivacyLedger(path) as ledger:
+        open(marker + ".ready", "w").close()
+        start = time.time()
         ledger.record(est, ids, name=name)
+        print(start, time.time())
 """)
 
 
-def _start_recording(tmp_path, path, est, ids, name, pause):
+def _start_recording(tmp_path, path, est, ids, name, hold=""):
     model, marker = tmp_path / f"{name}.pkl", tmp_path / f"{name}.started"
     with open(model, "wb") as f:
         pickle.dump((est, ids, name), f)
     root = os.path.dirname(os.path.dirname(os.path.abspath(sklearn_pdp.__file__)))
     proc = subprocess.Popen(
-        [sys.executable, "-c", _SLOW_RECORD, str(path), str(model), str(marker), str(pause)],
+        [sys.executable, "-c", _SLOW_RECORD, str(path), str(model), str(marker), str(hold)],
         cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     return proc, marker
 
@@ -312,7 +317,9 @@ def test_a_process_killed_during_record_leaves_the_ledger_as_before(tmp_path, tw
     with PrivacyLedger(path) as ledger:
         ledger.record(first, ids[:1500], name="q1")
         before = ledger.epsilon(ids, DELTA)
-    proc, marker = _start_recording(tmp_path, path, second, ids[500:], "q2", pause=600)
+    # killed with 300 of its 1500 charges written, its transaction open
+    proc, marker = _start_recording(tmp_path, path, second, ids[500:], "q2",
+                                    hold=tmp_path / "never")
     _wait_for(marker, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -327,13 +334,22 @@ def test_two_processes_recording_at_once(tmp_path, two_adassp):
     X, y, ids, first, second = two_adassp
     path = tmp_path / "ledger.sqlite"
     PrivacyLedger(path).close()
-    # the first holds its transaction for a second; the second waits on the lock
-    one, marker = _start_recording(tmp_path, path, first, ids[:1500], "q1", pause=1.0)
+    hold = tmp_path / "go"
+    # the first holds its transaction open until the second is recording
+    one, marker = _start_recording(tmp_path, path, first, ids[:1500], "q1", hold=hold)
     _wait_for(marker, one)
-    two, _ = _start_recording(tmp_path, path, second, ids[500:], "q2", pause=0.0)
+    two, marker_two = _start_recording(tmp_path, path, second, ids[500:], "q2")
+    _wait_for(Path(str(marker_two) + ".ready"), two)
+    time.sleep(0.5)  # the second is now waiting on the lock
+    hold.touch()
+    times = []
     for proc in (one, two):
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
+        times.append([float(t) for t in out.split()])
+    # the second started recording while the first's transaction was open
+    # and finished after it
+    assert times[1][0] < times[0][1] < times[1][1]
     with PrivacyLedger(path) as ledger:
         assert sorted(ledger.releases()["name"]) == ["q1", "q2"]
         reference = PrivacyLedger()
