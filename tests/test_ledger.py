@@ -17,12 +17,17 @@ import pytest
 from scipy.stats import norm
 
 import sklearn_pdp
+from sklearn.base import clone
+
 from sklearn_pdp import (
+    AdaOPSRegressor,
     AdaSSPRegressor,
+    ObjPertRegressor,
     OPSRegressor,
     OutputPerturbationRegressor,
     PDPReport,
     PrivacyLedger,
+    RandomProjectionRegressor,
 )
 from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon, gaussian_noise_scale
 from sklearn_pdp._ledger import LedgerError
@@ -138,6 +143,35 @@ def test_output_perturbation_profiles():
     profile = pure.privacy_profile()
     assert (profile.family, profile.delta) == ("epsilon_delta", 0.0)
     np.testing.assert_array_equal(profile.values, pure.pdp_losses_)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("estimator, family", [
+    (AdaSSPRegressor(), "gaussian"),
+    (OutputPerturbationRegressor(), "gaussian"),
+    (OutputPerturbationRegressor(noise="laplace"), "epsilon_delta"),
+    (OPSRegressor(), "epsilon_delta"),
+    (AdaOPSRegressor(), "epsilon_delta"),
+    (ObjPertRegressor(), "epsilon_delta"),
+    (RandomProjectionRegressor(epsilon=5.0), "epsilon_delta"),
+])
+def test_every_estimator_has_a_profile_of_its_losses(estimator, family):
+    X, y = _data(1500)
+    est = clone(estimator).set_params(**BOUNDS, random_state=0).fit(X, y)
+    assert not est.mean_only_
+    profile = est.privacy_profile()
+    assert profile.family == family and profile.mechanism == type(est).__name__
+    np.testing.assert_array_equal(profile.losses, est.pdp_losses_)
+    np.testing.assert_allclose(profile.epsilon(), est.pdp_losses_, rtol=3e-8)
+    assert profile.n_samples == 1500
+    # every row's value is within the release's guarantee
+    assert np.all(profile.values <= profile.guarantee * (1 + 1e-7))
+    ledger = PrivacyLedger()
+    ledger.record(est, np.arange(1500))
+    np.testing.assert_array_equal(ledger.epsilon(np.arange(1500), profile.delta),
+                                  est.pdp_losses_)
+    added = est.privacy_profile(X[:5], y[:5])
+    np.testing.assert_allclose(added.epsilon(), est.pdp_epsilon(X[:5], y[:5]), rtol=3e-8)
 
 
 def test_gaussian_ratio_inverts_the_epsilon():
