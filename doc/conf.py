@@ -105,6 +105,7 @@ QUICK_EXAMPLES = [
     "plot_pdp_report_pipeline.py",
     "plot_published_report.py",
     "plot_declared_encoding.py",
+    "plot_privacy_ledger.py",
 ]
 if os.environ.get("SKLEARN_PDP_GALLERY") == "quick":
     _pattern = "(" + "|".join(re.escape(name) for name in QUICK_EXAMPLES) + ")$"

@@ -8,6 +8,7 @@ from ._output_perturbation import OutputPerturbationRegressor
 from ._random_projection import RandomProjectionRegressor
 from ._ssp import AdaSSPRegressor
 from ._public import PublicLinearModel
+from ._ledger import PrivacyLedger
 from ._report import PDPReport
 from .exceptions import BoundsWarning, FallbackWarning, PrivacyLeakWarning
 
@@ -23,6 +24,7 @@ __all__ = [
     "OutputPerturbationRegressor",
     "PDPReport",
     "PrivacyLeakWarning",
+    "PrivacyLedger",
     "PublicLinearModel",
     "RandomProjectionRegressor",
     "config_context",

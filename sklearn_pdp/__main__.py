@@ -505,6 +505,9 @@ def _text(r):
 
 
 def main(argv=None):
+    if (sys.argv[1:] if argv is None else list(argv))[:1] == ["ledger"]:
+        from ._ledger_cli import main as ledger_main
+        return ledger_main((sys.argv[1:] if argv is None else list(argv))[1:])
     parser = _parser()
     # a value such as -20,40 is not an option (none starts with a digit):
     # argparse would take it for one

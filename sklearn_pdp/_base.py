@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._sklearn import Interval, _fit_context
 from ._config import get_config as _get_pdp_config
 from ._mean import MEAN_ONLY_RATE, PrivateMean, mean_only_size
+from ._profile import PrivacyProfile
 from ._public import public_model
 from ._data import (
     DomainScaler,
@@ -401,6 +402,48 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         raise NotImplementedError(
             f"{type(self).__name__} does not support published reports "
             "(PDPReport with publish_epsilon) yet."
+        )
+
+    def privacy_profile(self, X=None, y=None):
+        """Each row's privacy-loss profile, for composing releases per person.
+
+        What :class:`~sklearn_pdp.PrivacyLedger` reads: the family of the
+        release's per-row loss and each row's parameter in it (see
+        :class:`~sklearn_pdp._profile.PrivacyProfile`). A release whose loss
+        is exactly a Gaussian mechanism's (AdaSSP, output perturbation with
+        Gaussian noise) gives each row's ratio ``s``, the label mean of the
+        fallback its Laplace ratio ``|y| / b``, any other only the epsilons
+        of ``pdp_losses_`` at ``delta`` (composed by basic composition).
+        The ratios are recovered from the exact epsilons (the largest ratio
+        whose epsilon is at most the row's), so they are upper bounds of the
+        exact ones and functions of the data and the mechanism only.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_targets, n_features), default=None
+            None: the training rows (removing each, as ``pdp_losses_``).
+            Otherwise people outside the training data: the loss of adding
+            each (as :meth:`pdp_epsilon`).
+        y : array-like of shape (n_targets,), default=None
+            Their labels (None: the worst label).
+
+        Returns
+        -------
+        profile : PrivacyProfile
+        """
+        check_is_fitted(self)
+        losses = self.pdp_losses_ if X is None else self.pdp_epsilon(X, y)
+        losses = np.asarray(compute(losses)[0], dtype=np.float64)
+        if self._mean_release is not None:
+            return self._mean_release.profile(losses, type(self).__name__)
+        return self._mechanism_profile(losses)
+
+    def _mechanism_profile(self, losses):
+        """:meth:`privacy_profile` of the mechanism itself: by default only
+        the epsilons at ``delta``, with no bound for other sizes."""
+        return PrivacyProfile(
+            "epsilon_delta", losses, delta=self.delta, guarantee=self.dp_epsilon_,
+            guarantee_delta=self.dp_delta_, n_samples=self._n, mechanism=type(self).__name__,
         )
 
     def resolve_bounds(self, X, y, stacklevel=4):

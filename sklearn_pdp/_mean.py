@@ -28,6 +28,7 @@ from ._accounting import (
     laplace_noise_scale,
 )
 from ._law import ReleaseLaw
+from ._profile import PrivacyProfile
 
 # n epsilon per coefficient (the d slopes and the intercept) at or below which
 # the label mean is released alone (AdaSSP, whose intercept is the label sum's
@@ -81,6 +82,17 @@ class PrivateMean:
         (``public``: the quantities every
         :class:`~sklearn_pdp._law.ReleaseLaw` holds)."""
         return MeanLaw(noise_scale=self.noise_scale, budget=self.dp, **public)
+
+    def profile(self, losses, mechanism):
+        """The release's :class:`~sklearn_pdp._profile.PrivacyProfile`:
+        Laplace, each row's ratio ``|y| / b`` recovered from its ``losses``
+        (a function of the row's own label: usable by individual filters);
+        a record moves the sum by at most 1 at any size."""
+        worst = 1.0 / self.noise_scale
+        return PrivacyProfile.from_losses(
+            "laplace", losses, self.dp[1], guarantee=worst, n_samples=self.n_samples,
+            mechanism=mechanism, own_record=True, step=lambda size: worst,
+        )
 
     def epsilon(self, Xs, ys):
         """Exact loss of each row, removed or added (the same)."""

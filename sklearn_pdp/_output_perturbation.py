@@ -29,6 +29,7 @@ from ._base import (
 from ._data import TwoStageRows, squared_norms
 from ._docstrings import fill_doc
 from ._law import ReleaseLaw
+from ._profile import PrivacyProfile
 
 # A neighbouring solution counts as inside the ball (closed-form leave-one-out
 # valid) only with this relative margin, so that rounding never picks the
@@ -324,6 +325,23 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         # checked delta(epsilon) <= delta there); the root search's tolerance
         # must not report more.
         return np.minimum(eps, self.dp_epsilon_)
+
+    def _mechanism_profile(self, losses):
+        """Gaussian noise: the release is the Gaussian mechanism with each
+        row's ratio sensitivity / noise_scale_, recovered from its loss.
+        The norm-exponential noise's pure epsilons compose only by basic
+        composition. A record added to a data set of ``m`` rows (its own
+        included) moves the solution by at most the global sensitivity at
+        ``m``, with this release's ``alpha_`` and noise."""
+        def worst(size):
+            return output_perturbation_sensitivity(
+                self.alpha_, size, self.radius, self.fit_intercept) / self.noise_scale_
+
+        common = dict(guarantee=worst(self._n), n_samples=self._n,
+                      mechanism=type(self).__name__, step=worst)
+        if self.noise == "gaussian":
+            return PrivacyProfile.from_losses("gaussian", losses, self.delta, **common)
+        return PrivacyProfile("epsilon_delta", losses, delta=0.0, **common)
 
     def _mechanism_release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled coordinates)."""

@@ -18,6 +18,7 @@ from ._base import PrivateRegressorMixin
 from ._docstrings import fill_doc
 from ._eigen import eigen_change, eigen_max_change, scatter_eigen
 from ._law import GaussianLaw, block_ratio
+from ._profile import PrivacyProfile
 from ._signal import signal_ridge
 
 # The released blocks, in the order of ``budget_split``.
@@ -396,6 +397,20 @@ class AdaSSPRegressor(PrivateRegressorMixin):
             noise_scale=self.noise_scale_,
             worst_ratio=1.0 / gaussian_noise_scale(self.epsilon, self.delta),
             **self._law_public(),
+        )
+
+    def _mechanism_profile(self, losses):
+        """Gaussian: the whole release is one Gaussian mechanism (Notes), so
+        each row's ratio s is recovered exactly from its loss. Only the
+        eigenvalue's largest change, ``4 (m - 1) / m``, depends on the size
+        ``m`` of the data set holding the record: it grows with it."""
+        def worst(size):
+            return float(block_ratio(self.noise_scale_, dict(
+                zip(_BLOCKS, self._max_change(size) ** 2))))
+
+        return PrivacyProfile.from_losses(
+            "gaussian", losses, self.delta, guarantee=worst(self._n), n_samples=self._n,
+            mechanism=type(self).__name__, step=worst,
         )
 
     def _epsilon(self, ratio):

@@ -1,0 +1,125 @@
+"""``python -m sklearn_pdp ledger LEDGER.sqlite``: summarise a privacy ledger.
+
+Prints the recorded releases and the distribution of every person's total
+loss over them (doc/ledger.rst); ``--json`` prints the same as JSON.
+"""
+
+import argparse
+import json
+import os
+
+import numpy as np
+
+from ._ledger import LedgerError, PrivacyLedger, record_from_cli
+
+__all__ = ["describe_record", "main", "record_from_cli", "summary"]
+
+_QUANTILES = {"median": 0.5, "q90": 0.9, "q99": 0.99, "max": 1.0}
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m sklearn_pdp ledger",
+        description="Summarise a per-person privacy ledger: its releases and the "
+                    "distribution of each person's total privacy loss.")
+    parser.add_argument("ledger", help="the SQLite file of the ledger")
+    parser.add_argument("--delta", type=float, default=None,
+                        help="delta of the totals (default: the sum of the releases' "
+                             "deltas, at which every person's total is finite)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def summary(ledger, delta=None):
+    """The summary that the command prints, as a dict.
+
+    Parameters
+    ----------
+    ledger : PrivacyLedger
+        An open ledger.
+    delta : float, default=None
+        The delta of the totals; None: the sum of the releases' deltas.
+
+    Returns
+    -------
+    summary : dict
+        ``releases`` (list of dict), ``people``, ``delta``, ``totals``
+        (quantiles of the people's totals: ``median``, ``q90``, ``q99``,
+        ``max``; None without people) and ``dp_sum``, the sum of the
+        releases' guarantees (what basic composition of the worst cases
+        charges, at the sum of their deltas).
+    """
+    releases = ledger.releases()
+    if hasattr(releases, "to_dict"):
+        releases = releases.to_dict("records")
+    releases = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+                for r in releases]
+    if delta is None:
+        delta = float(sum(r["delta"] for r in releases))
+    people = ledger.people()
+    totals = ledger.epsilon(people, delta) if people.size else np.zeros(0)
+    return {
+        "releases": releases,
+        "people": int(people.size),
+        "delta": delta,
+        "totals": None if not people.size else {
+            k: float(np.quantile(totals, q)) for k, q in _QUANTILES.items()},
+        "dp_sum": float(sum(r["dp_epsilon"] for r in releases)),
+        "dp_delta_sum": float(sum(r["dp_delta"] for r in releases)),
+    }
+
+
+def describe_record(result):
+    """Text lines describing what :func:`record_from_cli` returned: the
+    release's per-row losses next to the people's totals (quantiles).
+
+    Parameters
+    ----------
+    result : dict
+        The value of :func:`record_from_cli`.
+
+    Returns
+    -------
+    lines : list of (str, str)
+        Label and value, for the command's report.
+    """
+    def spread(values):
+        return ", ".join(f"{k} {np.quantile(values, q):.3g}" for k, q in _QUANTILES.items())
+
+    return [
+        ("ledger release", str(result["release_id"])),
+        (f"this release's loss (delta = {result['delta']:.2g})", spread(result["release"])),
+        ("each person's total over the ledger", spread(result["total"])),
+    ]
+
+
+def main(argv=None):
+    """Run the command on ``argv`` (the arguments after ``ledger``)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not os.path.exists(args.ledger):
+        parser.exit(2, f"{parser.prog}: error: no ledger at {args.ledger}\n")
+    if args.delta is not None and not 0 <= args.delta < 1:
+        parser.error(f"--delta must be in [0, 1); got {args.delta}")
+    try:
+        with PrivacyLedger(args.ledger) as ledger:
+            result = summary(ledger, args.delta)
+    except LedgerError as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"ledger   : {args.ledger}")
+    print(f"releases : {len(result['releases'])}")
+    for r in result["releases"]:
+        print(f"  {r['id']:>4}  {r['time']}  {r['name'] or '-'}  {r['mechanism']} "
+              f"({r['family']}), {r['n_rows']} rows, {r['n_people']} people, "
+              f"guarantee ({r['dp_epsilon']:.3g}, {r['dp_delta']:.2g})-DP")
+    print(f"people   : {result['people']}")
+    if result["totals"] is not None:
+        t = result["totals"]
+        print(f"total epsilon per person at delta = {result['delta']:.3g}: median "
+              f"{t['median']:.3g}, q90 {t['q90']:.3g}, q99 {t['q99']:.3g}, max {t['max']:.3g}")
+        print(f"sum of the releases' guarantees: epsilon = {result['dp_sum']:.3g} at "
+              f"delta = {result['dp_delta_sum']:.3g}")
+    return 0
