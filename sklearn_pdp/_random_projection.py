@@ -292,7 +292,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
             )
         k = self.n_components_ = self._resolve_n_components(data.n_samples)
         self._n = data.n_samples
-        ZtZ = data.reduce(_labelled_gram)
+        ZtZ = data.scan(_labelled_gram)
         p = data.n_features
         if self.variant == "dp":
             # a row [x, 1, y] of the scaled domain: ||x||^2 <= 1, the

@@ -13,7 +13,7 @@ from sklearn.base import (
 from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import HasMethods, Interval, _check_feature_names_in
-from ._base import Ridge, noise_generator
+from ._base import leverage_ridge, noise_generator
 from ._data import compute, persist, quantiles, scaled_data, validate_rows
 from ._ops import OPSRegressor
 from ._publish import private_summary, publish
@@ -457,17 +457,22 @@ def _design_ridge(est, data):
     """H = X^T X + alpha P of the scaled training rows, for the leverage scores.
 
     The mechanism's own factorisation when it keeps one (``design_ridge``);
-    otherwise (e.g. random projection) built here with its ridge strength, if
-    any: the fitted ``alpha_``, a numeric ``alpha`` parameter, or 0 (also for
-    a fit that released the label mean alone, whose ridge is missing or
-    infinite).
+    otherwise (e.g. AdaSSP, random projection, whose losses take no
+    leverage) built here with its ridge strength, if any: the fitted
+    ``alpha_``, a numeric ``alpha`` parameter, or 0. A fit that released the
+    label mean alone has the slopes infinitely penalised: every row's
+    leverage is then 1/n, that of the mean. Where H is singular (linearly
+    dependent columns without a ridge) the leverage is its limit as the
+    ridge falls to 0 (:class:`~sklearn_pdp._base.SpanRidge`).
     """
     ridge = est.design_ridge()
     if ridge is not None:
         return ridge
     alpha = getattr(est, "alpha_", est.get_params().get("alpha", 0.0))
-    alpha = alpha if isinstance(alpha, Real) and np.isfinite(alpha) else 0.0
-    return Ridge(*data.gram(), alpha, est.fit_intercept)
+    alpha = alpha if isinstance(alpha, Real) and not np.isnan(alpha) else 0.0
+    if getattr(est, "mean_only_", False):
+        alpha = np.inf
+    return leverage_ridge(*data.gram(), alpha, est.fit_intercept)
 
 
 def _leverage_residual(ridge):
