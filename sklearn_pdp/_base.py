@@ -226,7 +226,7 @@ def warn_clipping(clipped, stacklevel=2):
     )
 
 
-def _ceil(value, digits=3):
+def _ceil(value, digits=4):
     """``value`` rounded up to ``digits`` significant digits, as a string
     (a threshold that still holds once printed)."""
     if not (np.isfinite(value) and value > 0):
@@ -590,6 +590,19 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         -------
         self : object
             Fitted estimator.
+
+        Warns
+        -----
+        FallbackWarning
+            When the release has no slopes (``mean_only_reason_`` says why,
+            with the public epsilon and sample size from which slopes are
+            fitted).
+        BoundsWarning
+            When the declared bounds clip more than 5% of the labels or of
+            the rows (for the curator only: the shares are not private).
+        PrivacyLeakWarning
+            When a bound is read from the data, or when ``delta >= 1 /
+            n_samples`` (a guarantee that permits publishing a whole record).
         """
         X, y = validate_rows(self, X, y, reset=True)
         self.data_norm_, self.bounds_X_, self.y_bound_ = self.resolve_bounds(X, y)
@@ -769,24 +782,29 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
                 f"{n_samples}, or from n_samples >= {size + 1} at epsilon = {epsilon:g}")
 
     def _slopes_epsilon(self, n_samples, n_features):
-        """An epsilon (within 1e-9 relative of the smallest) from which a fit
+        """An epsilon (within 1e-6 relative of the smallest) from which a fit
         of ``n_samples`` rows releases slopes: public (n, d and the other
         parameters)."""
         trial = copy.copy(self)
 
         def mean_only(epsilon):
             trial.epsilon = epsilon
-            return n_samples <= trial._mean_only_size(n_features)
+            return trial._releases_mean(n_samples, n_features)
 
         # the base rule's bound: the label mean alone up to it
         low = self._mean_only_rate * (n_features + 1) / n_samples
         high = 2.0 * low
         while mean_only(high):
             low, high = high, 2.0 * high
-        while high > low * (1.0 + 1e-9):
+        while high > low * (1.0 + 1e-6):
             middle = 0.5 * (low + high)
             low, high = (middle, high) if mean_only(middle) else (low, middle)
         return high
+
+    def _releases_mean(self, n_samples, n_features):
+        """Whether a fit of this size releases the label mean alone (as
+        :meth:`fit` decides it, from :meth:`_mean_only_size`)."""
+        return n_samples <= self._mean_only_size(n_features)
 
     def _mean_fallback_budget(self):
         """The epsilon budget of the fallback to the label mean, or None where

@@ -128,7 +128,13 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
     The leverage column is x^T H^{-1} x in the estimator's privacy domain
     (scaled rows, H = X^T X + alpha I of the scaled training data, alpha the
     estimator's ridge strength or 0 if it has none): the statistic that
-    drives the per-instance loss of ridge-based mechanisms.
+    drives the per-instance loss of ridge-based mechanisms. Where it is not
+    defined it is its limit: for a release of the label mean alone
+    (``mean_only_``, whose loss depends on the label alone) or with zero
+    slopes, 1/n for every row, the leverage of the mean; where H is singular
+    (linearly dependent columns, e.g. every category one-hot encoded, and no
+    ridge), the hat value for rows in the span of the training rows and
+    ``inf`` for rows with a component off it.
 
     The report holds non-private statistics of the training data (those of
     ``estimator_``): never publish the object or its numbers as they are.
@@ -355,7 +361,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         kind : {"box", "violin"}, default="box"
             How to draw the distribution.
         leverage : bool, default=False
-            Also draw epsilon against leverage, coloured by residual.
+            Also draw epsilon against leverage, coloured by residual (for a
+            release of the label mean alone, against the label, on which
+            its loss depends).
 
         Returns
         -------
@@ -412,6 +420,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             loc="left", fontsize="small",
         )
         if leverage:
+            mean_only = getattr(self._model(), "mean_only_", False)
+            if mean_only:  # the loss of the mean depends on the label alone
+                hat = np.abs(residual + self._ridge.coef[-1])
             residual = residual[shown]
             limit = np.abs(residual).max(initial=0) or 1.0  # symmetric colours
             scatter = axes[1].scatter(
@@ -427,7 +438,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             else:  # few labels, so that long decimals do not collide
                 axes[1].xaxis.set_major_locator(MaxNLocator(4))
             axes[1].set_yscale("log")
-            axes[1].set_xlabel(r"leverage $x^T H^{-1} x$")
+            axes[1].set_xlabel(r"|label| (scaled to [-1, 1]): the mean's loss depends on it alone"
+                               if mean_only else r"leverage $x^T H^{-1} x$")
             axes[1].set_ylabel(r"per-instance $\varepsilon$")
             axes[1].figure.colorbar(scatter, ax=axes[1], label="residual (scaled y)")
             return axes
