@@ -326,6 +326,12 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         # explicit k x n sketch and O(k d^2) work instead of O(k n d)
         self.sketch_ = self._release(rng)
         theta = self._solve(self.sketch_, penalty, data.n_samples)
+        if np.isinf(self.signal_ridge_):
+            self.mean_only_reason_ = (
+                "the released sketch shows no signal above its noise (the signal "
+                "test, post-processing: the losses are those of the sketch); the "
+                "sketch's noise relative to the signal falls with n_samples and "
+                "epsilon")
 
         if self.variant == "paper":
             # only without noise on a column can a row alone span a direction

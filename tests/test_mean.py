@@ -311,3 +311,17 @@ def test_adassp_zero_slopes_warn_and_say_why():
         levels.append(float(reg.mean_only_reason_.split("norm above about ")[1].split(";")[0]))
     # (about: the noise of the cross term also scales the released label sum)
     assert levels[1] == pytest.approx(levels[0] / 2, rel=0.1)
+
+
+def test_random_projection_zero_slopes_warn():
+    """Random projection's signal test on the sketch: zero slopes warn too
+    (not ``mean_only_``: the sketch was released)."""
+    from sklearn_pdp import FallbackWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (6000, 8)) / np.sqrt(8)
+    y = np.clip(0.03 + 0.04 * rng.standard_normal(6000) ** 2, 0, 1)
+    with pytest.warns(FallbackWarning, match="released zero slopes"):
+        reg = RandomProjectionRegressor(random_state=2, **BOUNDS).fit(X, y)
+    assert np.isinf(reg.signal_ridge_) and np.all(reg.coef_ == 0) and not reg.mean_only_
+    assert "sketch shows no signal" in reg.mean_only_reason_

@@ -420,3 +420,24 @@ def test_plot_of_a_mean_release_shows_the_label(agg):
     x = axes[1].collections[0].get_offsets()[:, 0]
     shown = np.isfinite(report.pdp_losses_) & (report.pdp_losses_ > 0)
     assert_allclose(np.sort(x), np.sort(np.abs(np.clip(y / 5.0, -1, 1))[shown]), atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
+@pytest.mark.parametrize("epsilon", [0.5, 30.0])  # candidates of the mean; of slopes
+def test_private_search_on_full_one_hot_encoding(epsilon):
+    """The search and its report on the issue's table: the search's own
+    losses, and the leverage of the refit (finite on the training rows)."""
+    from sklearn_pdp import AdaSSPRegressor
+    from sklearn_pdp.model_selection import PrivateGridSearchCV
+
+    X, y = _one_hot_table(n=600)
+    search = PrivateGridSearchCV(
+        AdaSSPRegressor(bounds_X=(-4, 4), y_bound=(-8, 8)),
+        {"budget_split": [None, [0.25, 0.25, 0.25, 0.25]]}, epsilon=epsilon, random_state=0)
+    report = PDPReport(search).fit(X, y)
+    fitted = report.estimator_
+    assert fitted.best_estimator_.mean_only_ == (epsilon == 0.5)
+    assert_array_equal(report.pdp_losses_, fitted.pdp_losses_)
+    epsilon_column, leverage = report.transform(X.to_numpy()).T
+    assert_allclose(epsilon_column, fitted.pdp_epsilon(X.to_numpy()))
+    assert np.all(np.isfinite(leverage) & (leverage > 0) & (leverage <= 1 + 1e-9))
