@@ -171,7 +171,8 @@ class SpanRidge(Ridge):
         self._whitener[free] = vectors[:, keep] / np.sqrt(eigenvalues[keep])
         self._null = np.zeros((n_coef, (~keep).sum()))
         self._null[free] = vectors[:, ~keep]
-        self._null_tol = (~keep).sum() * cut
+        # twice the most a training row can have (its eigenvalues, and their rounding)
+        self._null_tol = 2.0 * (~keep).sum() * cut
         if not self._null.shape[1]:
             self._null = None
         self._inverse = self._whitener @ self._whitener.T
