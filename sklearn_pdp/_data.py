@@ -175,6 +175,10 @@ def add(a, b):
     return a + b
 
 
+# Moves by the bounds smaller than this (relative to the bound) are rounding,
+# not clipping: not counted in the shares of the BoundsWarning.
+_CLIP_RTOL = 1e-9
+
 # ``data_norm`` within which a chunk's scaling is folded into the d x d
 # matrices: the squares of entries up to data_norm (rows in the ball) neither
 # overflow nor vanish against data_norm^2; beyond, rows are scaled first.
@@ -233,12 +237,12 @@ class ScaledRows:
             # outside the ball (the test fails on inf and nan too)
             long = np.flatnonzero(~(sq <= c * c))
             if np.sum(sq[long]) <= X.shape[0] * c * c:
-                self._n_clipped = long.size
+                self._long = long
                 return X, c, sq, long, self._scaler.scale(self._X[long])
         # the scaled features (into a contiguous buffer: elementwise
         # operations on it are twice as fast as on a strided one)
         B = self._scratch.buffer("features", X.shape)
-        self._n_clipped = np.count_nonzero(self._scaler._unit_ball(X, B))
+        self._long = np.flatnonzero(self._scaler._unit_ball(X, B))
         return B, 1.0, None, np.empty(0, dtype=np.intp), None
 
     def _bulk(self, rows):
@@ -284,23 +288,28 @@ class ScaledRows:
         """Numbers of rows and of labels of the chunk that the declared
         bounds move: rows scaled down to ``data_norm`` or with a feature
         outside ``bounds_X`` (-1 when ``rows`` is False: not counted),
-        labels outside ``y_bound``. Taken while the chunk is in cache, in the
-        pass that scales it."""
+        labels outside ``y_bound``, each by more than rounding
+        (``_CLIP_RTOL`` of the bound). Taken while the chunk is in cache, in
+        the pass that scales it."""
         scaler = self._scaler
         n_rows = -1
         if rows and scaler.bounds_X is None:
             self._folded
-            n_rows = self._n_clipped
+            # the rows beyond data_norm, rounding included (rows normalised
+            # to it land on both sides): their norms, again, with a margin
+            norms = row_norms(self._X[self._long])
+            n_rows = np.count_nonzero(norms > scaler.data_norm * (1.0 + _CLIP_RTOL))
         elif rows:
             lower, upper = scaler.bounds_X
-            outside = self._X < lower
-            outside |= self._X > upper
+            margin = _CLIP_RTOL * (upper - lower)
+            outside = self._X < lower - margin
+            outside |= self._X > upper + margin
             # a boolean product is "any" along the rows, 3 times as fast
             n_rows = np.count_nonzero(outside @ np.ones(outside.shape[1], dtype=bool))
         n_labels = 0
         if self._y is not None:
             n_labels = np.count_nonzero(
-                np.abs(self._y - scaler.y_mid) > scaler.y_half)
+                np.abs(self._y - scaler.y_mid) > scaler.y_half * (1.0 + _CLIP_RTOL))
         return np.array([n_rows, n_labels], dtype=np.int64)
 
     def squared_norms(self):

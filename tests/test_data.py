@@ -247,3 +247,25 @@ def test_bounds_that_clip_most_labels_warn_with_the_shares():
         AdaSSPRegressor(epsilon=0.1, bounds_X=(0, 1), y_bound=(0, 400)).fit(big[:100], y[:100])
     with pytest.warns(BoundsWarning, match=r"clip 100\.0% of the labels \(outside y_bound\):"):
         AdaSSPRegressor(epsilon=0.1, bounds_X=(0, 1), y_bound=1.0).fit(big[:100], y[:100])
+
+
+def test_rows_on_the_bounds_are_not_counted_as_clipped():
+    """Rows normalised to data_norm (some a rounding error beyond it),
+    binary features at the ends of bounds_X and labels on y_bound are not
+    clipped: shares 0; a row 1e-6 beyond is."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 5))
+    X /= np.linalg.norm(X, axis=1, keepdims=True) / 3.0
+    assert np.any(np.linalg.norm(X, axis=1) > 3.0)  # rounding puts some beyond
+    y = rng.choice([-2.0, 2.0], 500)
+    data = ScaledData(X, y, DomainScaler(3.0, 2.0, True))
+    data.gram()
+    assert data.clipped == {"rows": 0.0, "labels": 0.0}
+    B = rng.integers(0, 2, size=(500, 5)).astype(float)
+    data = ScaledData(B, y, DomainScaler(None, 2.0, True, (np.zeros(5), np.ones(5))))
+    data.gram()
+    assert data.clipped == {"rows": 0.0, "labels": 0.0}
+    X[:10] *= 1 + 1e-6
+    data = ScaledData(X, y, DomainScaler(3.0, 2.0, True))
+    data.gram()
+    assert data.clipped["rows"] == 10 / 500
