@@ -637,9 +637,11 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         self.pdp_losses_ = data.map_rows(
             self._row_function("_training_epsilon")
         )
+        # one warning for every reason a mechanism records (in _fit_scaled)
         if self.mean_only_reason_ is not None:
             released = ("the label mean alone (the whole budget on it)" if self.mean_only_
-                        else "zero slopes: its model is the private label mean")
+                        else "zero slopes: its model is the private label mean"
+                        if not np.any(self.coef_) else "less than it was asked for")
             warnings.warn(f"{type(self).__name__} released {released}: "
                           f"{self.mean_only_reason_}.", FallbackWarning, stacklevel=3)
         warn_clipping(getattr(data, "clipped", None), stacklevel=3)
