@@ -237,7 +237,8 @@ def test_bounds_that_clip_most_labels_warn_with_the_shares():
     with pytest.warns(BoundsWarning, match=r"clip 100\.0% of the labels \(outside y_bound\):"):
         AdaSSPRegressor(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
     big = 100 * X + 300
-    with pytest.warns(BoundsWarning, match=r"clip 100\.0% of the labels .* and 100\.0% of the rows"):
+    both = r"clip 100\.0% of the labels .* and 100\.0% of the rows"
+    with pytest.warns(BoundsWarning, match=both):
         AdaSSPRegressor(epsilon=2.0, bounds_X=(0, 1), y_bound=1.0, random_state=0).fit(big, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", BoundsWarning)
