@@ -37,7 +37,11 @@ from ._data import (
     squared_norms,
     validate_rows,
 )
-from .exceptions import PrivacyLeakWarning
+from .exceptions import BoundsWarning, FallbackWarning, PrivacyLeakWarning
+
+# Share of the rows or of the labels that the declared bounds may clip
+# before the curator is warned (BoundsWarning).
+CLIP_WARN_SHARE = 0.05
 
 # Leverages computed through the Cholesky factor carry a relative error of
 # about cond(H) * 2.2e-16: below this reciprocal condition number they would
@@ -108,26 +112,129 @@ class Ridge:
         :class:`~sklearn_pdp._data.ScaledRows`; all the products come from
         one pass over it.
         """
-        p = self._whitener.shape[0]
+        k, p = self._whitener.shape[1], self._inverse.shape[1]
         inverse_norm = inverse_norm or inverse_rows
         blocks = [self._whitener]
         if inverse_norm:
             blocks.append(self._inverse)
         if ys is not None:  # the fitted values x^T theta_hat
             blocks.append(self.coef[:, None])
+        null = getattr(self, "_null", None)
+        if null is not None:
+            blocks.append(null)
         products = Xs @ np.hstack(blocks)
-        W = products[:, :p]
+        W = products[:, :k]
         stats = {"leverage": np.einsum("ij,ij->i", W, W)}
+        if null is not None:
+            # off the span of the rows: x^T H^{-1} x grows without bound
+            off = products[:, products.shape[1] - null.shape[1]:]
+            stats["leverage"][np.einsum("ij,ij->i", off, off) > self._null_tol] = np.inf
         if inverse_norm:
-            V = products[:, p: 2 * p]
+            V = products[:, k: k + p]
             stats["inverse_norm2"] = np.einsum("ij,ij->i", V, V)
             if inverse_rows:
                 stats["inverse_rows"] = V
         if ys is not None:
-            stats["residual"] = ys - products[:, -1]
+            stats["residual"] = ys - products[:, k + p * inverse_norm]
         if norm:
             stats["norm2"] = squared_norms(Xs)
         return stats
+
+
+class SpanRidge(Ridge):
+    """:class:`Ridge` in the limits where H is singular, for leverages that
+    no per-instance loss is computed from (a report's leverage column).
+
+    ``alpha = inf`` (the slopes infinitely penalised: a release of the label
+    mean alone or zero slopes) is the limit of x^T H^{-1} x as alpha grows:
+    the ridge of the unpenalised coordinates alone (the intercept: 1/n for
+    every row). A singular H (``alpha = 0`` on linearly dependent columns)
+    is the limit as alpha falls to 0: x^T H^+ x (the hat value) for rows in
+    the span of the training rows, ``inf`` for rows with a component off it
+    larger than any training row can have (a training row's squared
+    component along a null direction is at most that direction's
+    eigenvalue, below the cut-off). ``coef`` is the minimum-norm solution.
+    """
+
+    def __init__(self, XtX, Xty, alpha, intercept=False):
+        n_coef = XtX.shape[0]
+        if np.isinf(alpha):
+            free = penalty(n_coef, intercept).diagonal() == 0
+            H = XtX[np.ix_(free, free)]
+        else:
+            free = np.ones(n_coef, dtype=bool)
+            H = XtX + alpha * penalty(n_coef, intercept)
+        eigenvalues, vectors = linalg.eigh(H, check_finite=False)
+        cut = max(eigenvalues.max(initial=0.0), 0.0) * H.shape[0] * np.finfo(float).eps
+        keep = eigenvalues > cut
+        self.alpha = alpha
+        self._whitener = np.zeros((n_coef, keep.sum()))
+        self._whitener[free] = vectors[:, keep] / np.sqrt(eigenvalues[keep])
+        self._null = np.zeros((n_coef, (~keep).sum()))
+        self._null[free] = vectors[:, ~keep]
+        # twice the most a training row can have (its eigenvalues, and their rounding)
+        self._null_tol = 2.0 * (~keep).sum() * cut
+        if not self._null.shape[1]:
+            self._null = None
+        self._inverse = self._whitener @ self._whitener.T
+        self.coef = None if Xty is None else self._inverse @ Xty
+
+
+def leverage_ridge(XtX, Xty, alpha, intercept=False):
+    """:class:`Ridge` of H = X^T X + alpha P for leverages, or its limit
+    (:class:`SpanRidge`) where alpha is infinite or H singular."""
+    if np.isfinite(alpha):
+        try:
+            return Ridge(XtX, Xty, alpha, intercept)
+        except ValueError:
+            pass
+    return SpanRidge(XtX, Xty, alpha, intercept)
+
+
+def warn_large_delta(delta, n_samples, stacklevel=2):
+    """A :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning` when ``delta >=
+    1 / n_samples``: an (epsilon, delta) guarantee with such a delta permits
+    publishing one whole record (each with probability delta)."""
+    if delta is not None and n_samples and delta >= 1.0 / n_samples:
+        warnings.warn(
+            f"delta={delta:g} is at least 1 / n_samples = {1.0 / n_samples:.3g}: "
+            "a mechanism that publishes a random record in full would meet this "
+            "guarantee. Use delta well below 1 / n_samples (e.g. 1e-6).",
+            PrivacyLeakWarning, stacklevel=stacklevel + 1,
+        )
+
+
+def warn_clipping(clipped, stacklevel=2):
+    """A :class:`~sklearn_pdp.exceptions.BoundsWarning` when the declared
+    bounds moved more than ``CLIP_WARN_SHARE`` of the rows or of the labels
+    (``clipped``: their shares, from :meth:`~sklearn_pdp._data.ScaledData.scan`)."""
+    if not clipped:
+        return
+    shares = {k: float(v) for k, v in clipped.items()}
+    if not any(v > CLIP_WARN_SHARE for v in shares.values()):
+        return
+    parts = []
+    if shares["labels"] > CLIP_WARN_SHARE:
+        parts.append(f"{shares['labels']:.1%} of the labels (outside y_bound)")
+    if shares["rows"] > CLIP_WARN_SHARE:
+        parts.append(f"{shares['rows']:.1%} of the rows (outside bounds_X, or "
+                     "longer than data_norm)")
+    warnings.warn(
+        f"The declared bounds clip {' and '.join(parts)}: the model is biased "
+        "towards the bounds. Check that the bounds are in the units of the "
+        "data. For the curator only: these shares are computed from the private "
+        "data and are not covered by the privacy guarantee, do not publish them.",
+        BoundsWarning, stacklevel=stacklevel + 1,
+    )
+
+
+def _ceil(value, digits=4):
+    """``value`` rounded up to ``digits`` significant digits, as a string
+    (a threshold that still holds once printed)."""
+    if not (np.isfinite(value) and value > 0):
+        return f"{value:g}"
+    step = 10.0 ** (np.floor(np.log10(value)) - digits + 1)
+    return f"{np.ceil(value / step) * step:.{digits}g}"
 
 
 def penalty(n_coef, intercept):
@@ -529,9 +636,23 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         -------
         self : object
             Fitted estimator.
+
+        Warns
+        -----
+        FallbackWarning
+            When the release has no slopes (``mean_only_reason_`` says why,
+            with the public epsilon and sample size from which slopes are
+            fitted).
+        BoundsWarning
+            When the declared bounds clip more than 5% of the labels or of
+            the rows (for the curator only: the shares are not private).
+        PrivacyLeakWarning
+            When a bound is read from the data, or when ``delta >= 1 /
+            n_samples`` (a guarantee that permits publishing a whole record).
         """
         X, y = validate_rows(self, X, y, reset=True)
         self.data_norm_, self.bounds_X_, self.y_bound_ = self.resolve_bounds(X, y)
+        warn_large_delta(getattr(self, "delta", None), X.shape[0], stacklevel=3)
         self._scaler = DomainScaler(
             self.data_norm_, self.y_bound_, self.fit_intercept, self.bounds_X_
         )
@@ -543,7 +664,11 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
                 delattr(self, name)
         rng = noise_generator(self.random_state)
         self.mean_only_ = data.n_samples <= self._mean_only_size(self.n_features_in_)
+        # why the slopes are 0 (also set by a mechanism whose noisy
+        # statistics show no signal): None when slopes were released
+        self.mean_only_reason_ = None
         if self.mean_only_:
+            self.mean_only_reason_ = self._fallback_reason(data.n_samples, self.n_features_in_)
             self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
                 data.n_samples, self.n_features_in_)
             self._mean_release = PrivateMean(self.epsilon, self.delta, data)
@@ -557,6 +682,14 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         self.pdp_losses_ = data.map_rows(
             self._row_function("_training_epsilon")
         )
+        # one warning for every reason a mechanism records (in _fit_scaled)
+        if self.mean_only_reason_ is not None:
+            released = ("the label mean alone (the whole budget on it)" if self.mean_only_
+                        else "zero slopes: its model is the private label mean"
+                        if not np.any(self.coef_) else "less than it was asked for")
+            warnings.warn(f"{type(self).__name__} released {released}: "
+                          f"{self.mean_only_reason_}.", FallbackWarning, stacklevel=3)
+        warn_clipping(getattr(data, "clipped", None), stacklevel=3)
         return self
 
     def domain_scaler(self):
@@ -683,6 +816,49 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         if not self.fit_intercept or budget is None:
             return 0
         return mean_only_size(budget, n_features, self._mean_only_rate)
+
+    def _fallback_reason(self, n_samples, n_features):
+        """Why a fit of this size releases the label mean alone, with the
+        public thresholds (epsilon and size) from which it fits slopes."""
+        epsilon = float(self._mean_fallback_budget())
+        size = self._mean_only_size(n_features)
+        rule = self._mean_only_rate * (n_features + 1)
+        # the base rule's size; a larger one is a mechanism's own (random
+        # projection: its sketch's label mean)
+        why = (f"n_samples * epsilon = {n_samples * epsilon:.4g} is at most "
+               f"{self._mean_only_rate:g} (n_features + 1) = {rule:g}"
+               if size == mean_only_size(epsilon, n_features, self._mean_only_rate)
+               else f"n_samples = {n_samples} is at most {size}, the largest size "
+               f"at which it releases the label mean alone at epsilon = {epsilon:g} "
+               f"and n_features = {n_features}")
+        return (f"{why}: too little for slopes. They are fitted from epsilon >= "
+                f"{_ceil(self._slopes_epsilon(n_samples, n_features))} at n_samples = "
+                f"{n_samples}, or from n_samples >= {size + 1} at epsilon = {epsilon:g}")
+
+    def _slopes_epsilon(self, n_samples, n_features):
+        """An epsilon (within 1e-6 relative of the smallest) from which a fit
+        of ``n_samples`` rows releases slopes: public (n, d and the other
+        parameters)."""
+        trial = copy.copy(self)
+
+        def mean_only(epsilon):
+            trial.epsilon = epsilon
+            return trial._releases_mean(n_samples, n_features)
+
+        # the base rule's bound: the label mean alone up to it
+        low = self._mean_only_rate * (n_features + 1) / n_samples
+        high = 2.0 * low
+        while mean_only(high):
+            low, high = high, 2.0 * high
+        while high > low * (1.0 + 1e-6):
+            middle = 0.5 * (low + high)
+            low, high = (middle, high) if mean_only(middle) else (low, middle)
+        return high
+
+    def _releases_mean(self, n_samples, n_features):
+        """Whether a fit of this size releases the label mean alone (as
+        :meth:`fit` decides it, from :meth:`_mean_only_size`)."""
+        return n_samples <= self._mean_only_size(n_features)
 
     def _mean_fallback_budget(self):
         """The epsilon budget of the fallback to the label mean, or None where

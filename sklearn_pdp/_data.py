@@ -175,6 +175,10 @@ def add(a, b):
     return a + b
 
 
+# Moves by the bounds smaller than this (relative to the bound) are rounding,
+# not clipping: not counted in the shares of the BoundsWarning.
+_CLIP_RTOL = 1e-9
+
 # ``data_norm`` within which a chunk's scaling is folded into the d x d
 # matrices: the squares of entries up to data_norm (rows in the ball) neither
 # overflow nor vanish against data_norm^2; beyond, rows are scaled first.
@@ -211,9 +215,10 @@ class ScaledRows:
 
     ndim = 2
 
-    def __init__(self, X, scaler, scratch=None):
+    def __init__(self, X, scaler, scratch=None, y=None):
         self.shape = (X.shape[0], X.shape[1] + int(scaler.fit_intercept))
         self._X = X
+        self._y = y  # the raw labels, for clip_counts
         self._scaler = scaler
         self._scratch = ChunkScratch(X.shape[0]) if scratch is None else scratch
 
@@ -232,11 +237,12 @@ class ScaledRows:
             # outside the ball (the test fails on inf and nan too)
             long = np.flatnonzero(~(sq <= c * c))
             if np.sum(sq[long]) <= X.shape[0] * c * c:
+                self._long = long
                 return X, c, sq, long, self._scaler.scale(self._X[long])
         # the scaled features (into a contiguous buffer: elementwise
         # operations on it are twice as fast as on a strided one)
         B = self._scratch.buffer("features", X.shape)
-        self._scaler._unit_ball(X, B)
+        self._long = np.flatnonzero(self._scaler._unit_ball(X, B))
         return B, 1.0, None, np.empty(0, dtype=np.intp), None
 
     def _bulk(self, rows):
@@ -277,6 +283,34 @@ class ScaledRows:
         if long.size:
             out[long] = Z @ A
         return out
+
+    def clip_counts(self, rows=True):
+        """Numbers of rows and of labels of the chunk that the declared
+        bounds move: rows scaled down to ``data_norm`` or with a feature
+        outside ``bounds_X`` (-1 when ``rows`` is False: not counted),
+        labels outside ``y_bound``, each by more than rounding
+        (``_CLIP_RTOL`` of the bound). Taken while the chunk is in cache, in
+        the pass that scales it."""
+        scaler = self._scaler
+        n_rows = -1
+        if rows and scaler.bounds_X is None:
+            self._folded
+            # the rows beyond data_norm, rounding included (rows normalised
+            # to it land on both sides): their norms, again, with a margin
+            norms = row_norms(self._X[self._long])
+            n_rows = np.count_nonzero(norms > scaler.data_norm * (1.0 + _CLIP_RTOL))
+        elif rows:
+            lower, upper = scaler.bounds_X
+            margin = _CLIP_RTOL * (upper - lower)
+            outside = self._X < lower - margin
+            outside |= self._X > upper + margin
+            # a boolean product is "any" along the rows, 3 times as fast
+            n_rows = np.count_nonzero(outside @ np.ones(outside.shape[1], dtype=bool))
+        n_labels = 0
+        if self._y is not None:
+            n_labels = np.count_nonzero(
+                np.abs(self._y - scaler.y_mid) > scaler.y_half * (1.0 + _CLIP_RTOL))
+        return np.array([n_rows, n_labels], dtype=np.int64)
 
     def squared_norms(self):
         """``||x||^2`` of every scaled row (the constant feature included)."""
@@ -347,8 +381,29 @@ class _Rows:
         self.n_features = X.shape[1] + int(scaler.fit_intercept)
 
     def gram(self):
-        """Sufficient statistics X^T X and X^T y of the scaled data."""
-        return self.reduce(_gram_part)
+        """Sufficient statistics X^T X and X^T y of the scaled data (and
+        ``clipped``, see :meth:`scan`)."""
+        return self.scan(_gram_part)
+
+    def scan(self, func, combine=add, rows=True):
+        """:meth:`reduce`, also counting in the same pass what the bounds
+        clip: sets ``clipped``, the shares of the rows (NaN when not
+        ``rows``: not read) and of the labels that the declared bounds move.
+        Non-private statistics, for the curator's warning only."""
+        result, counts = self.reduce(
+            partial(_counted, func, rows), partial(_combine_counted, combine))
+        n_rows, n_labels = np.asarray(counts, dtype=np.float64) / max(self.n_samples, 1)
+        self.clipped = {"rows": n_rows if rows else np.nan,
+                        "labels": n_labels if self.y is not None else np.nan}
+        return result
+
+
+def _counted(func, rows, start, Xs, ys):
+    return func(start, Xs, ys), Xs.clip_counts(rows)
+
+
+def _combine_counted(combine, a, b):
+    return combine(a[0], b[0]), a[1] + b[1]
 
 
 class TwoStageRows:
@@ -397,7 +452,8 @@ class ScaledData(_Rows):
         scratch = ChunkScratch(size)
 
         def chunk(rows):
-            Xs = ScaledRows(self.X[rows], self.scaler, scratch)
+            Xs = ScaledRows(self.X[rows], self.scaler, scratch,
+                            None if self.y is None else self.y[rows])
             ys = None if self.y is None else self.scaler.scale_labels(self.y[rows])
             return func(rows, Xs, ys)
 

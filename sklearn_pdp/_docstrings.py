@@ -71,7 +71,19 @@ mean_only_ : bool
     noise at the whole budget; ``pdp_losses_`` are the Laplace mechanism's
     at ``|y_i| / b``, in closed form (doc/mechanisms, "Falling back to the
     mean"). Never with a raw noise level or with the pure (norm-exponential)
-    noise of output perturbation.""",
+    noise of output perturbation. False when the signal test of
+    ``AdaSSPRegressor`` or ``RandomProjectionRegressor`` sets every slope to
+    0 (``alpha_`` or ``signal_ridge_`` infinite): the model is then the
+    private label mean too, but the whole noisy release was made and
+    ``pdp_losses_`` are its losses (see ``mean_only_reason_``).
+mean_only_reason_ : str or None
+    Why the released slopes are 0, with the public threshold from which
+    slopes are fitted (also raised as a
+    :class:`~sklearn_pdp.exceptions.FallbackWarning`): for
+    ``mean_only_``, the smallest epsilon at this ``n_samples`` and the
+    smallest ``n_samples`` at this epsilon; for a signal test that found
+    no signal, what it needs (for AdaSSP, the norm of the covariance of the
+    scaled features and labels). None when slopes were released.""",
     "fitted_bounds": """\
 data_norm_, bounds_X_, y_bound_ : float, tuple or None
     The bounds used (the parameters, or the data's own when not given).

@@ -62,7 +62,8 @@ class PrivateMean:
         self.dp = (float(epsilon), float(delta))
         self.noise_scale = noise_scale(epsilon, delta)
         self.n_samples, self.n_coef = data.n_samples, data.n_features
-        self.label_sum = float(data.reduce(_label_sum))
+        # the features play no part: only the labels are read (and their clipping counted)
+        self.label_sum = float(data.scan(_label_sum, rows=False))
 
     def release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled): slopes 0, intercept

@@ -237,16 +237,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         size = super()._mean_only_size(n_features)
         if not size or not isinstance(self.n_components, str):
             return size
-        # the private mean's error variance: 2 b^2 / n^2 (Laplace)
-        mean_var = 2.0 * mean_noise_scale(self.epsilon, self.delta) ** 2
-
-        def noisy(n):  # falls with n: k and s grow slowly, n^2 fast
-            k = self._resolve_n_components(n)
-            if k <= 2:  # no residual degrees of freedom: nothing bounds it
-                return True
-            s2 = chi2_noise_scale(self.epsilon, self.delta, k, 2.0 + self.fit_intercept) ** 2
-            return s2 * (n + s2) / (n * n * (k - 2)) - mean_var / (n * n) > PREDICTION_NOISE
-
+        noisy = self._sketch_mean_noisy
         if not noisy(size + 1):
             return size
         low, high = size + 1, 2 * (size + 1)  # noisy(low), then not noisy(high)
@@ -256,6 +247,26 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
             mid = (low + high) // 2
             low, high = (mid, high) if noisy(mid) else (low, mid)
         return low
+
+    def _sketch_mean_noisy(self, n):
+        """Whether the sketch's label mean at size n is too noisy (see
+        :meth:`_mean_only_size`); falls with n: k and s grow slowly, n^2 fast."""
+        # the private mean's error variance: 2 b^2 / n^2 (Laplace)
+        mean_var = 2.0 * mean_noise_scale(self.epsilon, self.delta) ** 2
+        k = self._resolve_n_components(n)
+        if k <= 2:  # no residual degrees of freedom: nothing bounds it
+            return True
+        s2 = chi2_noise_scale(self.epsilon, self.delta, k, 2.0 + self.fit_intercept) ** 2
+        return s2 * (n + s2) / (n * n * (k - 2)) - mean_var / (n * n) > PREDICTION_NOISE
+
+    def _releases_mean(self, n_samples, n_features):
+        # one test at n rather than the search for the largest size (the
+        # sketch's noise falls with n)
+        base = super()._mean_only_size(n_features)
+        if n_samples <= base:
+            return True
+        return bool(base) and isinstance(self.n_components, str) and self._sketch_mean_noisy(
+            n_samples)
 
     def _resolve_n_components(self, n_samples):
         n = n_samples
@@ -292,7 +303,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
             )
         k = self.n_components_ = self._resolve_n_components(data.n_samples)
         self._n = data.n_samples
-        ZtZ = data.reduce(_labelled_gram)
+        ZtZ = data.scan(_labelled_gram)
         p = data.n_features
         if self.variant == "dp":
             # a row [x, 1, y] of the scaled domain: ||x||^2 <= 1, the
@@ -315,6 +326,12 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         # explicit k x n sketch and O(k d^2) work instead of O(k n d)
         self.sketch_ = self._release(rng)
         theta = self._solve(self.sketch_, penalty, data.n_samples)
+        if np.isinf(self.signal_ridge_):
+            self.mean_only_reason_ = (
+                "the released sketch shows no signal above its noise (the signal "
+                "test, post-processing: the losses are those of the sketch); the "
+                "sketch's noise relative to the signal falls with n_samples and "
+                "epsilon")
 
         if self.variant == "paper":
             # only without noise on a column can a row alone span a direction

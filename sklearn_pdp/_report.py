@@ -13,7 +13,7 @@ from sklearn.base import (
 from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import HasMethods, Interval, _check_feature_names_in
-from ._base import Ridge, noise_generator
+from ._base import leverage_ridge, noise_generator
 from ._data import compute, persist, quantiles, scaled_data, validate_rows
 from ._ssp import AdaSSPRegressor
 from ._publish import private_summary, publish
@@ -129,7 +129,13 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
     The leverage column is x^T H^{-1} x in the estimator's privacy domain
     (scaled rows, H = X^T X + alpha I of the scaled training data, alpha the
     estimator's ridge strength or 0 if it has none): the statistic that
-    drives the per-instance loss of ridge-based mechanisms.
+    drives the per-instance loss of ridge-based mechanisms. Where it is not
+    defined it is its limit: for a release of the label mean alone
+    (``mean_only_``, whose loss depends on the label alone) or with zero
+    slopes, 1/n for every row, the leverage of the mean; where H is singular
+    (linearly dependent columns, e.g. every category one-hot encoded, and no
+    ridge), the hat value for rows in the span of the training rows and
+    ``inf`` for rows with a component off it.
 
     The report holds non-private statistics of the training data (those of
     ``estimator_``): never publish the object or its numbers as they are.
@@ -356,7 +362,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         kind : {"box", "violin"}, default="box"
             How to draw the distribution.
         leverage : bool, default=False
-            Also draw epsilon against leverage, coloured by residual.
+            Also draw epsilon against leverage, coloured by residual (for a
+            release of the label mean alone, against the label, on which
+            its loss depends).
 
         Returns
         -------
@@ -413,6 +421,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             loc="left", fontsize="small",
         )
         if leverage:
+            mean_only = getattr(self._model(), "mean_only_", False)
+            if mean_only:  # the loss of the mean depends on the label alone
+                hat = np.abs(residual + self._ridge.coef[-1])
             residual = residual[shown]
             limit = np.abs(residual).max(initial=0) or 1.0  # symmetric colours
             scatter = axes[1].scatter(
@@ -428,7 +439,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             else:  # few labels, so that long decimals do not collide
                 axes[1].xaxis.set_major_locator(MaxNLocator(4))
             axes[1].set_yscale("log")
-            axes[1].set_xlabel("leverage (how unusual the row's features are)")
+            axes[1].set_xlabel("|label| (scaled to [-1, 1]): the mean's loss depends on it alone"
+                               if mean_only else "leverage (how unusual the row's features are)")
             axes[1].set_ylabel(r"per-instance $\varepsilon$")
             axes[1].figure.colorbar(scatter, ax=axes[1], label="residual (scaled y)")
             return axes
@@ -458,17 +470,22 @@ def _design_ridge(est, data):
     """H = X^T X + alpha P of the scaled training rows, for the leverage scores.
 
     The mechanism's own factorisation when it keeps one (``design_ridge``);
-    otherwise (e.g. random projection) built here with its ridge strength, if
-    any: the fitted ``alpha_``, a numeric ``alpha`` parameter, or 0 (also for
-    a fit that released the label mean alone, whose ridge is missing or
-    infinite).
+    otherwise (e.g. AdaSSP, random projection, whose losses take no
+    leverage) built here with its ridge strength, if any: the fitted
+    ``alpha_``, a numeric ``alpha`` parameter, or 0. A fit that released the
+    label mean alone has the slopes infinitely penalised: every row's
+    leverage is then 1/n, that of the mean. Where H is singular (linearly
+    dependent columns without a ridge) the leverage is its limit as the
+    ridge falls to 0 (:class:`~sklearn_pdp._base.SpanRidge`).
     """
     ridge = est.design_ridge()
     if ridge is not None:
         return ridge
     alpha = getattr(est, "alpha_", est.get_params().get("alpha", 0.0))
-    alpha = alpha if isinstance(alpha, Real) and np.isfinite(alpha) else 0.0
-    return Ridge(*data.gram(), alpha, est.fit_intercept)
+    alpha = alpha if isinstance(alpha, Real) and not np.isnan(alpha) else 0.0
+    if getattr(est, "mean_only_", False):
+        alpha = np.inf
+    return leverage_ridge(*data.gram(), alpha, est.fit_intercept)
 
 
 def _leverage_residual(ridge):

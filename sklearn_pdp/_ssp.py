@@ -302,7 +302,27 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         self.lambda_min_ = float(noisy["eigen"][0])
         theta, alpha = self._model(noisy)
         self.alpha_ = float(alpha[0])
+        if np.isinf(self.alpha_):
+            self.mean_only_reason_ = self._no_signal_reason(noisy)
         return theta[0]
+
+    def _no_signal_reason(self, noisy):
+        """Why the signal test set the slopes to 0, with the public threshold:
+        the norm that the centred cross term must exceed, from the noise
+        levels and released quantities alone."""
+        d = noisy["xy"].shape[1]
+        # the test passes where ||cross||^2 exceeds v (d + margin sqrt(2 d)),
+        # whose noise adds v d on average: the signal's norm must exceed
+        # sqrt(v margin sqrt(2 d)) (times n, cross is a sum over the rows)
+        level = float(np.sqrt(self._cross_noise_var(noisy)[0] * _SIGNAL_MARGIN * np.sqrt(2 * d)))
+        return (
+            "the noisy X^T y shows no signal above its noise (the signal test, "
+            "post-processing: the losses are those of the whole release). Slopes "
+            "need a covariance between the scaled features (rows in the unit "
+            "ball) and the scaled labels (in [-1, 1]) of norm above about "
+            f"{level / self._n:.3g}; it falls as 1 / (n_samples * epsilon), and "
+            "tighter bounds (a wider spread within them) raise the covariance"
+        )
 
     def _noisy(self, rng, size=1):
         """``size`` independent noisy releases of the statistics (leading axis)."""
@@ -356,16 +376,23 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         equations at the slopes adds the Gram noise times the slopes."""
         d = cross.shape[1]
         sigma = self.noise_scale_
-        # noise of the centred cross term: X^T y's, plus the noisy feature
-        # sums times the label mean and the feature mean times the label sum's
-        v = np.full(cross.shape[0], sigma["xy"] ** 2)
+        v = self._cross_noise_var(noisy)
+        noise = v + sigma["gram"] ** 2 * np.einsum("ij,ij->i", beta, beta)
+        mean_eigen = np.maximum(np.trace(scatter, axis1=1, axis2=2) / d, 0.0)
+        return signal_ridge(cross, v, noise, mean_eigen, _SIGNAL_MARGIN)
+
+    def _cross_noise_var(self, noisy):
+        """Noise variance per coordinate of the centred cross term of noisy
+        releases: X^T y's, plus the noisy feature sums times the label mean
+        and the feature mean times the label sum's."""
+        d = noisy["xy"].shape[1]
+        sigma = self.noise_scale_
+        v = np.full(noisy["xy"].shape[0], sigma["xy"] ** 2)
         if self.fit_intercept:
             s = noisy["gram"][:, :d, d]
             v += (sigma["gram"] * noisy["ysum"] / self._n) ** 2
             v += np.einsum("ij,ij->i", s, s) / d * (sigma["ysum"] / self._n) ** 2
-        noise = v + sigma["gram"] ** 2 * np.einsum("ij,ij->i", beta, beta)
-        mean_eigen = np.maximum(np.trace(scatter, axis1=1, axis2=2) / d, 0.0)
-        return signal_ridge(cross, v, noise, mean_eigen, _SIGNAL_MARGIN)
+        return v
 
     def _mechanism_release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled coordinates)."""

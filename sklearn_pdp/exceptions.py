@@ -8,7 +8,9 @@ class PrivacyLeakWarning(RuntimeWarning):
 
     Raised, for example, when a data bound (``data_norm`` or ``y_bound``) is
     not given and is read from the private data instead: the bound itself is
-    then a non-private statistic of the data.
+    then a non-private statistic of the data; and when ``delta >= 1 /
+    n_samples``, a guarantee that a mechanism publishing a random record in
+    full would meet.
     """
 
 

@@ -12,15 +12,18 @@ selected or reports on), its predictions, the per-instance losses, the
 guarantee, and a transformer's report of new rows.
 """
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose
 from sklearn.base import clone
+from sklearn.model_selection import ParameterGrid
 from sklearn.utils._param_validation import Interval
 
-from sklearn_pdp import config_context
+from sklearn_pdp import PrivacyLeakWarning, config_context
 
 from .test_common import ESTIMATORS
 
@@ -214,18 +217,65 @@ def _ridge_keys(est):
     "estimator", [e for e in ESTIMATORS if _ridge_keys(e)], ids=_name
 )
 def test_singular_gram_without_ridge(estimator, case):
-    """alpha = 0 (wherever it is set) on singular X^T X: a clear error naming
-    alpha, a public refusal as above, or a valid release."""
+    """alpha = 0 (wherever it is set) on singular X^T X, with a raw noise
+    level (no fallback to the mean): the mechanism is undefined there (OPS's
+    posterior is improper, objective perturbation's objective not strongly
+    convex; output perturbation accepts no alpha = 0), so the fit refuses
+    with an error naming alpha. A search whose grid sets alpha > 0 on every
+    candidate releases as usual, or refuses a split that depends on the
+    sample size alone."""
     X, y = DEGENERATE[case]
     est = _configured(estimator)
     est.set_params(**{k: 0.0 for k in _ridge_keys(est)})
+    if not any("alpha" in params for params in ParameterGrid(getattr(est, "param_grid", {}))):
+        with pytest.raises(ValueError, match="alpha"):
+            est.fit(X, y)
+        return
     try:
         est.fit(X, y)
     except ValueError as exc:
-        if "alpha" not in str(exc):
-            _assert_public_refusal(est, X, exc)
+        assert len(y) < 10  # 2 candidates and a validation part of a few rows
+        _assert_public_refusal(est, X, exc)
     else:
         _check_valid(est, X, y)
+
+
+@pytest.mark.parametrize("case", ["perfectly_collinear", "n_less_than_d", "duplicated_columns"])
+def test_singular_gram_with_alpha_zero_and_a_budget(case):
+    """With an epsilon budget, alpha = 0 cannot meet it (a row alone in a
+    direction of the domain has leverage 1): refused naming alpha, also at
+    sizes that would release the label mean (refusals do not depend on the
+    size), with the same message on other data of that shape."""
+    from sklearn_pdp import OPSRegressor
+
+    X, y = DEGENERATE[case]
+    est = _configured(OPSRegressor(alpha=0.0))
+    for epsilon in (1.0, 1e4):
+        with pytest.raises(ValueError, match="alpha=0") as exc:
+            est.set_params(epsilon=epsilon).fit(X, y)
+        with pytest.raises(ValueError) as other:
+            clone(est).fit(*_data(*X.shape, seed=3))
+        assert str(other.value) == str(exc.value)
+
+
+def _delta_keys(est):
+    return [k for k in est.get_params(deep=True) if k.split("__")[-1] == "delta"]
+
+
+@pytest.mark.parametrize("estimator", [e for e in ESTIMATORS if _delta_keys(e)], ids=_name)
+def test_delta_of_at_least_one_over_n_warns(estimator):
+    """delta >= 1/n permits publishing a whole record: a PrivacyLeakWarning
+    naming 1 / n_samples; none just below."""
+    X, y = _data(n=40)
+    est = _configured(estimator)
+    est.set_params(**{k: 0.5 for k in _delta_keys(est)})
+    with pytest.warns(PrivacyLeakWarning, match="1 / n_samples"):
+        est.fit(X, y)
+    X, y = _data(n=400)
+    est.set_params(**{k: 1e-3 for k in _delta_keys(est)})
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*1 / n_samples", category=PrivacyLeakWarning)
+        est.fit(X, y)
 
 
 # ------------------------------------------- equivalent representations ------

@@ -194,3 +194,21 @@ def test_quantiles_are_exact_on_dask(n):
     with np.errstate(invalid="ignore"):  # numpy's inf - inf in interpolation
         expected = np.quantile(values, q)
     assert_array_equal(got, expected)
+
+
+def test_clip_shares_are_counted_on_dask(client, data):
+    """The BoundsWarning's shares come from the scaling pass on the workers:
+    the same as in memory, and those of the labels and rows the bounds move."""
+    from sklearn_pdp import BoundsWarning
+
+    X, y, Xd, yd = data
+    messages = []
+    for args in ((X, y), (Xd, yd)):
+        with pytest.warns(BoundsWarning) as record:
+            OPSRegressor(random_state=0, **BOUNDS).fit(*args)
+        messages.append([str(w.message) for w in record if w.category is BoundsWarning])
+    assert messages[0] == messages[1] and len(messages[0]) == 1
+    assert f"{np.mean(np.abs(y) > 5.0):.1%} of the labels" in messages[0][0]
+    # under 5% of the rows are longer than data_norm: not named
+    assert 0 < np.mean(np.linalg.norm(X, axis=1) > 4.0) <= 0.05
+    assert "rows" not in messages[0][0]

@@ -1,5 +1,6 @@
 """The row passes: scaling into the unit ball, chunked and threaded reductions."""
 
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -182,3 +183,90 @@ def test_row_statistics_are_as_accurate_as_triangular_solves(collinearity):
     tol = 1e-15 * np.linalg.cond(H)
     assert_allclose(stats["leverage"], leverage, rtol=tol)
     assert_allclose(stats["inverse_norm2"], inverse_norm2, rtol=tol)
+
+
+def _clip_data(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)) * [1.0, 1.0, 3.0, 0.2]
+    y = 2.0 * rng.normal(size=n)
+    X[:5] *= 1e250  # far out: the careful scaling path
+    return X, y
+
+
+@pytest.mark.parametrize("bounds", [
+    {"data_norm": 2.5}, {"data_norm": 1e101}, {"bounds_X": (np.full(4, -2.0), np.full(4, 2.0))},
+])
+@pytest.mark.parametrize("working_memory", [None, 0.01])  # one chunk or many
+def test_clip_shares_are_counted_in_the_scaling_pass(bounds, working_memory):
+    """``gram`` (and ``scan``) count the rows and the labels that the bounds
+    move, chunk by chunk: the shares by brute force."""
+    from sklearn import config_context
+
+    X, y = _clip_data()
+    bounds_X = bounds.get("bounds_X")
+    scaler = DomainScaler(bounds.get("data_norm"), (-1.0, 3.0), True, bounds_X)
+    data = ScaledData(X, y, scaler)
+    with config_context(working_memory=working_memory or 1024):
+        data.gram()
+    if bounds_X is None:
+        # (each row divided by its largest entry: the far rows' squares overflow)
+        peak = np.abs(X).max(axis=1)
+        rows = peak * np.linalg.norm(X / peak[:, None], axis=1) > bounds["data_norm"]
+    else:
+        rows = np.any((X < -2.0) | (X > 2.0), axis=1)
+    labels = (y < -1.0) | (y > 3.0)
+    assert data.clipped == {"rows": rows.mean(), "labels": labels.mean()}
+    assert 0 < rows.mean() < 1 and 0 < labels.mean() < 1
+    # labels only: the features are not read
+    data.scan(lambda start, Xs, ys: ys.sum(), rows=False)
+    assert np.isnan(data.clipped["rows"]) and data.clipped["labels"] == labels.mean()
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
+def test_bounds_that_clip_most_labels_warn_with_the_shares():
+    """The README's snippet on the diabetes data: y_bound=1.0 clips every
+    label (25 to 346) and data_norm=1.0 none of the rows; bounds_X=(0, 1)
+    clips the rows of features in the hundreds (at epsilon 2: at 1 the fit
+    releases the label mean alone, which reads no feature). Declared bounds
+    that fit the data do not warn."""
+    from sklearn.datasets import load_diabetes
+
+    from sklearn_pdp import AdaSSPRegressor, BoundsWarning
+
+    X, y = load_diabetes(return_X_y=True)
+    with pytest.warns(BoundsWarning, match=r"clip 100\.0% of the labels \(outside y_bound\):"):
+        AdaSSPRegressor(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    big = 100 * X + 300
+    both = r"clip 100\.0% of the labels .* and 100\.0% of the rows"
+    with pytest.warns(BoundsWarning, match=both):
+        AdaSSPRegressor(epsilon=2.0, bounds_X=(0, 1), y_bound=1.0, random_state=0).fit(big, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BoundsWarning)
+        AdaSSPRegressor(epsilon=2.0, bounds_X=(-0.2, 0.2), y_bound=(0, 400),
+                        random_state=0).fit(X, y)
+        # the label mean alone: only the labels are read
+        AdaSSPRegressor(epsilon=0.1, bounds_X=(0, 1), y_bound=(0, 400)).fit(big[:100], y[:100])
+    with pytest.warns(BoundsWarning, match=r"clip 100\.0% of the labels \(outside y_bound\):"):
+        AdaSSPRegressor(epsilon=0.1, bounds_X=(0, 1), y_bound=1.0).fit(big[:100], y[:100])
+
+
+def test_rows_on_the_bounds_are_not_counted_as_clipped():
+    """Rows normalised to data_norm (some a rounding error beyond it),
+    binary features at the ends of bounds_X and labels on y_bound are not
+    clipped: shares 0; a row 1e-6 beyond is."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 5))
+    X /= np.linalg.norm(X, axis=1, keepdims=True) / 3.0
+    assert np.any(np.linalg.norm(X, axis=1) > 3.0)  # rounding puts some beyond
+    y = rng.choice([-2.0, 2.0], 500)
+    data = ScaledData(X, y, DomainScaler(3.0, 2.0, True))
+    data.gram()
+    assert data.clipped == {"rows": 0.0, "labels": 0.0}
+    B = rng.integers(0, 2, size=(500, 5)).astype(float)
+    data = ScaledData(B, y, DomainScaler(None, 2.0, True, (np.zeros(5), np.ones(5))))
+    data.gram()
+    assert data.clipped == {"rows": 0.0, "labels": 0.0}
+    X[:10] *= 1 + 1e-6
+    data = ScaledData(X, y, DomainScaler(3.0, 2.0, True))
+    data.gram()
+    assert data.clipped["rows"] == 10 / 500

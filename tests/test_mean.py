@@ -237,3 +237,91 @@ def test_mean_law_composes_with_a_gaussian_publication():
     allowance = law.gaussian_allowance(reg.delta, 1.5)
     assert law.dp_epsilon(reg.delta, allowance) == pytest.approx(1.5, rel=1e-6)
     assert law.dp_epsilon(reg.delta, allowance) <= 1.5 * (1 + 1e-9)
+
+
+def _thresholds(reason):
+    """The epsilon and the size from which slopes are fitted, read from the
+    reason."""
+    import re
+
+    found = re.search(r"from epsilon >= ([0-9.e+-]+) at n_samples = (\d+), or from "
+                      r"n_samples >= (\d+) at epsilon = ([0-9.e+-]+)$", reason)
+    assert found, reason
+    return float(found.group(1)), int(found.group(3))
+
+
+@pytest.mark.parametrize("cls", list(RATES), ids=lambda c: c.__name__)
+def test_fallback_warns_why_with_the_public_thresholds(cls):
+    """A mean-only fit warns (FallbackWarning) and keeps the reason; the
+    epsilon and the size it names are thresholds: at them slopes are
+    fitted, one row less (or a hair less epsilon) still the mean."""
+    from sklearn_pdp import FallbackWarning
+
+    n, d, eps = 200, 3, 1.0
+    X, y = _data(n, d)
+    with pytest.warns(FallbackWarning, match="released the label mean alone") as record:
+        reg = cls(epsilon=eps, random_state=0, **BOUNDS).fit(X, y)
+    assert reg.mean_only_ and str(record[0].message).endswith(reg.mean_only_reason_ + ".")
+    assert record[0].filename == __file__  # points at the user's call
+    epsilon, size = _thresholds(reg.mean_only_reason_)
+    assert size == _fallback_size(cls, eps, reg.delta, d) + 1
+    assert not cls(epsilon=epsilon, **BOUNDS)._mean_only_size(d) >= n
+    assert cls(epsilon=epsilon * (1 - 2e-3), **BOUNDS)._mean_only_size(d) >= n
+    if cls is RandomProjectionRegressor:  # its own sketch rule: a size, no formula
+        return  # (and a sketch fit of thousands of rows: the size checked above)
+    X_big, y_big = _data(size, d)
+    assert not cls(epsilon=eps, random_state=0, **BOUNDS).fit(X_big, y_big).mean_only_
+    with pytest.warns(FallbackWarning):
+        assert cls(epsilon=eps, **BOUNDS).fit(X_big[1:], y_big[1:]).mean_only_
+    assert f"n_samples * epsilon = {n * eps:g} is at most {RATES[cls]}" in reg.mean_only_reason_
+
+
+def test_slopes_released_have_no_reason_and_no_warning():
+    import warnings
+
+    from sklearn_pdp import FallbackWarning
+
+    X, y = _data(4000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FallbackWarning)
+        reg = OPSRegressor(random_state=0, **BOUNDS).fit(X, y)
+    assert not reg.mean_only_ and reg.mean_only_reason_ is None
+    # a refit at a fallback size sets it, the next one clears it again
+    with pytest.warns(FallbackWarning):
+        assert reg.fit(X[:100], y[:100]).mean_only_reason_ is not None
+    assert reg.fit(X, y).mean_only_reason_ is None
+
+
+def test_adassp_zero_slopes_warn_and_say_why():
+    """AdaSSP's signal test sets every slope to 0 on labels without signal:
+    not ``mean_only_`` (the whole noisy release was made; its losses are
+    AdaSSP's), but the reason and the warning say so, with the covariance
+    threshold, which falls as 1 / (n epsilon)."""
+    from sklearn_pdp import FallbackWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (6000, 8)) / np.sqrt(8)
+    y = np.clip(0.03 + 0.04 * rng.standard_normal(6000) ** 2, 0, 1)
+    levels = []
+    for eps in (1.0, 2.0):
+        with pytest.warns(FallbackWarning, match="released zero slopes") as record:
+            reg = AdaSSPRegressor(epsilon=eps, random_state=1, **BOUNDS).fit(X, y)
+        assert np.isinf(reg.alpha_) and np.all(reg.coef_ == 0) and not reg.mean_only_
+        assert "no signal" in reg.mean_only_reason_ in str(record[0].message)
+        levels.append(float(reg.mean_only_reason_.split("norm above about ")[1].split(";")[0]))
+    # (about: the noise of the cross term also scales the released label sum)
+    assert levels[1] == pytest.approx(levels[0] / 2, rel=0.1)
+
+
+def test_random_projection_zero_slopes_warn():
+    """Random projection's signal test on the sketch: zero slopes warn too
+    (not ``mean_only_``: the sketch was released)."""
+    from sklearn_pdp import FallbackWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (6000, 8)) / np.sqrt(8)
+    y = np.clip(0.03 + 0.04 * rng.standard_normal(6000) ** 2, 0, 1)
+    with pytest.warns(FallbackWarning, match="released zero slopes"):
+        reg = RandomProjectionRegressor(random_state=2, **BOUNDS).fit(X, y)
+    assert np.isinf(reg.signal_ridge_) and np.all(reg.coef_ == 0) and not reg.mean_only_
+    assert "sketch shows no signal" in reg.mean_only_reason_

@@ -242,3 +242,51 @@ def test_wide_rows_finish_losses_after_all_products():
     data = ScaledData(X, y, reg.domain_scaler())
     per_chunk = data.map_rows(lambda Xs, ys: reg._training_epsilon(Xs, ys))
     assert_allclose(reg.pdp_losses_, per_chunk, rtol=1e-10)
+
+
+def _rank_deficient(case, n=400, seed=0):
+    """Ordinary tables whose columns are linearly dependent (with the
+    intercept's constant): duplicated, constant, every category one-hot
+    encoded, or a column that the bounds clip to a constant."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 3))
+    y = X @ [1.0, -0.5, 0.2] + 0.3 * rng.normal(size=n)
+    extra = {
+        "duplicated": X[:, :1],
+        "constant": np.full((n, 1), 0.5),
+        "one_hot": np.eye(3)[rng.integers(3, size=n)],
+        "clipped_to_a_constant": rng.uniform(2, 3, size=(n, 1)),  # above its bound 1
+    }[case]
+    return np.column_stack([X, extra]), y
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.BoundsWarning")  # the clipped column
+@pytest.mark.parametrize("case", ["duplicated", "constant", "one_hot", "clipped_to_a_constant"])
+def test_exact_losses_on_rank_deficient_data_both_directions(case):
+    """Brute force with the fitted (alpha_, gamma_): the ridge keeps H
+    nonsingular, so every loss is exact, for removing a training row and
+    for adding a target."""
+    X, y = _rank_deficient(case)
+    params = dict(epsilon=3.0, bounds_X=(-1, 1), y_bound=(-3, 3), random_state=0)
+    reg = OPSRegressor(**params).fit(X, y)
+    assert not reg.mean_only_
+    Xs, ys = reg.domain_scaler().scale(X, y)
+    assert np.linalg.matrix_rank(Xs) < Xs.shape[1]
+    P = ridge_penalty(Xs, True)
+
+    def loss(train, i):
+        H = Xs[train].T @ Xs[train] + reg.alpha_ * P
+        theta = np.linalg.solve(H, Xs[train].T @ ys[train])
+        mu = Xs[i] @ np.linalg.solve(H, Xs[i])
+        return ops_epsilon(reg.delta, mu, ys[i] - Xs[i] @ theta, reg.gamma_)
+
+    rows = [0, 1, 17, 250]
+    expected = [loss(np.arange(len(y)) != i, i) for i in rows]
+    assert_allclose(reg.pdp_losses_[rows], expected, rtol=1e-7)
+    smaller = OPSRegressor(**params).fit(X[1:], y[1:])
+    H_alpha, H_gamma = smaller.alpha_, smaller.gamma_
+    Hs = Xs[1:].T @ Xs[1:] + H_alpha * P
+    theta = np.linalg.solve(Hs, Xs[1:].T @ ys[1:])
+    mu = Xs[0] @ np.linalg.solve(Hs, Xs[0])
+    assert_allclose(smaller.pdp_epsilon(X[:1], y[:1]),
+                    [ops_epsilon(reg.delta, mu, ys[0] - Xs[0] @ theta, H_gamma)], rtol=1e-7)

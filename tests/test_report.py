@@ -307,3 +307,141 @@ def test_public_hooks_the_report_uses():
     assert_allclose(est.law_statistics()(Xs, y / 5.0)["leverage"], leverage, rtol=1e-10)
     projection = RandomProjectionRegressor(data_norm=4.0, y_bound=5.0, random_state=0)
     assert projection.fit(X, y).design_ridge() is None
+
+
+# ------------------------------------------------ rank-deficient data ------
+
+
+def _one_hot_table(n=300, seed=0):
+    """Four numeric columns and a 3-level categorical one with every category
+    one-hot encoded: the indicators sum to the intercept's constant column."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(seed)
+    numeric = pd.DataFrame(rng.normal(size=(n, 4)), columns=list("pqrs"))
+    category = pd.Series(rng.choice(list("abc"), n), name="c")
+    X = pd.concat([numeric, pd.get_dummies(category, dtype=float)], axis=1)
+    y = numeric.to_numpy() @ [1.0, 2.0, -1.0, 0.5] + rng.normal(size=n)
+    return X, y
+
+
+def _all_estimators():
+    from sklearn_pdp import (AdaOPSRegressor, AdaSSPRegressor, ObjPertRegressor,
+                             OutputPerturbationRegressor, RandomProjectionRegressor)
+
+    return [AdaSSPRegressor, OPSRegressor, ObjPertRegressor, OutputPerturbationRegressor,
+            AdaOPSRegressor, RandomProjectionRegressor]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
+@pytest.mark.parametrize("epsilon", [1.0, 50.0])  # the label mean alone; slopes
+@pytest.mark.parametrize("cls", _all_estimators(), ids=lambda c: c.__name__)
+def test_full_one_hot_encoding_in_every_estimator(cls, epsilon):
+    """The issue's table: the report works whatever the fit released, with
+    the estimator's exact losses; a mean's leverage is 1/n for every row."""
+    X, y = _one_hot_table()
+    est = cls(epsilon=epsilon, bounds_X=(-4, 4), y_bound=(-8, 8), random_state=0)
+    report = PDPReport(est).fit(X, y)
+    fitted = report.estimator_
+    assert fitted.mean_only_ == (epsilon == 1.0)
+    assert_array_equal(report.pdp_losses_, fitted.pdp_losses_)
+    assert np.all(report.pdp_losses_ <= report.dp_epsilon_ * (1 + 1e-12))
+    epsilon_column, leverage = report.transform(X).T
+    assert_allclose(epsilon_column, fitted.pdp_epsilon(X.to_numpy()))
+    if fitted.mean_only_:
+        assert_allclose(leverage, 1.0 / len(y), rtol=1e-12)
+    else:  # a training row's hat value, within the span of the rows
+        assert np.all((leverage >= 0) & (leverage <= 1 + 1e-9))
+
+
+def _singular(n=50, seed=0):
+    """Scaled rows with a duplicated column and a column equal to 1 - another
+    (in the span of the intercept's constant), the constant last."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-0.3, 0.3, size=(n, 3))
+    Xs = np.column_stack([x, x[:, 0], 0.5 - x[:, 1], np.ones(n)])
+    ys = np.clip(x @ [1.0, -0.5, 0.2] + 0.1 * rng.normal(size=n), -1, 1)
+    return Xs, ys
+
+
+def test_leverage_on_a_singular_gram_is_the_limit_of_a_vanishing_ridge():
+    """Brute force: the hat values of the training rows (projection onto
+    the column space of X), which a ridge tending to 0 approaches; a target
+    in the span gets x^T H^+ x, one off it infinite leverage (a vanishing
+    ridge's grows as 1 / alpha)."""
+    from sklearn_pdp._base import Ridge, leverage_ridge
+
+    Xs, ys = _singular()
+    XtX, Xty = Xs.T @ Xs, Xs.T @ ys
+    with pytest.raises(ValueError, match="alpha"):
+        Ridge(XtX, Xty, 0.0, True)
+    ridge = leverage_ridge(XtX, Xty, 0.0, True)
+    Q, _ = np.linalg.qr(Xs[:, [0, 1, 2, 5]])  # a basis of the column space
+    hat = np.einsum("ij,ij->i", Q, Q)
+    stats = ridge.row_statistics(Xs, ys)
+    assert_allclose(stats["leverage"], hat, rtol=1e-9)
+    # least squares' residuals: the fit is the same on the span
+    fitted = Q @ (Q.T @ ys)
+    assert_allclose(stats["residual"], ys - fitted, atol=1e-12)
+    tiny = Ridge(XtX, Xty, 1e-7, True).row_statistics(Xs)["leverage"]
+    assert_allclose(tiny, hat, rtol=1e-5)
+    inside = np.array([[0.1, 0.2, -0.1, 0.1, 0.3, 1.0]])
+    assert_allclose(ridge.row_statistics(inside)["leverage"],
+                    (inside @ np.linalg.pinv(XtX) @ inside.T)[0], rtol=1e-9)
+    outside = inside + [[0.0, 0.0, 0.0, 0.05, 0.0, 0.0]]
+    assert ridge.row_statistics(outside)["leverage"][0] == np.inf
+    growing = [Ridge(XtX, Xty, a, True).row_statistics(outside)["leverage"][0]
+               for a in (1e-4, 1e-6)]
+    assert growing[1] > 50 * growing[0]
+
+
+def test_leverage_of_an_infinite_ridge_is_that_of_the_mean():
+    """Brute force: as the ridge grows without bound, x^T H^{-1} x tends to
+    1/n (the intercept alone, unpenalised) and the fit to the label mean;
+    without an intercept every slope vanishes (leverage 0)."""
+    from sklearn_pdp._base import Ridge, leverage_ridge
+
+    Xs, ys = _singular()
+    XtX, Xty = Xs.T @ Xs, Xs.T @ ys
+    ridge = leverage_ridge(XtX, Xty, np.inf, True)
+    stats = ridge.row_statistics(Xs, ys)
+    assert_allclose(stats["leverage"], 1.0 / len(ys), rtol=1e-12)
+    assert_allclose(stats["residual"], ys - ys.mean(), atol=1e-12)
+    large = Ridge(XtX, Xty, 1e9, True).row_statistics(Xs)["leverage"]
+    assert_allclose(large, 1.0 / len(ys), rtol=1e-6)
+    without = leverage_ridge(XtX[:-1, :-1], Xty[:-1], np.inf, False)
+    assert_array_equal(without.row_statistics(Xs[:, :-1])["leverage"], 0.0)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
+def test_plot_of_a_mean_release_shows_the_label(agg):
+    """The loss of the label mean depends on the label alone: the second
+    panel draws it against the scaled label, not the (constant) leverage."""
+    X, y = _data(n=200)
+    report = PDPReport(OPSRegressor(data_norm=4.0, y_bound=5.0, random_state=0)).fit(X, y)
+    assert report.estimator_.mean_only_
+    axes = report.plot(leverage=True)
+    assert "label" in axes[1].get_xlabel()
+    x = axes[1].collections[0].get_offsets()[:, 0]
+    shown = np.isfinite(report.pdp_losses_) & (report.pdp_losses_ > 0)
+    assert_allclose(np.sort(x), np.sort(np.abs(np.clip(y / 5.0, -1, 1))[shown]), atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
+@pytest.mark.parametrize("epsilon", [0.5, 30.0])  # candidates of the mean; of slopes
+def test_private_search_on_full_one_hot_encoding(epsilon):
+    """The search and its report on the issue's table: the search's own
+    losses, and the leverage of the refit (finite on the training rows)."""
+    from sklearn_pdp import AdaSSPRegressor
+    from sklearn_pdp.model_selection import PrivateGridSearchCV
+
+    X, y = _one_hot_table(n=600)
+    search = PrivateGridSearchCV(
+        AdaSSPRegressor(bounds_X=(-4, 4), y_bound=(-8, 8)),
+        {"budget_split": [None, [0.25, 0.25, 0.25, 0.25]]}, epsilon=epsilon, random_state=0)
+    report = PDPReport(search).fit(X, y)
+    fitted = report.estimator_
+    assert fitted.best_estimator_.mean_only_ == (epsilon == 0.5)
+    assert_array_equal(report.pdp_losses_, fitted.pdp_losses_)
+    epsilon_column, leverage = report.transform(X.to_numpy()).T
+    assert_allclose(epsilon_column, fitted.pdp_epsilon(X.to_numpy()))
+    assert np.all(np.isfinite(leverage) & (leverage > 0) & (leverage <= 1 + 1e-9))

@@ -205,3 +205,28 @@ def test_strong_signal_is_hardly_shrunk(monkeypatch):
     assert np.all(alpha >= alpha_wang) and np.all(np.isfinite(alpha))
     shrink = np.linalg.norm(theta[:, :5], axis=1) / np.linalg.norm(theta_wang[:, :5], axis=1)
     assert np.all((shrink > 0.999) & (shrink <= 1.0))
+
+
+@pytest.mark.parametrize("case", ["duplicated", "constant", "one_hot", "zero"])
+def test_exact_losses_on_rank_deficient_data_both_directions(case):
+    """Linearly dependent columns (the smallest eigenvalue of the scatter is
+    0, repeated): the losses are still those of the brute-force changes,
+    for removing a training row and for adding a target."""
+    X, y = _data(n=800)
+    n = len(y)
+    extra = {
+        "duplicated": X[:, :1],
+        "constant": np.full((n, 1), 0.2),
+        "one_hot": np.eye(3)[np.arange(n) % 3],
+        "zero": np.zeros((n, 1)),
+    }[case]
+    X = np.column_stack([X, extra])
+    X /= np.linalg.norm(X, axis=1).max()  # within data_norm: scaled = raw
+    reg = AdaSSPRegressor(epsilon=2.0, random_state=0, **BOUNDS).fit(X, y)
+    assert not reg.mean_only_
+    for i in (0, 1, 7, 30):
+        expected = gaussian_epsilon(reg.delta, _ratio(reg, X, y, i))
+        assert_allclose(reg.pdp_losses_[i], expected, rtol=1e-9)
+    smaller = AdaSSPRegressor(epsilon=2.0, random_state=0, **BOUNDS).fit(X[1:], y[1:])
+    expected = gaussian_epsilon(reg.delta, _ratio(smaller, X, y, 0))
+    assert_allclose(smaller.pdp_epsilon(X[:1], y[:1]), [expected], rtol=1e-9)

@@ -21,7 +21,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._sklearn import HasMethods, Interval, _fit_context
-from .._base import PrivateRegressorMixin, noise_generator
+from .._base import PrivateRegressorMixin, noise_generator, warn_large_delta
 from .._law import ReleaseLaw
 from .._data import is_dask_array, label_range
 from .._public import public_model
@@ -348,6 +348,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "call .compute() on X and y if they fit in memory."
             )
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        warn_large_delta(self.delta, X.shape[0], stacklevel=3)
         common = self._common_params(X, y)
         grid, estimators = self._candidates(common)
         m, (n, d) = len(grid), X.shape
