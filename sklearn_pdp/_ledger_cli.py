@@ -12,7 +12,8 @@ import numpy as np
 
 from ._ledger import LedgerError, PrivacyLedger, record_from_cli
 
-__all__ = ["describe_record", "main", "record_from_cli", "summary"]
+__all__ = ["describe_record", "describe_summary", "main", "record_from_cli",
+           "summarise_record", "summary"]
 
 _QUANTILES = {"median": 0.5, "q90": 0.9, "q99": 0.99, "max": 1.0}
 
@@ -69,6 +70,89 @@ def summary(ledger, delta=None):
     }
 
 
+def _quantiles(values):
+    """Quantiles of per-person epsilons; "higher" never interpolates: each is
+    one person's number, never below the quantile, and ``inf`` stays ``inf``
+    (linear interpolation gives NaN next to it)."""
+    values = np.asarray(values, dtype=np.float64)
+    if not values.size:
+        return None
+    return {k: float(np.quantile(values, q, method="higher")) for k, q in _QUANTILES.items()}
+
+
+def summarise_record(result):
+    """What :func:`record_from_cli` returned, as quantiles (JSON-ready).
+
+    Parameters
+    ----------
+    result : dict
+        The value of :func:`record_from_cli`.
+
+    Returns
+    -------
+    summary : dict
+        ``release_id``, ``people`` and ``releases`` (in the ledger),
+        ``delta`` and ``release`` (quantiles of the training rows' losses in
+        this release), ``total_delta`` and ``total`` (quantiles of their
+        people's totals); with absent people, ``absent``: their number and
+        the same two quantile dicts.
+    """
+    summary = {
+        "release_id": int(result["release_id"]),
+        "people": int(result.get("people", np.unique(result["total"]).size)),
+        "releases": result.get("releases"),
+        "delta": float(result["delta"]),
+        "release": _quantiles(result["release"]),
+        "total_delta": float(result.get("total_delta", result["delta"])),
+        "total": _quantiles(result["total"]),
+        "absent": None,
+    }
+    if result.get("absent_release") is not None:
+        summary["absent"] = {"people": int(np.size(result["absent_release"])),
+                             "release": _quantiles(result["absent_release"]),
+                             "total": _quantiles(result["absent_total"])}
+    return summary
+
+
+def describe_summary(summary):
+    """Text lines of :func:`summarise_record`'s value.
+
+    Parameters
+    ----------
+    summary : dict
+        The value of :func:`summarise_record`.
+
+    Returns
+    -------
+    lines : list of (str, str)
+        Label and value, for the command's report.
+    """
+    def spread(values):
+        if values is None:
+            return "nobody"
+        return ", ".join(f"{k} {v:.3g}" for k, v in values.items())
+
+    lines = [("ledger release", str(summary["release_id"]))]
+    if summary["releases"] is not None:
+        n = summary["releases"]
+        lines.append(("ledger", f"{summary['people']} people, {n} "
+                                f"release{'' if n == 1 else 's'} so far"))
+    lines += [
+        (f"this release's loss (delta = {summary['delta']:.2g})", spread(summary["release"])),
+        ("each person's total over the ledger",
+         f"at delta = {summary['total_delta']:.2g}: {spread(summary['total'])}"),
+    ]
+    absent = summary["absent"]
+    if absent is not None:
+        lines += [
+            (f"held out ({absent['people']} people)",
+             "not in the training rows: charged the loss of adding their record"),
+            ("  their loss in this release", spread(absent["release"])),
+            ("  their total over the ledger", spread(absent["total"])),
+        ]
+    return lines
+
+
 def describe_record(result):
     """Text lines describing what :func:`record_from_cli` returned: the
     release's per-row losses next to the people's totals (quantiles).
@@ -83,14 +167,7 @@ def describe_record(result):
     lines : list of (str, str)
         Label and value, for the command's report.
     """
-    def spread(values):
-        return ", ".join(f"{k} {np.quantile(values, q):.3g}" for k, q in _QUANTILES.items())
-
-    return [
-        ("ledger release", str(result["release_id"])),
-        (f"this release's loss (delta = {result['delta']:.2g})", spread(result["release"])),
-        ("each person's total over the ledger", spread(result["total"])),
-    ]
+    return describe_summary(summarise_record(result))
 
 
 def main(argv=None):
