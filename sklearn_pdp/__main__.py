@@ -451,6 +451,7 @@ def _report(args, X, y, name, bounds, encoding):
         "fraction_below": {f"{t:g}": frac for t, frac in s["below"].items()},
         "fraction_below_tenth_of_dp": float(np.mean(eps <= s["dp_epsilon"] / 10)),
         **evaluation,
+        "ledger": None,  # with --ledger: this release next to the people's totals
         "read_from_data": bounds_read + [f"categories of {c!r}" for c in categories_read],
         "bounds_warnings": _messages(caught, BoundsWarning),
         # anything else the fit said (never swallowed)

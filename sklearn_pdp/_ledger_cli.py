@@ -63,21 +63,22 @@ def summary(ledger, delta=None):
         "releases": releases,
         "people": int(people.size),
         "delta": delta,
-        "totals": None if not people.size else {
-            k: float(np.quantile(totals, q)) for k, q in _QUANTILES.items()},
+        "totals": _quantiles(totals),
         "dp_sum": float(sum(r["dp_epsilon"] for r in releases)),
         "dp_delta_sum": float(sum(r["dp_delta"] for r in releases)),
     }
 
 
 def _quantiles(values):
-    """Quantiles of per-person epsilons; "higher" never interpolates: each is
-    one person's number, never below the quantile, and ``inf`` stays ``inf``
-    (linear interpolation gives NaN next to it)."""
+    """Quantiles of per-person epsilons (interpolated as the per-instance
+    report's); a quantile next to an ``inf`` is ``inf``, not the NaN of
+    interpolating between two of them. None without values."""
     values = np.asarray(values, dtype=np.float64)
     if not values.size:
         return None
-    return {k: float(np.quantile(values, q, method="higher")) for k, q in _QUANTILES.items()}
+    with np.errstate(invalid="ignore"):
+        found = np.quantile(values, list(_QUANTILES.values()))
+    return {k: float(np.inf if np.isnan(v) else v) for k, v in zip(_QUANTILES, found)}
 
 
 def summarise_record(result):

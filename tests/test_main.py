@@ -14,6 +14,7 @@ from sklearn.model_selection import train_test_split
 import sklearn_pdp
 from sklearn_pdp.__main__ import DEFAULT_ESTIMATOR, DIABETES_BOUNDS, ESTIMATORS, main
 from sklearn_pdp._accounting import gaussian_epsilon
+from sklearn_pdp._ledger_cli import record_from_cli, summarise_record
 from sklearn_pdp._profile import gaussian_ratio
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -219,6 +220,7 @@ def test_csv_release_with_text_columns_is_loaded_and_predicts_bit_for_bit(tmp_pa
     assert public["n_features"] == 4 and public["dp_epsilon"] <= 1.0
     assert report["curator_only"]["read_from_data"] == []
     assert report["curator_only"]["test_r2"] > 0.5
+    assert report["curator_only"]["ledger"] is None
     loaded = sklearn_pdp.PublicLinearModel.from_json(str(model))
     assert loaded.coef_.tolist() == public["model"]["coef"]
     assert loaded.intercept_ == public["model"]["intercept"]
@@ -341,7 +343,8 @@ def test_help(capsys):
         main(["--help"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
-    for option in ("--target", "--estimator", "--epsilon", "--delta", "--plot"):
+    for option in ("--target", "--estimator", "--epsilon", "--delta", "--plot", "--ledger",
+                   "--id-column"):
         assert option in out
     for name in ("ops", "adaops", "adassp", "output", "objpert", "projection"):
         assert name in out
@@ -404,8 +407,8 @@ TABLE_BOUNDS = dict(bounds_X=([0, 0, 0, -5], [10, 1, 1, 5]), y_bound=(-20, 40))
 
 
 def _quantiles(values):
-    """The ledger summary's quantiles (never interpolated)."""
-    return {k: float(np.quantile(values, q, method="higher"))
+    """The ledger summary's quantiles."""
+    return {k: float(np.quantile(values, q))
             for k, q in {"median": 0.5, "q90": 0.9, "q99": 0.99, "max": 1.0}.items()}
 
 
@@ -575,3 +578,21 @@ def test_ledger_empty_ids_and_options_without_a_csv(capsys, tmp_path):
                            "the id column 'person' of")
     _assert_one_line_error(capsys, ["--ledger", str(tmp_path / "l.sqlite"),
                                     "--id-column", "person"], "need a CSV file")
+
+
+def test_ledger_summaries_keep_inf_totals(tmp_path, capsys):
+    """People charged inf (absent from a published report, whose cost of
+    adding a record is not known) make the upper quantiles inf, not NaN."""
+    X, y = load_diabetes(return_X_y=True)
+    report = sklearn_pdp.PDPReport(
+        sklearn_pdp.AdaSSPRegressor(epsilon=3.0, random_state=0, **DIABETES_BOUNDS),
+        publish_epsilon=0.5, random_state=0).fit(X[:300], y[:300])
+    path = tmp_path / "ledger.sqlite"
+    with pytest.warns(UserWarning, match="charged inf"):
+        result = record_from_cli(path, report, np.arange(300), absent=np.arange(300, 442))
+    absent = summarise_record(result)["absent"]
+    assert absent["people"] == 142
+    assert all(v == np.inf for v in absent["total"].values())
+    assert main(["ledger", str(path), "--json"]) == 0
+    totals = json.loads(capsys.readouterr().out)["totals"]
+    assert totals["max"] == np.inf and np.isfinite(totals["median"])
