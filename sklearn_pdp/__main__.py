@@ -10,12 +10,17 @@ for a table of one's own (text columns are one-hot encoded with the categories
 declared by ``--categories``); ``--save-model FILE`` writes the released model
 as JSON (read it back with ``sklearn_pdp.PublicLinearModel.from_json``),
 ``--json`` prints a machine-readable report instead, ``--plot FILE`` writes
-the report's plot as a PNG.
+the report's plot as a PNG. ``--ledger FILE --id-column ID`` records the
+release in a per-person privacy ledger (doc/ledger.rst) and reports each
+person's total over every release recorded in it; ``python -m sklearn_pdp
+ledger FILE`` summarises a ledger.
 """
 
 import argparse
 import json
+import os
 import re
+import sqlite3
 import sys
 import warnings
 
@@ -24,6 +29,8 @@ from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder
 
+from ._ledger import LedgerError, PrivacyLedger
+from ._ledger_cli import describe_summary, record_from_cli, summarise_record
 from ._report import PDPReport
 from .exceptions import BoundsWarning, FallbackWarning, PrivacyLeakWarning
 
@@ -166,6 +173,21 @@ def _parser():
              "bounds, guarantee, parameters) as JSON; load it with "
              "sklearn_pdp.PublicLinearModel.from_json(FILE)",
     )
+    ledger = parser.add_argument_group(
+        "per-person privacy ledger (summarise one with: python -m sklearn_pdp ledger FILE)")
+    ledger.add_argument(
+        "--ledger", metavar="FILE",
+        help="record the release in the privacy ledger in this SQLite file (created "
+             "if missing) and report each person's total loss over every release "
+             "recorded in it; the held-out people are charged the loss of adding "
+             "their record. Needs --id-column with a CSV; for the bundled data a "
+             "person is their row number in it, 0 to 441",
+    )
+    ledger.add_argument(
+        "--id-column", metavar="ID",
+        help="column of the CSV with each row's person key (kept out of the "
+             "features; a key on several rows is one person); needs --ledger",
+    )
     parser.add_argument("--json", action="store_true",
                         help="print a machine-readable JSON report instead of text")
     parser.add_argument(
@@ -222,28 +244,43 @@ def _one_hot(column, values, declared, source):
 
 
 def _load(args):
-    """Features, labels, a name for the data, its declared bounds and the
-    encoding: (feature names, one-hot mask, categories read from the data)."""
+    """Features, labels, a name for the data, its declared bounds, the
+    encoding (feature names, one-hot mask, categories read from the data) and
+    the person key of each row (None without ``--ledger``)."""
     if args.csv is None:
-        if args.target is not None or args.features is not None or args.categories:
-            raise DataError("--target, --features and --categories need a CSV file")
+        if (args.target is not None or args.features is not None or args.categories
+                or args.id_column is not None):
+            raise DataError("--target, --features, --categories and --id-column need "
+                            "a CSV file")
         from sklearn.datasets import load_diabetes
 
         data = load_diabetes()
         X, y, names = data.data, data.target, list(data.feature_names)
+        # the bundled data's people: their row numbers in it (a fixed table)
+        ids = None if args.ledger is None else np.arange(len(y))
         return X, y, "diabetes (scikit-learn)", DIABETES_BOUNDS, (
-            names, np.zeros(len(names), dtype=bool), [])
+            names, np.zeros(len(names), dtype=bool), []), ids
     if args.target is None:
         raise DataError("--target is required with a CSV file")
     header, body = _read_csv(args)
-    features = args.features or [c for c in header if c != args.target]
+    features = args.features or [c for c in header if c not in (args.target, args.id_column)]
     declared = dict(args.categories)
-    for column in [args.target, *features, *declared]:
+    key = [] if args.id_column is None else [args.id_column]
+    for column in [args.target, *key, *features, *declared]:
         if column not in header:
             raise DataError(f"column {column!r} not in {args.csv} "
                             f"(columns: {', '.join(header)})")
+    if args.id_column is not None and args.id_column in (args.target, *features, *declared):
+        raise DataError(f"the id column {args.id_column!r} cannot also be the target, a "
+                        "feature or a category")
     if not features:
         raise DataError(f"{args.csv} needs at least one feature column besides the target")
+    ids = None
+    if args.id_column is not None:
+        ids = np.array([row[header.index(args.id_column)] for row in body], dtype=str)
+        if np.any(np.char.strip(ids) == ""):
+            raise DataError(f"the id column {args.id_column!r} of {args.csv} has empty "
+                            "values")
     if args.target in declared:
         raise DataError(f"the target {args.target!r} must be numeric, not a category")
     y = _numeric([row[header.index(args.target)] for row in body])
@@ -279,7 +316,7 @@ def _load(args):
     if not np.all(np.isfinite(y)):
         raise DataError(f"column {args.target!r} of {args.csv} contains missing or "
                         "infinite values")
-    return np.hstack(blocks), y, args.csv, {}, (names, np.array(one_hot), read)
+    return np.hstack(blocks), y, args.csv, {}, (names, np.array(one_hot), read), ids
 
 
 def _feature_bounds(bounds_x, one_hot):
@@ -336,13 +373,15 @@ def _estimator(args, bounds, one_hot):
 
 
 def _split(args, X, y):
-    """Training and test rows; every row trains with ``--test-size 0``."""
+    """Training and test rows, and their indices; every row trains with
+    ``--test-size 0``."""
     if not 0 <= args.test_size < 1:
         raise DataError(f"--test-size must be in [0, 1), got {args.test_size:g}")
+    rows = np.arange(len(y))
     if args.test_size == 0:
-        return X, None, y, None
-    try:
-        return train_test_split(X, y, test_size=args.test_size,
+        return X, None, y, None, rows, rows[:0]
+    try:  # the indices do not change the split (it depends on the size only)
+        return train_test_split(X, y, rows, test_size=args.test_size,
                                 random_state=args.random_state)
     except ValueError as exc:
         raise DataError(f"--test-size {args.test_size:g}: {exc}") from None
@@ -357,7 +396,7 @@ def _report(args, X, y, name, bounds, encoding):
     publishable block and a block for the curator only."""
     names, one_hot, categories_read = encoding
     est = _estimator(args, bounds, one_hot)
-    X_train, X_test, y_train, y_test = _split(args, X, y)
+    X_train, X_test, y_train, y_test, train, test = _split(args, X, y)
     report = PDPReport(est, delta=args.delta, thresholds=args.thresholds,
                        publish_epsilon=args.publish_epsilon, random_state=args.random_state)
     with warnings.catch_warnings(record=True) as caught:
@@ -412,6 +451,7 @@ def _report(args, X, y, name, bounds, encoding):
         "fraction_below": {f"{t:g}": frac for t, frac in s["below"].items()},
         "fraction_below_tenth_of_dp": float(np.mean(eps <= s["dp_epsilon"] / 10)),
         **evaluation,
+        "ledger": None,  # with --ledger: this release next to the people's totals
         "read_from_data": bounds_read + [f"categories of {c!r}" for c in categories_read],
         "bounds_warnings": _messages(caught, BoundsWarning),
         # anything else the fit said (never swallowed)
@@ -423,7 +463,61 @@ def _report(args, X, y, name, bounds, encoding):
              else f"seeded with --random-state {args.random_state}: predictable noise, "
              "for experiments only, not for a release")
     return report, public, {"publishable": publishable, "curator_only": curator,
-                            "noise": noise}
+                            "noise": noise}, (train, test)
+
+
+def _check_ledger(args):
+    """The ledger options, checked before the fit (a release that cannot be
+    recorded is not made)."""
+    if args.ledger is None:
+        if args.id_column is not None:
+            raise DataError("--id-column needs --ledger FILE (the ids only serve to "
+                            "record the release in a privacy ledger)")
+        return
+    if args.csv is not None and args.id_column is None:
+        raise DataError("--ledger needs --id-column with a CSV file: the column of each "
+                        "row's person key")
+    if args.publish_epsilon is not None and args.test_size > 0:
+        raise DataError("--ledger with --publish-epsilon needs --test-size 0: what a "
+                        "published report reveals about a held-out person is not known")
+    if not os.path.exists(args.ledger):
+        folder = os.path.dirname(os.path.abspath(args.ledger))
+        if not os.path.isdir(folder):
+            raise DataError(f"cannot create the ledger {args.ledger}: no folder {folder}")
+        return
+    try:
+        PrivacyLedger(args.ledger).close()
+    except (LedgerError, sqlite3.Error) as exc:
+        raise DataError(f"cannot open the ledger {args.ledger}: {exc}") from None
+
+
+def _record(args, report, X, y, ids, split, name):
+    """Record the release in the ledger: the training rows' people charged
+    their losses, the held-out people (not in the release) the loss of adding
+    their record; its summary, for the curator."""
+    train, test = split
+    train_ids = ids[train]
+    # a held-out row of someone with a training row: the release does not
+    # depend on it (they are charged for their training rows)
+    held = test[~np.isin(ids[test], train_ids)]
+    keys, counts = np.unique(ids[held], return_counts=True)
+    if np.any(counts > 1):
+        raise DataError(
+            f"{_plural(int(np.sum(counts > 1)), 'person')} (e.g. {keys[counts > 1][0]!r}) "
+            "with several held-out rows and none in training: the ledger charges an "
+            "absent person for adding one record; use --test-size 0")
+    absent = {} if not held.size else {"absent": ids[held], "absent_X": X[held],
+                                       "absent_y": y[held]}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = record_from_cli(args.ledger, report, train_ids,
+                                     name=f"{ESTIMATORS[args.estimator]} on {name}",
+                                     total_delta="sum", **absent)
+        except (LedgerError, sqlite3.Error) as exc:
+            raise DataError(f"cannot record in the ledger {args.ledger}: {exc}") from None
+    return {"file": args.ledger, **summarise_record(result)}, [
+        str(w.message) for w in caught]
 
 
 def _number(value):
@@ -486,6 +580,11 @@ def _text(r):
         *((f"  <= {t}", f"{frac:.1%} of the people")
           for t, frac in c["fraction_below"].items()),
     ]
+    if c.get("ledger"):
+        rows.append(("privacy ledger", f"{c['ledger']['file']}: each person's loss in "
+                                       "this release next to their total over every "
+                                       "release recorded there"))
+        rows += [(f"  {label}", value) for label, value in describe_summary(c["ledger"])]
     if c["test_r2"] is None:
         rows.append(("test R^2", "not evaluated (--test-size 0: every row trains)"))
     else:
@@ -521,14 +620,19 @@ def main(argv=None):
 
 
 def _main(args):
-    X, y, name, bounds, encoding = _load(args)
+    _check_ledger(args)
+    X, y, name, bounds, encoding, ids = _load(args)
     if args.plot is not None:
         try:  # fail before the fit, not after
             import matplotlib
         except ImportError:
             raise DataError(f"--plot needs matplotlib: {PLOT_HINT}") from None
         matplotlib.use("Agg")
-    report, public, result = _report(args, X, y, name, bounds, encoding)
+    report, public, result, split = _report(args, X, y, name, bounds, encoding)
+    if args.ledger is not None:  # before anything is written: a release not recorded
+        curator = result["curator_only"]
+        curator["ledger"], messages = _record(args, report, X, y, ids, split, name)
+        curator["warnings"] += messages
     if args.save_model is not None:
         try:
             public.to_json(args.save_model)

@@ -507,7 +507,8 @@ def privacy_profile_of(fitted, X=None, y=None):
     )
 
 
-def record_from_cli(ledger_path, fitted, ids, name=None):
+def record_from_cli(ledger_path, fitted, ids, name=None, *, absent=None, absent_X=None,
+                    absent_y=None, total_delta=None):
     """Record a release made by the command line into the ledger at
     ``ledger_path``.
 
@@ -521,20 +522,45 @@ def record_from_cli(ledger_path, fitted, ids, name=None):
         The person key of each training row.
     name : str, default=None
         The release's label.
+    absent, absent_X, absent_y : array-like, default=None
+        People not in the training rows, charged the loss of adding their
+        record (:meth:`PrivacyLedger.record`).
+    total_delta : float or "sum", default=None
+        The delta of the totals: None, the release's; ``"sum"``, the sum of
+        the deltas of every release in the ledger (as
+        ``python -m sklearn_pdp ledger`` reports them).
 
     Returns
     -------
     result : dict
         ``release_id``; ``delta``, the release's; ``release`` and
-        ``total``: each training row's loss in this release and its
-        person's total over the ledger, both at ``delta`` (so a person
-        whose other releases need a larger delta shows ``inf``).
+        ``total``: each training row's loss in this release (at ``delta``)
+        and its person's total over the ledger at ``total_delta`` (so with
+        None a person whose other releases need a larger delta shows
+        ``inf``); ``total_delta``; ``people`` and ``releases``, how many the
+        ledger holds; with ``absent``, ``absent_release`` and
+        ``absent_total``, the absent people's charge in this release and
+        total.
     """
     profile = privacy_profile_of(fitted)
     with PrivacyLedger(ledger_path) as ledger:
-        release_id = ledger._record(fitted, profile, ids, name, None, None, None)
-        return {"release_id": release_id, "delta": profile.delta,
-                "release": profile.losses, "total": ledger.epsilon(ids, profile.delta)}
+        release_id = ledger._record(fitted, profile, ids, name, absent, absent_X, absent_y)
+        deltas = [delta for (delta,) in ledger._db.execute("SELECT delta FROM releases")]
+        if total_delta is None:
+            total_delta = profile.delta
+        elif isinstance(total_delta, str) and total_delta == "sum":
+            total_delta = float(sum(deltas))
+        result = {"release_id": release_id, "delta": profile.delta,
+                  "release": profile.losses, "total_delta": total_delta,
+                  "total": ledger.epsilon(ids, total_delta),
+                  "people": int(ledger.people().size), "releases": len(deltas)}
+        if absent is not None:
+            keys = _keys(absent, "absent")
+            charged = dict(ledger._db.execute(
+                "SELECT person, epsilon FROM charges WHERE release_id = ?", (release_id,)))
+            result["absent_release"] = np.array([charged[k] for k in keys.tolist()])
+            result["absent_total"] = ledger.epsilon(keys, total_delta)
+        return result
 
 
 # -- helpers -------------------------------------------------------------------

@@ -12,7 +12,8 @@ import numpy as np
 
 from ._ledger import LedgerError, PrivacyLedger, record_from_cli
 
-__all__ = ["describe_record", "main", "record_from_cli", "summary"]
+__all__ = ["describe_record", "describe_summary", "main", "record_from_cli",
+           "summarise_record", "summary"]
 
 _QUANTILES = {"median": 0.5, "q90": 0.9, "q99": 0.99, "max": 1.0}
 
@@ -62,11 +63,95 @@ def summary(ledger, delta=None):
         "releases": releases,
         "people": int(people.size),
         "delta": delta,
-        "totals": None if not people.size else {
-            k: float(np.quantile(totals, q)) for k, q in _QUANTILES.items()},
+        "totals": _quantiles(totals),
         "dp_sum": float(sum(r["dp_epsilon"] for r in releases)),
         "dp_delta_sum": float(sum(r["dp_delta"] for r in releases)),
     }
+
+
+def _quantiles(values):
+    """Quantiles of per-person epsilons (interpolated as the per-instance
+    report's); a quantile next to an ``inf`` is ``inf``, not the NaN of
+    interpolating between two of them. None without values."""
+    values = np.asarray(values, dtype=np.float64)
+    if not values.size:
+        return None
+    with np.errstate(invalid="ignore"):
+        found = np.quantile(values, list(_QUANTILES.values()))
+    return {k: float(np.inf if np.isnan(v) else v) for k, v in zip(_QUANTILES, found)}
+
+
+def summarise_record(result):
+    """What :func:`record_from_cli` returned, as quantiles (JSON-ready).
+
+    Parameters
+    ----------
+    result : dict
+        The value of :func:`record_from_cli`.
+
+    Returns
+    -------
+    summary : dict
+        ``release_id``, ``people`` and ``releases`` (in the ledger),
+        ``delta`` and ``release`` (quantiles of the training rows' losses in
+        this release), ``total_delta`` and ``total`` (quantiles of their
+        people's totals); with absent people, ``absent``: their number and
+        the same two quantile dicts.
+    """
+    summary = {
+        "release_id": int(result["release_id"]),
+        "people": int(result.get("people", np.unique(result["total"]).size)),
+        "releases": result.get("releases"),
+        "delta": float(result["delta"]),
+        "release": _quantiles(result["release"]),
+        "total_delta": float(result.get("total_delta", result["delta"])),
+        "total": _quantiles(result["total"]),
+        "absent": None,
+    }
+    if result.get("absent_release") is not None:
+        summary["absent"] = {"people": int(np.size(result["absent_release"])),
+                             "release": _quantiles(result["absent_release"]),
+                             "total": _quantiles(result["absent_total"])}
+    return summary
+
+
+def describe_summary(summary):
+    """Text lines of :func:`summarise_record`'s value.
+
+    Parameters
+    ----------
+    summary : dict
+        The value of :func:`summarise_record`.
+
+    Returns
+    -------
+    lines : list of (str, str)
+        Label and value, for the command's report.
+    """
+    def spread(values):
+        if values is None:
+            return "nobody"
+        return ", ".join(f"{k} {v:.3g}" for k, v in values.items())
+
+    lines = [("ledger release", str(summary["release_id"]))]
+    if summary["releases"] is not None:
+        n = summary["releases"]
+        lines.append(("ledger", f"{summary['people']} people, {n} "
+                                f"release{'' if n == 1 else 's'} so far"))
+    lines += [
+        (f"this release's loss (delta = {summary['delta']:.2g})", spread(summary["release"])),
+        ("each person's total over the ledger",
+         f"at delta = {summary['total_delta']:.2g}: {spread(summary['total'])}"),
+    ]
+    absent = summary["absent"]
+    if absent is not None:
+        lines += [
+            (f"held out ({absent['people']} people)",
+             "not in the training rows: charged the loss of adding their record"),
+            ("  their loss in this release", spread(absent["release"])),
+            ("  their total over the ledger", spread(absent["total"])),
+        ]
+    return lines
 
 
 def describe_record(result):
@@ -83,14 +168,7 @@ def describe_record(result):
     lines : list of (str, str)
         Label and value, for the command's report.
     """
-    def spread(values):
-        return ", ".join(f"{k} {np.quantile(values, q):.3g}" for k, q in _QUANTILES.items())
-
-    return [
-        ("ledger release", str(result["release_id"])),
-        (f"this release's loss (delta = {result['delta']:.2g})", spread(result["release"])),
-        ("each person's total over the ledger", spread(result["total"])),
-    ]
+    return describe_summary(summarise_record(result))
 
 
 def main(argv=None):

@@ -13,6 +13,9 @@ from sklearn.model_selection import train_test_split
 
 import sklearn_pdp
 from sklearn_pdp.__main__ import DEFAULT_ESTIMATOR, DIABETES_BOUNDS, ESTIMATORS, main
+from sklearn_pdp._accounting import gaussian_epsilon
+from sklearn_pdp._ledger_cli import record_from_cli, summarise_record
+from sklearn_pdp._profile import gaussian_ratio
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -182,8 +185,9 @@ def test_large_epsilon_is_flagged(capsys):
     assert "WARNING" in capsys.readouterr().out
 
 
-def _table(path, n=2000, seed=0):
-    """A CSV with numeric and text columns; the encoded features and labels."""
+def _table(path, n=2000, seed=0, ids=None):
+    """A CSV with numeric and text columns (and a first column ``person`` of
+    ``ids``, when given); the encoded features and labels."""
     rng = np.random.default_rng(seed)
     a, b = rng.uniform(0, 10, size=n), rng.uniform(-5, 5, size=n)
     colour = rng.choice(["red", "green", "blue"], size=n)
@@ -192,6 +196,8 @@ def _table(path, n=2000, seed=0):
     lines = ["a,colour,b,label"] + [
         f"{u!r},{c},{v!r},{t!r}"
         for u, c, v, t in zip(a.tolist(), colour, b.tolist(), y.tolist())]
+    if ids is not None:
+        lines = [f"{key},{line}" for key, line in zip(["person", *ids], lines)]
     path.write_text("\n".join(lines) + "\n")
     # one-hot with the first declared category (red) dropped, in column order
     X = np.column_stack([a, colour == "green", colour == "blue", b]).astype(float)
@@ -214,6 +220,7 @@ def test_csv_release_with_text_columns_is_loaded_and_predicts_bit_for_bit(tmp_pa
     assert public["n_features"] == 4 and public["dp_epsilon"] <= 1.0
     assert report["curator_only"]["read_from_data"] == []
     assert report["curator_only"]["test_r2"] > 0.5
+    assert report["curator_only"]["ledger"] is None
     loaded = sklearn_pdp.PublicLinearModel.from_json(str(model))
     assert loaded.coef_.tolist() == public["model"]["coef"]
     assert loaded.intercept_ == public["model"]["intercept"]
@@ -336,7 +343,8 @@ def test_help(capsys):
         main(["--help"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
-    for option in ("--target", "--estimator", "--epsilon", "--delta", "--plot"):
+    for option in ("--target", "--estimator", "--epsilon", "--delta", "--plot", "--ledger",
+                   "--id-column"):
         assert option in out
     for name in ("ops", "adaops", "adassp", "output", "objpert", "projection"):
         assert name in out
@@ -391,3 +399,200 @@ def test_other_warnings_of_the_fit_are_shown(capsys, monkeypatch):
     assert main(["--estimator", "projection", "--random-state", "0"]) == 0
     out = capsys.readouterr().out
     assert "warning" in out and "no differential privacy guarantee" in out
+
+
+# -- the privacy ledger ----------------------------------------------------------
+
+TABLE_BOUNDS = dict(bounds_X=([0, 0, 0, -5], [10, 1, 1, 5]), y_bound=(-20, 40))
+
+
+def _quantiles(values):
+    """The ledger summary's quantiles."""
+    return {k: float(np.quantile(values, q))
+            for k, q in {"median": 0.5, "q90": 0.9, "q99": 0.99, "max": 1.0}.items()}
+
+
+def _approx(summary, values):
+    assert summary == pytest.approx(_quantiles(values), rel=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names")
+def test_two_csv_releases_into_one_ledger(tmp_path, capsys):
+    """Two quarters over overlapping people (an id column, a text column):
+    each release charges its training rows' people their losses and the
+    held-out people the loss of adding their record; totals grow, and are
+    what the ledger reads back in Python."""
+    keys = np.array([f"P{i:04d}" for i in range(1200)])
+    path = tmp_path / "people.sqlite"
+    quarters = [(tmp_path / "q1.csv", keys[:800]), (tmp_path / "q2.csv", keys[400:])]
+    data = [_table(csv, n=800, seed=seed, ids=ids)
+            for seed, (csv, ids) in enumerate(quarters)]
+    args = [*TABLE_ARGS, "--ledger", str(path), "--id-column", "person",
+            "--random-state", "0", "--json"]
+    befores, ratios = [], []
+    for k, ((csv, ids), (X, y)) in enumerate(zip(quarters, data)):
+        with sklearn_pdp.PrivacyLedger(path) as ledger:
+            befores.append(ledger.epsilon(keys, 1e-6))
+        if k == 0:  # through the interpreter, as a user runs it
+            res = _run(str(csv), *args)
+            assert res.returncode == 0, res.stderr
+            report = json.loads(res.stdout)
+        else:
+            assert main([str(csv), *args]) == 0
+            report = json.loads(capsys.readouterr().out)
+        public, summary = report["publishable"], report["curator_only"]["ledger"]
+        # the release (the ids are not a feature), and the split the CLI made
+        assert public["model"]["feature_names"] == ["a", "colour_green", "colour_blue", "b"]
+        X_train, X_test, y_train, y_test, train, test = train_test_split(
+            X, y, ids, test_size=0.25, random_state=0)
+        est = sklearn_pdp.AdaSSPRegressor(epsilon=1.0, random_state=0,
+                                          **TABLE_BOUNDS).fit(X_train, y_train)
+        assert public["model"]["coef"] == est.coef_.tolist()
+        assert summary["release_id"] == k + 1 == summary["releases"]
+        assert summary["people"] == [800, 1200][k]
+        assert summary["delta"] == 1e-6 and summary["total_delta"] == (k + 1) * 1e-6
+        # exactly the training rows' people, with their own losses; the
+        # held-out ones with the loss of adding their record
+        _approx(summary["release"], est.pdp_losses_)
+        added = est.pdp_epsilon(X_test, y_test)
+        _approx(summary["absent"]["release"], added)
+        assert summary["absent"]["people"] == 200
+        with sklearn_pdp.PrivacyLedger(path) as ledger:
+            _approx(summary["total"], ledger.epsilon(train, summary["total_delta"]))
+            _approx(summary["absent"]["total"], ledger.epsilon(test, summary["total_delta"]))
+            releases = ledger.releases()
+            assert releases["n_rows"][k] == 600 and releases["n_people"][k] == 800
+            if k == 0:  # each person charged their own row's loss
+                np.testing.assert_allclose(ledger.epsilon(train, 1e-6), est.pdp_losses_,
+                                           rtol=1e-9)
+                np.testing.assert_allclose(ledger.epsilon(test, 1e-6), added, rtol=1e-9)
+        ratio = dict(zip(train, gaussian_ratio(est.pdp_losses_, 1e-6)))
+        ratio.update(zip(test, gaussian_ratio(added, 1e-6)))
+        ratios.append(ratio)
+    before = befores[1]
+    with sklearn_pdp.PrivacyLedger(path) as ledger:
+        after = ledger.epsilon(keys, 1e-6)
+    # totals grow for the people of the second release, no one else's moves
+    second = np.isin(keys, quarters[1][1])
+    assert np.all(after[second] > before[second])
+    np.testing.assert_array_equal(after[~second], before[~second])
+    # in both: one Gaussian mechanism at the combined ratio
+    both = keys[400:800]
+    combined = np.hypot([ratios[0][key] for key in both], [ratios[1][key] for key in both])
+    np.testing.assert_allclose(after[400:800], gaussian_epsilon(1e-6, combined), rtol=1e-6)
+    # the command's summary of the ledger reads the same file
+    res = _run("ledger", str(path), "--json")
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["people"] == 1200 and len(summary["releases"]) == 2
+    assert summary["delta"] == 2e-6
+    with sklearn_pdp.PrivacyLedger(path) as ledger:
+        totals = ledger.epsilon(keys, 2e-6)
+    assert summary["totals"]["median"] == pytest.approx(np.median(totals), rel=1e-9)
+    assert summary["totals"]["max"] == pytest.approx(totals.max(), rel=1e-9)
+    # the text report shows the ledger in the curator's block
+    assert main([str(quarters[1][0]), *args[:-1], "--random-state", "1"]) == 0
+    out = capsys.readouterr().out
+    ledger_part = out[out.index("FOR THE CURATOR ONLY"):]
+    for words in ("privacy ledger", "1200 people, 3 releases so far",
+                  "this release's loss (delta = 1e-06)",
+                  "each person's total over the ledger : at delta = 3e-06",
+                  "held out (200 people)"):
+        assert words in ledger_part
+
+
+def test_bundled_data_ledger_keys_are_row_numbers(tmp_path, capsys):
+    path = tmp_path / "ledger.sqlite"
+    assert main(["--ledger", str(path), "--test-size", "0", "--epsilon", "3",
+                 "--random-state", "0", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)["curator_only"]["ledger"]
+    assert summary["absent"] is None and summary["people"] == 442
+    X, y = load_diabetes(return_X_y=True)
+    est = sklearn_pdp.AdaSSPRegressor(epsilon=3.0, random_state=0,
+                                      **DIABETES_BOUNDS).fit(X, y)
+    with sklearn_pdp.PrivacyLedger(path) as ledger:
+        np.testing.assert_allclose(ledger.epsilon(np.arange(442), 1e-6), est.pdp_losses_,
+                                   rtol=1e-9)
+    # the same seeded release again is not charged twice, and the report says so
+    assert main(["--ledger", str(path), "--test-size", "0", "--epsilon", "3",
+                 "--random-state", "0", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["curator_only"]
+    assert report["ledger"]["releases"] == 1 and report["ledger"]["release_id"] == 1
+    assert any("already recorded" in w for w in report["warnings"])
+
+
+def test_ledger_charges_a_person_with_several_rows_once(tmp_path, capsys):
+    """One person, two rows: a group (doc/ledger.rst); a held-out row of
+    someone who trains is not charged as absent."""
+    csv, path = tmp_path / "pairs.csv", tmp_path / "ledger.sqlite"
+    _table(csv, n=400, ids=[f"P{i // 2}" for i in range(400)])
+    assert main([str(csv), *TABLE_ARGS, "--ledger", str(path), "--id-column", "person",
+                 "--test-size", "0", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)["curator_only"]["ledger"]
+    assert summary["people"] == 200 and summary["absent"] is None
+    # a held-out row of someone who trains: they are charged for their
+    # training row only, not as absent
+    train, test = train_test_split(np.arange(400), test_size=0.25, random_state=0)
+    ids = np.arange(400).astype(str)
+    ids[test[0]] = ids[train[0]]
+    _table(csv, n=400, ids=ids)
+    assert main([str(csv), *TABLE_ARGS, "--ledger", str(path), "--id-column", "person",
+                 "--random-state", "0", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)["curator_only"]["ledger"]
+    assert summary["absent"]["people"] == 99 and summary["people"] == 200 + 399
+    # two held-out rows of one person with no training row: refused
+    _table(csv, n=400, ids=[f"P{i // 2}" for i in range(400)])
+    _assert_one_line_error(
+        capsys, [str(csv), *TABLE_ARGS, "--ledger", str(tmp_path / "other.sqlite"),
+                 "--id-column", "person", "--random-state", "0"],
+        "with several held-out rows and none in training")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [(("--id-column", "person"), "--id-column needs --ledger"),
+     (("--ledger", "{ledger}"), "--ledger needs --id-column with a CSV file"),
+     (("--ledger", "{ledger}", "--id-column", "person", "--features", "person,a"),
+      "the id column 'person' cannot also be the target, a feature or a category"),
+     (("--ledger", "{ledger}", "--id-column", "nobody"), "column 'nobody' not in"),
+     (("--ledger", "{ledger}", "--id-column", "person", "--publish-epsilon", "0.5"),
+      "--ledger with --publish-epsilon needs --test-size 0"),
+     (("--ledger", "{csv}", "--id-column", "person"), "is not a SQLite database"),
+     (("--ledger", "{tmp}/missing/ledger.sqlite", "--id-column", "person"),
+      "cannot create the ledger")],
+)
+def test_ledger_errors_are_one_clear_line(capsys, tmp_path, args, message):
+    csv = tmp_path / "table.csv"
+    _table(csv, n=100, ids=range(100))
+    places = dict(ledger=tmp_path / "ledger.sqlite", csv=csv, tmp=tmp_path)
+    _assert_one_line_error(capsys, [str(csv), *TABLE_ARGS,
+                                    *(a.format(**places) for a in args)], message)
+    assert not (tmp_path / "ledger.sqlite").exists()
+
+
+def test_ledger_empty_ids_and_options_without_a_csv(capsys, tmp_path):
+    csv = tmp_path / "table.csv"
+    _table(csv, n=100, ids=[*range(99), " "])
+    _assert_one_line_error(capsys, [str(csv), *TABLE_ARGS, "--ledger",
+                                    str(tmp_path / "l.sqlite"), "--id-column", "person"],
+                           "the id column 'person' of")
+    _assert_one_line_error(capsys, ["--ledger", str(tmp_path / "l.sqlite"),
+                                    "--id-column", "person"], "need a CSV file")
+
+
+def test_ledger_summaries_keep_inf_totals(tmp_path, capsys):
+    """People charged inf (absent from a published report, whose cost of
+    adding a record is not known) make the upper quantiles inf, not NaN."""
+    X, y = load_diabetes(return_X_y=True)
+    report = sklearn_pdp.PDPReport(
+        sklearn_pdp.AdaSSPRegressor(epsilon=3.0, random_state=0, **DIABETES_BOUNDS),
+        publish_epsilon=0.5, random_state=0).fit(X[:300], y[:300])
+    path = tmp_path / "ledger.sqlite"
+    with pytest.warns(UserWarning, match="charged inf"):
+        result = record_from_cli(path, report, np.arange(300), absent=np.arange(300, 442))
+    absent = summarise_record(result)["absent"]
+    assert absent["people"] == 142
+    assert all(v == np.inf for v in absent["total"].values())
+    assert main(["ledger", str(path), "--json"]) == 0
+    totals = json.loads(capsys.readouterr().out)["totals"]
+    assert totals["max"] == np.inf and np.isfinite(totals["median"])
