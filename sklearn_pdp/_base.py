@@ -23,7 +23,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._sklearn import Interval, _fit_context
+from ._sklearn import Interval, StrOptions, _fit_context
 from ._config import get_config as _get_pdp_config
 from ._mean import MEAN_ONLY_RATE, PrivateMean, mean_only_size
 from ._public import public_model
@@ -37,6 +37,7 @@ from ._data import (
     validate_rows,
 )
 from .exceptions import PrivacyLeakWarning
+from . import _tighten
 
 # Leverages computed through the Cholesky factor carry a relative error of
 # about cond(H) * 2.2e-16: below this reciprocal condition number they would
@@ -257,6 +258,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
+        "tighten_bounds": ["boolean", StrOptions({"auto"})],
+        "tighten_share": [Interval(Real, 0, 1, closed="neither"), None],
     }
     # n epsilon per coefficient up to which a fit releases the label mean alone
     _mean_only_rate = MEAN_ONLY_RATE
@@ -390,6 +393,9 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             For a mechanism whose loss cannot (yet) be bounded this way.
         """
         check_is_fitted(self)
+        if _tighten.tightened(self):
+            raise NotImplementedError(
+                "published reports of a fit with tighten_bounds are not supported yet.")
         if self._mean_release is not None:
             return self._mean_release.law(**self._law_public())
         return self._mechanism_law()
@@ -486,6 +492,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             Fitted estimator.
         """
         X, y = validate_rows(self, X, y, reset=True)
+        if _tighten.fit_tightened(self, X, y):  # bounds released first
+            return self
         self.data_norm_, self.bounds_X_, self.y_bound_ = self.resolve_bounds(X, y)
         self._scaler = DomainScaler(
             self.data_norm_, self.y_bound_, self.fit_intercept, self.bounds_X_
@@ -539,19 +547,22 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         Returns
         -------
         y_pred : ndarray or dask array of shape (n_samples,)
-            ``X @ coef_ + intercept_`` (lazy for a Dask array).
+            ``X @ coef_ + intercept_`` (lazy for a Dask array); with
+            ``tighten_bounds`` the rows are first clipped to the released
+            bounds, as the training rows were.
         """
         check_is_fitted(self)
         X, _ = validate_rows(self, X, reset=False)
-        return X @ self.coef_ + self.intercept_
+        return _tighten.clip_rows(self, X) @ self.coef_ + self.intercept_
 
     def public_model(self, decimals=None):
         """The release alone, safe to publish: a :class:`PublicLinearModel`.
 
         The fitted estimator keeps non-private statistics for its privacy
         report (never publish or pickle it for others); the public model
-        holds only ``coef_``, ``intercept_``, the feature names and the
-        guarantee ``(dp_epsilon_, dp_delta_)``.
+        holds only ``coef_``, ``intercept_``, the feature names, the
+        guarantee ``(dp_epsilon_, dp_delta_)`` and, with ``tighten_bounds``,
+        the released bounds that its predictions clip rows to.
 
         Parameters
         ----------
@@ -568,6 +579,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         return public_model(
             self.coef_, self.intercept_, (self.dp_epsilon_, self.dp_delta_),
             type(self).__name__, getattr(self, "feature_names_in_", None), decimals,
+            clip=self._scaler if _tighten.tightened(self) else None,
         )
 
     def pdp_epsilon(self, X, y=None):
@@ -592,6 +604,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X, y = validate_rows(self, X, "no_validation" if y is None else y, reset=False)
+        if _tighten.tightened(self):
+            return _tighten.target_epsilon(self, X, y)
         data = scaled_data(X, y, self._scaler, self.n_jobs)
         return data.map_rows(self._row_function("_target_epsilon"))
 

@@ -4,6 +4,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import validate_data
 
+from ._data import DomainScaler
+
 
 class PublicLinearModel(RegressorMixin, BaseEstimator):
     """A released linear model with the guarantee it was released under.
@@ -26,6 +28,12 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         Name of the estimator that released it.
     feature_names : array-like of str, default=None
         Names of the features seen during fit, if any.
+    bounds_X : tuple (lower, upper), default=None
+        Released per-feature bounds: rows are clipped to them before
+        predicting (post-processing).
+    data_norm : float, default=None
+        Released bound on the row norms: longer rows are scaled down to it
+        before predicting. At most one of ``bounds_X`` and ``data_norm``.
 
     Attributes
     ----------
@@ -56,13 +64,16 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, coef, intercept, dp_epsilon, dp_delta, mechanism, feature_names=None):
+    def __init__(self, coef, intercept, dp_epsilon, dp_delta, mechanism, feature_names=None,
+                 bounds_X=None, data_norm=None):
         self.coef = coef
         self.intercept = intercept
         self.dp_epsilon = dp_epsilon
         self.dp_delta = dp_delta
         self.mechanism = mechanism
         self.feature_names = feature_names
+        self.bounds_X = bounds_X
+        self.data_norm = data_norm
 
     # The release is given, not fitted: the fitted attributes read the
     # parameters, so that there is one copy of each number.
@@ -80,7 +91,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         return np.asarray(self.feature_names, dtype=object)
 
     def predict(self, X):
-        """``X @ coef_ + intercept_``.
+        """``X @ coef_ + intercept_``, rows first clipped to the released bounds.
 
         Parameters
         ----------
@@ -92,6 +103,10 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         y_pred : ndarray of shape (n_samples,)
         """
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        if self.bounds_X is not None or self.data_norm is not None:
+            bounds = None if self.bounds_X is None else tuple(
+                np.asarray(b, dtype=np.float64) for b in self.bounds_X)
+            X = DomainScaler(self.data_norm, 1.0, False, bounds).clip(X)
         return X @ self.coef_ + self.intercept_
 
     def __sklearn_is_fitted__(self):
@@ -105,16 +120,22 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         )
 
 
-def public_model(coef, intercept, guarantee, mechanism, feature_names, decimals):
+def public_model(coef, intercept, guarantee, mechanism, feature_names, decimals, clip=None):
     """A :class:`PublicLinearModel`, with coefficients rounded to ``decimals``.
 
     Rounding is post-processing: it cannot weaken the guarantee, and it
     discards the low-order bits that floating-point attacks on the noise
-    samplers read (README, "Noise source and floating point").
+    samplers read (README, "Noise source and floating point"). ``clip``: the
+    :class:`~sklearn_pdp._data.DomainScaler` of released bounds to clip rows
+    to, or None.
     """
+    bounds = {}
+    if clip is not None:
+        bounds = ({"data_norm": float(clip.data_norm)} if clip.bounds_X is None else
+                  {"bounds_X": tuple(b.tolist() for b in clip.bounds_X)})
     if decimals is not None:
         coef, intercept = np.round(coef, decimals), np.round(intercept, decimals)
     return PublicLinearModel(
         np.array(coef, dtype=np.float64), float(intercept), *map(float, guarantee),
-        mechanism, None if feature_names is None else list(feature_names),
+        mechanism, None if feature_names is None else list(feature_names), **bounds,
     )

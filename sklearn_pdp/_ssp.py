@@ -118,6 +118,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         ``(0.35, 0.3, 0.25, 0.1)``, the best of the splits measured on the
         utility benchmark.
     {bounds}
+    {tighten}
     {fit_intercept}
     {random_state}
     {n_jobs}
@@ -217,6 +218,8 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         data_norm=None,
         bounds_X=None,
         y_bound=None,
+        tighten_bounds=False,
+        tighten_share=None,
         fit_intercept=True,
         random_state=None,
         n_jobs=None,
@@ -227,6 +230,8 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         self.data_norm = data_norm
         self.bounds_X = bounds_X
         self.y_bound = y_bound
+        self.tighten_bounds = tighten_bounds
+        self.tighten_share = tighten_share
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_jobs = n_jobs
