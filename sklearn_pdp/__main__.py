@@ -88,6 +88,14 @@ def _parser():
     )
     bounds.add_argument("--y-bound", type=_numbers, metavar="B or LOW,HIGH",
                         help="range of the label: B for [-B, B], or LOW,HIGH")
+    bounds.add_argument(
+        "--tighten-bounds", nargs="?", const="yes", choices=("yes", "auto"),
+        help="spend a share of the budget on releasing tighter bounds than the "
+             "declared ones first (auto: only where the data suffice); the "
+             "released bounds are reported",
+    )
+    bounds.add_argument("--tighten-share", type=float, metavar="SHARE",
+                        help="share of epsilon for the bounds (default: 0.1)")
     expert = parser.add_argument_group("expert options (the budget is met without them)")
     expert.add_argument("--gamma", type=float,
                         help="ops: posterior scaling instead of --epsilon (no budget)")
@@ -186,6 +194,10 @@ def _estimator(args, parser, bounds):
         if name not in est.get_params():
             parser.error(f"--{name} does not apply to --estimator {args.estimator}")
         params[name] = value
+    if args.tighten_bounds is not None:
+        params["tighten_bounds"] = True if args.tighten_bounds == "yes" else "auto"
+    if args.tighten_share is not None:
+        params["tighten_share"] = args.tighten_share
     if args.gamma is not None:  # a raw noise level instead of a budget
         params["epsilon"] = None
     return est.set_params(**params)
@@ -232,11 +244,24 @@ def _report(args, X, y, name, bounds, parser):
         "test_r2_least_squares": float(
             LinearRegression().fit(X_train, y_train).score(X_test, y_test)),
         "published": published,
+        "released_bounds": _released_bounds(report.estimator_),
         "bounds_read_from_data": [
             str(w.message).split(" was not given")[0] for w in caught
             if issubclass(w.category, PrivacyLeakWarning)
         ],
     }
+
+
+def _released_bounds(est):
+    """The privately tightened bounds of a fit, or None."""
+    if not hasattr(est, "bounds_release_"):
+        return None
+    out = {"epsilon": float(est.bounds_epsilon_), "y_bound": list(est.y_bound_)}
+    if est.bounds_X_ is not None:
+        out["bounds_X"] = [b.tolist() for b in est.bounds_X_]
+    else:
+        out["data_norm"] = est.data_norm_
+    return out
 
 
 def _text(r):
@@ -279,6 +304,14 @@ def _text(r):
                                         f"90th percentile {q['q90']:.3g}, 99th "
                                         f"{q['q99']:.3g} (private estimates, noisy when "
                                         "the data are few)"))
+    b = r["released_bounds"]
+    if b is not None:
+        ranges = (f"features in [{', '.join(f'{v:.4g}' for v in b['bounds_X'][0])}] to "
+                  f"[{', '.join(f'{v:.4g}' for v in b['bounds_X'][1])}]"
+                  if "bounds_X" in b else f"rows of norm at most {b['data_norm']:.4g}")
+        rows.append(("bounds", f"tightened privately (epsilon {b['epsilon']:.3g} of the "
+                               f"guarantee): {ranges}; label in [{b['y_bound'][0]:.4g}, "
+                               f"{b['y_bound'][1]:.4g}]"))
     if r["bounds_read_from_data"]:
         rows.append(("note", f"{', '.join(r['bounds_read_from_data'])} read from the data: "
                              "that leaks and the numbers above do not cover it; declare "

@@ -243,3 +243,25 @@ def test_undeclared_bounds_are_not_tightened():
     assert len(leaks) == 1  # warned once, by the outer fit
     assert est.bounds_release_.n_quantiles == 4
     assert est.y_bound_ == est.declared_bounds_[2]
+
+
+def test_command_line_reports_the_released_bounds(tmp_path, capsys):
+    import json
+
+    from sklearn_pdp.__main__ import main
+
+    X, y, bounds, y_bound = _table(4000)
+    path = tmp_path / "table.csv"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,c,y", comments="")
+    common = [str(path), "--target", "y", "--bounds-x", "0,0,0", "60,100,1",
+              "--y-bound=-60,60", "--epsilon", "2", "--json"]
+    assert main([*common, "--tighten-bounds"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    released = report["released_bounds"]
+    assert released["epsilon"] == pytest.approx(0.2)
+    assert released["bounds_X"][1][2] == 1.0 and released["bounds_X"][1][0] < 60.0
+    assert report["dp_epsilon"] <= 2.0
+    assert main([*common, "--tighten-bounds", "auto", "--tighten-share", "0.2"]) == 0
+    assert json.loads(capsys.readouterr().out)["released_bounds"]["epsilon"] == pytest.approx(0.4)
+    assert main(common) == 0
+    assert json.loads(capsys.readouterr().out)["released_bounds"] is None
