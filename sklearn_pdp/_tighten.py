@@ -23,11 +23,14 @@ its data-independent guarantee bounds every row's loss for every outcome
 A row's loss for the whole release is the sum, at the model's delta.
 """
 
+import warnings
+
 import numpy as np
 from sklearn.base import clone
 
 from ._accounting._exponential import quantile_log_proba, quantile_loss_table, select
 from ._data import is_dask_array, label_range, row_norms
+from .exceptions import BoundsWarning
 
 # Share of epsilon spent on the bounds by default (measured on the utility
 # benchmark's declared-schema protocol: doc/benchmarks.rst).
@@ -138,12 +141,22 @@ class BoundsRelease:
         return np.minimum(cells, _GRID_POINTS - 1)
 
     def fit(self, X, y):
-        """Record the grid counts of the training rows (private)."""
-        cells = self._cells(X, y)
-        self.counts_ = np.stack([
-            np.bincount(cells[:, k], minlength=_GRID_POINTS) for k in range(self.n_quantiles)
-        ]) if self.n_quantiles else np.zeros((0, _GRID_POINTS))
+        """Record the grid counts of the training rows (private); on Dask,
+        summed from per-block histograms."""
+        if is_dask_array(X):
+            import dask
+
+            parts = [dask.delayed(self._counts)(xb, yb)
+                     for xb, yb in zip(X.to_delayed().ravel(), y.to_delayed())]
+            self.counts_ = sum(dask.compute(*parts))
+        else:
+            self.counts_ = self._counts(X, y)
         return self
+
+    def _counts(self, X, y):
+        cells = self._cells(X, y)
+        return np.stack([np.bincount(cells[:, k], minlength=_GRID_POINTS)
+                         for k in range(self.n_quantiles)])
 
     def log_proba(self, counts=None):
         """Log output probabilities of each quantile, (k, G)."""
@@ -189,7 +202,14 @@ class BoundsRelease:
 
         ``add``: the rows as targets added to the training data (``y`` None:
         the worst label in the declared range); else training rows removed.
+        Lazy, with the row chunks of ``X``, for a Dask array.
         """
+        if is_dask_array(X):
+            if y is None:
+                return X.map_blocks(lambda b: self.row_epsilon(b, None, add), drop_axis=1,
+                                    dtype=np.float64)
+            return X.map_blocks(lambda b, yb: self.row_epsilon(b, yb[:, 0], add), y[:, None],
+                                drop_axis=1, dtype=np.float64)
         tables = self._tables(add)
         cells = self._cells(X, np.zeros(X.shape[0]) if y is None else y)
         k = np.arange(self.n_quantiles)
@@ -221,11 +241,6 @@ def fit_tightened(estimator, X, y):
     """
     if not tightening_on(estimator):
         return False
-    if is_dask_array(X):
-        raise NotImplementedError(
-            "tighten_bounds is not supported for Dask input yet; fit with "
-            "tighten_bounds=False."
-        )
     from ._base import noise_generator  # the base class imports this module
 
     # stack: resolve_bounds, fit_tightened, fit, fit wrapper, the user's call
@@ -253,7 +268,10 @@ def fit_tightened(estimator, X, y):
         y_bound=resolved[2] if y_bound is None else y_bound,
     )
     model.set_params(random_state=rng)
-    model.fit(X, y)
+    with warnings.catch_warnings():
+        # the released bounds clip the tails by design (up to 2 _MAX_LEVEL)
+        warnings.simplefilter("ignore", BoundsWarning)
+        model.fit(X, y)
     params = estimator.get_params(deep=False)
     for name in [k for k in vars(estimator) if k not in params]:
         delattr(estimator, name)
@@ -276,8 +294,6 @@ def target_epsilon(estimator, X, y):
     """:meth:`pdp_epsilon` of a tightened fit: the bounds' exact loss of
     adding each row plus the model's guarantee (valid for any released
     bounds)."""
-    if is_dask_array(X):
-        raise NotImplementedError("tighten_bounds is not supported for Dask input yet.")
     return estimator.bounds_release_.row_epsilon(X, y, add=True) + estimator.model_epsilon_
 
 

@@ -228,9 +228,25 @@ def test_unsupported_uses_raise_clear_errors():
         PDPReport(est, publish_epsilon=0.5).fit(X, y)
     report = PDPReport(est).fit(X, y)
     assert np.array_equal(report.pdp_losses_, report.estimator_.pdp_losses_)
+
+
+def test_dask_input_gives_the_same_release():
+    """Quantiles from per-block histograms: the same counts, bounds (same
+    seed), losses and predictions as in memory, lazily."""
     da = pytest.importorskip("dask.array")
-    with pytest.raises(NotImplementedError, match="Dask"):
-        est.fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
+    X, y, bounds, y_bound = _table(6000)
+    params = dict(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True, random_state=0)
+    mem = AdaSSPRegressor(**params).fit(X, y)
+    lazy = AdaSSPRegressor(**params).fit(da.from_array(X, chunks=1000),
+                                         da.from_array(y, chunks=1000))
+    assert np.array_equal(lazy.bounds_release_.counts_, mem.bounds_release_.counts_)
+    assert np.allclose(lazy.bounds_X_, mem.bounds_X_)
+    assert isinstance(lazy.pdp_losses_, da.Array)
+    assert np.allclose(lazy.pdp_losses_.compute(), mem.pdp_losses_)
+    Xt, yt = da.from_array(X[:50] * 3, chunks=20), da.from_array(y[:50], chunks=20)
+    assert np.allclose(lazy.pdp_epsilon(Xt).compute(), mem.pdp_epsilon(X[:50] * 3))
+    assert np.allclose(lazy.pdp_epsilon(Xt, yt).compute(), mem.pdp_epsilon(X[:50] * 3, y[:50]))
+    assert np.allclose(lazy.predict(Xt).compute(), mem.predict(X[:50] * 3))
 
 
 def test_undeclared_bounds_are_not_tightened():
