@@ -408,6 +408,16 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         # search's tolerance must not report more
         return np.minimum(gaussian_epsilon(self.delta, ratio), self.dp_epsilon_)
 
+    def _box_epsilon(self, Z, ys, eigen2, delta):
+        """Per-row epsilon at ``delta`` from upper bounds on the magnitudes
+        of the scaled rows' entries (``Z``, the constant last with an
+        intercept), of their labels (``ys``; None: 1) and on the eigenvalue's
+        squared change: every block's change grows with them. What a fit
+        on privately tightened bounds charges for the model, over all the
+        bounds it could have released (doc/mechanisms/tightening.rst)."""
+        changes = _row_changes2(Z, ys, self.fit_intercept, eigen2)
+        return gaussian_epsilon(delta, block_ratio(self.noise_scale_, changes))
+
     def _training_epsilon(self, Xs, ys):
         return self._epsilon(self._row_ratio(Xs, ys, add=False))
 

@@ -50,6 +50,9 @@ _TAIL_GUARD = 4.0
 # the declared bounds' error, n epsilon = 1200).
 _MAX_LEVEL = 0.1
 _AUTO_TAIL = 1.0
+# Share of delta kept, for a model that bounds its rows' losses over the
+# plausible released bounds (AdaSSP), for the bounds falling outside them.
+_EVENT_SHARE = 0.1
 # Grid of widths, as fractions of the declared width: geometric from
 # _GRID_FLOOR (fine near the data's own end, for long tails) and uniform
 # (for data in the middle of a wide range), up to the declared width.
@@ -189,6 +192,49 @@ class BoundsRelease:
             y_bound = (float(a), float(b)) if a < b else y_bound
         return data_norm, bounds_X, y_bound
 
+    def plausible(self, delta):
+        """``(low, high)`` of each released end over a set of grid points
+        outside which it falls with probability at most ``delta`` over the k
+        quantiles together, on these data and on any neighbour (each
+        quantile is epsilon_q-DP: the set leaves out at most
+        ``delta e^-epsilon_q / k`` of each quantile's mass here); (k, 2)."""
+        budget = delta * np.exp(-self.epsilon_q) / max(self.n_quantiles, 1)
+        p = np.exp(self.log_proba())
+        order = np.argsort(p, axis=1)
+        dropped = np.cumsum(np.take_along_axis(p, order, axis=1), axis=1) <= budget
+        keep = np.empty_like(dropped)
+        np.put_along_axis(keep, order, ~dropped, axis=1)
+        ends = self.origin[:, None] + self.sign[:, None] * self.grid
+        return np.stack([np.where(keep, ends, np.inf).min(axis=1),
+                         np.where(keep, ends, -np.inf).max(axis=1)], axis=1)
+
+    def box(self, ranges):
+        """For released ends within ``ranges`` (:meth:`plausible`), the two
+        corners that bound a scaled value's magnitude: ``(lo, hi)`` arrays of
+        shape (2, m) for the features (bounds_X) then the label, and a mask
+        of the ranges whose released ends may cross (then only |z| <= 1
+        holds). The scaled value of x in [lo, hi] is
+        (clip(x, lo, hi) - mid) / half: over a box of (lo, hi), its
+        magnitude is largest at (lo_min, hi_min) or (lo_max, hi_max) (it is
+        1 outside [lo, hi], and inside it decreases in both ends above the
+        midpoint and increases in both below it)."""
+        data_norm, bounds_X, y_bound = self.declared
+        lows, highs = [], []
+        if bounds_X is not None:
+            lows.append(np.stack([bounds_X[0], bounds_X[0]]))
+            highs.append(np.stack([bounds_X[1], bounds_X[1]]))
+        if y_bound is not None:
+            low, high = label_range(y_bound)
+            lows.append(np.full((2, 1), low))
+            highs.append(np.full((2, 1), high))
+        lo, hi = np.hstack(lows), np.hstack(highs)
+        # pairs of quantiles, after the norm's (alone, first) if any
+        for k in range(int(self.source[:1] == ["norm"]), self.n_quantiles, 2):
+            col = lo.shape[1] - 1 if self.source[k] == "y" else self.source[k]
+            # quantile k releases the upper end, k + 1 the lower one
+            hi[:, col], lo[:, col] = ranges[k], ranges[k + 1]
+        return lo, hi, lo[1] >= hi[0]
+
     def _tables(self, add):
         """Per quantile, the (upper, lower) log-ratio extremes by cell: (2, k, G)."""
         q = 1.0 - self.level
@@ -261,8 +307,13 @@ def fit_tightened(estimator, X, y):
     model_epsilon = estimator.epsilon - release.epsilon
     while model_epsilon + release.epsilon > estimator.epsilon:  # rounding
         model_epsilon = np.nextafter(model_epsilon, 0.0)
+    # a model that bounds its rows' losses over the plausible bounds keeps
+    # a share of delta for the bounds falling outside them
+    sharp = hasattr(estimator, "_box_epsilon")
+    event = _EVENT_SHARE * estimator.delta if sharp else 0.0
     model = clone(estimator).set_params(
         epsilon=float(model_epsilon), tighten_bounds=False,
+        delta=estimator.delta - event,
         data_norm=(data_norm or resolved[0]) if bounds_X is None else None,
         bounds_X=bounds_X,
         y_bound=resolved[2] if y_bound is None else y_bound,
@@ -281,8 +332,93 @@ def fit_tightened(estimator, X, y):
     estimator.bounds_epsilon_ = release.epsilon
     estimator.model_epsilon_ = model.dp_epsilon_
     estimator.dp_epsilon_ = release.epsilon + model.dp_epsilon_
-    estimator.pdp_losses_ = release.row_epsilon(X, y) + model.dp_epsilon_
+    estimator.dp_delta_ = model.dp_delta_ + event
+    release.event_ = event
+    if sharp and not model.mean_only_:
+        rows = _BoxRows(release, release.plausible(event), model.domain_scaler())
+        release.model_rows_ = rows.fit(X)
+    estimator.pdp_losses_ = release.row_epsilon(X, y) + model_loss(estimator, X, y, add=False)
     return True
+
+
+def model_loss(estimator, X, y, add):
+    """The model stage's part of each row's loss: its guarantee, or for a
+    model with ``_box_epsilon`` (AdaSSP) its largest per-row loss over the
+    plausible released bounds (at the model's delta; the bounds fall
+    outside them with probability at most the rest of delta)."""
+    rows = getattr(estimator.bounds_release_, "model_rows_", None)
+    if rows is None:
+        return estimator.model_epsilon_
+    if is_dask_array(X):
+        if y is None:
+            return X.map_blocks(lambda b: model_loss(estimator, b, None, add),
+                                drop_axis=1, dtype=np.float64)
+        return X.map_blocks(lambda b, yb: model_loss(estimator, b, yb[:, 0], add),
+                            y[:, None], drop_axis=1, dtype=np.float64)
+    Z, ys, eigen2 = rows.bound(X, y, add)
+    eps = estimator._box_epsilon(Z, ys, eigen2, estimator.delta - estimator.bounds_release_.event_)
+    return np.minimum(eps, estimator.model_epsilon_)
+
+
+class _BoxRows:
+    """Upper bounds on a row's scaled entries, label and eigenvalue change
+    that hold for every released bound within the plausible ranges."""
+
+    def __init__(self, release, ranges, scaler):
+        self.release = release
+        self.scaler = scaler  # the model's: for the ranges not tightened
+        self.intercept = scaler.fit_intercept
+        data_norm, bounds_X, y_bound = release.declared
+        self.norm_min = None
+        if bounds_X is None and data_norm is not None:
+            self.norm_min = ranges[0][0]
+        self.lo, self.hi, self.cross = release.box(ranges) if (
+            bounds_X is not None or y_bound is not None) else (None, None, None)
+        self.n_features = None if bounds_X is None else bounds_X[0].shape[0]
+
+    @staticmethod
+    def _magnitude(V, lo, hi, cross):
+        """max over the two corners of |clip(v, lo, hi) - mid| / half."""
+        out = np.zeros(V.shape)
+        for a, b in zip(lo, hi):
+            out = np.maximum(out, np.abs(np.clip(V, a, b) - 0.5 * (a + b)) / (0.5 * (b - a)))
+        return np.where(cross, 1.0, out)
+
+    def _entries(self, X, y):
+        """|z| bounds of the feature entries (scaled, unit ball) and |y_s|."""
+        ys = None
+        d = X.shape[1]
+        if self.n_features is not None:
+            Z = self._magnitude(X, self.lo[:, :d], self.hi[:, :d], self.cross[:d]) / np.sqrt(d)
+        elif self.norm_min is not None:  # |x_j| / max(c, ||x||) falls with c
+            Z = np.abs(X) / np.maximum(self.norm_min, row_norms(X))[:, None]
+        else:
+            Z = np.abs(self.scaler.scale(X)[:, :d])
+        if y is not None and self.release.declared[2] is not None:
+            ys = self._magnitude(y, self.lo[:, -1], self.hi[:, -1], self.cross[-1])
+        return Z, ys
+
+    def fit(self, X):
+        """Record the mean of the entries' bounds over the training rows."""
+        Z, _ = self._entries(X, None)
+        self.mean = Z.mean(axis=0) if not is_dask_array(Z) else Z.mean(axis=0).compute()
+        self.n = X.shape[0]
+        return self
+
+    def bound(self, X, y, add):
+        """``(Z, ys, eigen2)`` for :meth:`AdaSSPRegressor._box_epsilon`."""
+        Z, ys = self._entries(X, y)
+        if y is not None and ys is None:  # the label range was not tightened
+            ys = np.abs(self.scaler.scale_labels(y))
+        if self.intercept:
+            # rank-one change n/(n -+ 1) ||z - z_bar||^2 (Weyl), with
+            # |z_j - z_bar_j| <= |z_j| + mean |z_j| for every released bound
+            gap = np.einsum("ij,ij->i", Z + self.mean, Z + self.mean)
+            eigen = gap * self.n / (self.n + 1 if add else max(self.n - 1, 1))
+            Z = np.column_stack([Z, np.ones(Z.shape[0])])
+        else:
+            eigen = np.einsum("ij,ij->i", Z, Z)
+        return Z, ys, eigen**2
 
 
 def tightened(estimator):
@@ -294,7 +430,8 @@ def target_epsilon(estimator, X, y):
     """:meth:`pdp_epsilon` of a tightened fit: the bounds' exact loss of
     adding each row plus the model's guarantee (valid for any released
     bounds)."""
-    return estimator.bounds_release_.row_epsilon(X, y, add=True) + estimator.model_epsilon_
+    return (estimator.bounds_release_.row_epsilon(X, y, add=True)
+            + model_loss(estimator, X, y, add=True))
 
 
 def clip_rows(estimator, X):

@@ -16,7 +16,7 @@ from sklearn_pdp import (
     RandomProjectionRegressor,
 )
 from sklearn_pdp._accounting._exponential import quantile_log_proba, quantile_loss_table
-from sklearn_pdp._tighten import BoundsRelease
+from sklearn_pdp._tighten import BoundsRelease, model_loss
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 
@@ -150,8 +150,11 @@ def test_adassp_tightened_accounting_and_predictions():
     assert upper[0] < 30.0 and 0.0 <= lower[0] < upper[0]
     assert est.y_bound_[1] - est.y_bound_[0] < 100.0
     # the loss of the whole release: the bounds' exact one plus the model's
-    # guarantee, which holds for every released bound
-    assert np.allclose(est.pdp_losses_, rel.row_epsilon(X, y) + est.model_epsilon_)
+    # largest over the plausible released bounds
+    model_part = model_loss(est, X, y, add=False)
+    assert np.all(model_part <= est.model_epsilon_)
+    assert np.allclose(est.pdp_losses_, rel.row_epsilon(X, y) + model_part)
+    assert est.dp_delta_ == 1e-6
     assert np.all(est.pdp_losses_ <= est.dp_epsilon_ + 1e-12)
     other = AdaSSPRegressor(**{**est.get_params(), "random_state": 7}).fit(X, y)
     assert np.array_equal(other.pdp_losses_, est.pdp_losses_)
@@ -164,7 +167,8 @@ def test_adassp_tightened_accounting_and_predictions():
     assert np.allclose(public.bounds_X, np.array(est.bounds_X_))
     # targets: the bounds' loss of adding them plus the model's guarantee
     targets = est.pdp_epsilon(X[:20], y[:20])
-    assert np.allclose(targets, rel.row_epsilon(X[:20], y[:20], add=True) + est.model_epsilon_)
+    assert np.allclose(targets, rel.row_epsilon(X[:20], y[:20], add=True)
+                       + model_loss(est, X[:20], y[:20], add=True))
     assert np.all(est.pdp_epsilon(X[:20]) >= targets - 1e-12)
 
 
@@ -186,6 +190,8 @@ def test_every_estimator_tightens_within_the_budget(cls):
     assert est.dp_epsilon_ <= 2.0
     assert est.bounds_epsilon_ == pytest.approx(0.2)
     assert np.all(est.pdp_losses_ <= est.dp_epsilon_ + 1e-12)
+    # the model's part is its guarantee, valid for every released bound
+    assert np.allclose(est.pdp_losses_, est.bounds_release_.row_epsilon(X, y) + est.model_epsilon_)
     assert np.all(np.isfinite(est.predict(X)))
 
 
@@ -281,3 +287,58 @@ def test_command_line_reports_the_released_bounds(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["released_bounds"]["epsilon"] == pytest.approx(0.4)
     assert main(common) == 0
     assert json.loads(capsys.readouterr().out)["released_bounds"] is None
+
+
+@pytest.mark.parametrize("declare", ["bounds_X", "data_norm"])
+def test_adassp_model_part_bounds_every_plausible_release(declare):
+    """AdaSSP charges, for the model, the largest per-row loss over the
+    released bounds of non-negligible probability: refit the model on
+    bounds drawn from that set (its corners included) and check that its
+    exact per-row losses, removed and added, never exceed the charge."""
+    X, y, bounds, y_bound = _table(2000)
+    decl = {"bounds_X": bounds} if declare == "bounds_X" else {"data_norm": 120.0}
+    est = AdaSSPRegressor(epsilon=3.0, y_bound=y_bound, tighten_bounds=True,
+                          random_state=0, **decl).fit(X, y)
+    rel = est.bounds_release_
+    assert rel.event_ == pytest.approx(1e-7)
+    ranges = rel.plausible(rel.event_)
+    charged = model_loss(est, X, y, add=False)
+    assert np.all(charged <= est.model_epsilon_)
+    assert np.ptp(charged) > 0.05  # not the guarantee for everyone
+    assert np.allclose(est.pdp_losses_, rel.row_epsilon(X, y) + charged)
+    targets = X[:30] * np.linspace(0.5, 2.0, 30)[:, None]
+    charged_add = model_loss(est, targets, y[:30], add=True)
+    charged_worst = model_loss(est, targets, None, add=True)
+    ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
+    rng = np.random.RandomState(0)
+    for trial in range(6):
+        # trial 0 and 1: the corners (lo_min, hi_min) and (lo_max, hi_max)
+        pick = []
+        for k in range(rel.n_quantiles):
+            inside = np.flatnonzero((ends[k] >= ranges[k, 0]) & (ends[k] <= ranges[k, 1]))
+            side = (trial + (rel.sign[k] < 0)) % 2 if trial < 2 else rng.randint(2)
+            pick.append(ends[k, inside[0 if side == 0 else -1]] if trial < 2
+                        else ends[k, rng.choice(inside)])
+        pick = np.array(pick)
+        data_norm, bounds_X, y_b = _assemble(rel, pick)
+        model = AdaSSPRegressor(epsilon=est.model_epsilon_, delta=1e-6 - rel.event_,
+                                y_bound=y_b, data_norm=data_norm, bounds_X=bounds_X,
+                                random_state=0).fit(X, y)
+        assert not model.mean_only_
+        assert np.all(model.pdp_losses_ <= charged + 1e-9)
+        assert np.all(model.pdp_epsilon(targets, y[:30]) <= charged_add + 1e-9)
+        assert np.all(model.pdp_epsilon(targets) <= charged_worst + 1e-9)
+
+
+def _assemble(rel, ends):
+    """The bounds a draw of these ends releases (as ``BoundsRelease.draw``)."""
+    data_norm, bounds_X, y_bound = rel.declared
+    if bounds_X is not None:
+        lower, upper = (b.copy() for b in bounds_X)
+        for k in range(0, rel.n_quantiles - 2, 2):
+            j = rel.source[k]
+            lower[j], upper[j] = sorted((ends[k], ends[k + 1]))
+        bounds_X = (lower, upper)
+    else:
+        data_norm = float(ends[0])
+    return data_norm, bounds_X, tuple(sorted(ends[-2:]))
