@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python benchmarks/run.py utility      # test MSE grid -> doc/benchmarks/utility.md
-    python benchmarks/run.py utility --schema  # declared/tightened/oracle bounds -> doc/benchmarks/schema.md
+    python benchmarks/run.py utility --schema  # schema bounds -> doc/benchmarks/schema.md
     python benchmarks/run.py speed        # fit time and memory -> doc/benchmarks/speed.md
     python benchmarks/run.py all
     python benchmarks/run.py dask         # 1e7 rows on a 2-worker Dask cluster -> doc/benchmarks/dask.md

@@ -6,8 +6,8 @@ tighter ranges: for each declared range [a, b] two quantiles by the
 exponential mechanism (:mod:`._accounting._exponential`), of the distance
 of the clipped values above a and below b, on a public grid of distances,
 geometric (fine near the data's own end, coarse in a long tail) and
-uniform; for
-``data_norm`` one quantile of the row norms. The model is then fitted on
+uniform; for ``data_norm`` one quantile of the row norms. The model is then
+fitted on
 the rows clipped to the released ranges, calibrated to them, with the rest
 of the budget.
 
@@ -16,11 +16,13 @@ the sum of their epsilons, and a row's exact pure loss for all of them is
 the larger of the sums over the releases of its largest log-ratio in each
 direction (each a function of the grid cell it falls in,
 :func:`~._accounting._exponential.quantile_loss_table`). The model stage is
-chosen by the released bounds (adaptive composition): whatever bounds are
+chosen by the released bounds (adaptive composition); its per-instance loss
+at the released bounds would condition on the draw. Whatever bounds are
 released, the model's rows lie in the unit ball of its privacy domain, so
-its data-independent guarantee bounds every row's loss for every outcome
-(its per-instance loss at the released bounds would condition on the draw).
-A row's loss for the whole release is the sum, at the model's delta.
+its data-independent guarantee bounds every row's loss for every outcome;
+AdaSSP charges instead its largest per-row loss over the bounds released
+with non-negligible probability (:class:`_BoxRows`), keeping a share of
+delta for the others. A row's loss for the whole release is the sum.
 """
 
 import warnings
