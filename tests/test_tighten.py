@@ -342,3 +342,49 @@ def _assemble(rel, ends):
     else:
         data_norm = float(ends[0])
     return data_norm, bounds_X, tuple(sorted(ends[-2:]))
+
+
+@pytest.mark.audit
+def test_audit_whole_release_monte_carlo():
+    """Monte Carlo of the whole release (bounds, then AdaSSP on them) on
+    small data: its privacy loss is the bounds' log-ratio at the drawn
+    bounds plus, given them, a Gaussian loss N(+-s^2/2, s^2) with the
+    row's exact ratio s at those bounds. The reported loss must bound the
+    estimated delta in both directions."""
+    from tests._mc import Z_TOL, hockey_stick_mc
+
+    rng = np.random.RandomState(3)
+    n = 1500
+    X = np.minimum(2 * rng.lognormal(0, 0.8, (n, 1)), 59)
+    y = 0.5 * X[:, 0] + rng.randn(n)
+    delta = 0.02
+    params = dict(epsilon=3.0, delta=delta, bounds_X=((0.0,), (60.0,)), y_bound=(-40.0, 40.0),
+                  tighten_bounds=True, random_state=0)
+    est = AdaSSPRegressor(**params).fit(X, y)
+    rel = est.bounds_release_
+    ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
+    ratios = {}
+
+    def ratio(pick, i):
+        key = (tuple(pick), i)
+        if key not in ratios:
+            _, bounds_X, y_b = _assemble(rel, ends[np.arange(rel.n_quantiles), pick])
+            model = AdaSSPRegressor(epsilon=est.model_epsilon_, delta=delta - rel.event_,
+                                    bounds_X=bounds_X, y_bound=y_b).fit(X, y)
+            Xs, ys = model.domain_scaler().scale(X[i: i + 1], y[i: i + 1])
+            ratios[key] = float(model._row_ratio(Xs, ys, add=False)[0])
+        return ratios[key]
+
+    draws = 20000
+    for i in (int(np.argmax(X[:, 0])), int(np.argmin(np.abs(X[:, 0] - 2))), 0):
+        without = BoundsRelease(*rel.declared, n, rel.epsilon).fit(np.delete(X, i, 0),
+                                                                  np.delete(y, i))
+        logp, logq = without.log_proba(), rel.log_proba()  # P: without the row
+        losses = []
+        for sign, logs in ((1.0, logp), (-1.0, logq)):
+            picks = np.stack([rng.choice(ends.shape[1], draws, p=np.exp(lg)) for lg in logs], 1)
+            bound_loss = (logp - logq)[np.arange(rel.n_quantiles), picks].sum(axis=1)
+            s = np.array([ratio(p, i) for p in map(tuple, picks)])
+            losses.append(bound_loss + sign * s**2 / 2 + s * rng.standard_normal(draws))
+        for (est_delta, se) in hockey_stick_mc(*losses, est.pdp_losses_[i]):
+            assert est_delta <= delta + Z_TOL * se, (i, est_delta, se)
