@@ -66,7 +66,7 @@ def tightening_on(estimator):
     """Whether ``fit`` tightens the bounds (``tighten_bounds``; "auto" is
     decided later, by :attr:`BoundsRelease.worthwhile`)."""
     mode = getattr(estimator, "tighten_bounds", False)
-    if mode is False:
+    if not _always(mode) and mode != "auto":
         return False
     if getattr(estimator, "epsilon", None) is None:
         if mode == "auto":
@@ -76,6 +76,11 @@ def tightening_on(estimator):
             f"{type(estimator).__name__} has epsilon=None (a raw noise level)."
         )
     return True
+
+
+def _always(mode):
+    """``tighten_bounds`` asks for tightening whatever the data size."""
+    return not isinstance(mode, str) and bool(mode)
 
 
 def _share(estimator):
@@ -301,7 +306,7 @@ def fit_tightened(estimator, X, y):
     n = X.shape[0]
     share = _share(estimator)
     release = BoundsRelease(*declared, n, share * estimator.epsilon)
-    if not (release.worthwhile or release.n_quantiles and estimator.tighten_bounds is True):
+    if not (release.worthwhile or release.n_quantiles and _always(estimator.tighten_bounds)):
         return False
     release.fit(X, y)
     rng = noise_generator(estimator.random_state)

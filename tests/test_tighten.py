@@ -217,6 +217,10 @@ def test_auto_rule_and_refit_state():
     assert hasattr(big, "bounds_release_")
     big.set_params(tighten_bounds=False).fit(X, y)  # a refit drops the release
     assert not hasattr(big, "bounds_release_") and big.dp_epsilon_ == 1.0
+    big.set_params(tighten_bounds=np.False_).fit(X, y)
+    assert not hasattr(big, "bounds_release_")
+    small.set_params(tighten_bounds=np.True_).fit(X[:500], y[:500])  # whatever n
+    assert hasattr(small, "bounds_release_")
 
 
 def test_unsupported_uses_raise_clear_errors():

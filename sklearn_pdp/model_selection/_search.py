@@ -293,7 +293,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "estimator must be a private regressor of sklearn_pdp, got "
                 f"{type(self.estimator).__name__}."
             )
-        if self.estimator.get_params().get("tighten_bounds", False) is not False:
+        tighten = self.estimator.get_params().get("tighten_bounds", False)
+        if isinstance(tighten, str) or tighten:
             raise NotImplementedError(
                 "PrivateGridSearchCV does not tighten bounds yet: set the "
                 "estimator's tighten_bounds=False (and declare tight bounds)."
