@@ -35,15 +35,18 @@ y_bound : float or tuple (low, high), default=None
     it is read from the data with a
     :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.""",
     "tighten": """\
-tighten_bounds : bool, default=False
+tighten_bounds : bool or "auto", default=False
     Spend ``tighten_share`` of ``epsilon`` on releasing tighter bounds
     before the model: two private quantiles (exponential mechanism on a
-    public geometric grid) of each declared range of ``bounds_X`` but the
-    (0, 1) ones of indicator columns, one of the row norms for
-    ``data_norm``, two of ``y_bound``. The model is fitted and calibrated on
-    the released bounds with the rest of the budget; ``dp_epsilon_`` and
-    ``pdp_losses_`` cover both stages, and predictions clip new rows to the
-    released bounds (doc/mechanisms/tightening.rst). Needs an epsilon budget.
+    public grid) of each declared range of ``bounds_X`` but the (0, 1) ones
+    of indicator columns, one of the row norms for ``data_norm``, two of
+    ``y_bound``. The model is fitted and calibrated on the released bounds
+    with the rest of the budget; ``dp_epsilon_`` and ``pdp_losses_`` cover
+    both stages, and predictions clip new rows to the released bounds
+    (doc/mechanisms/tightening.rst). "auto" tightens only where n times
+    each quantile's epsilon is at least 4 log(79) (a public rule; measured
+    never worse than the declared bounds), True always. Needs an epsilon
+    budget.
 tighten_share : float in (0, 1), default=None
     Share of ``epsilon`` spent on the bounds; None means 0.1.""",
     "fit_intercept": """\
