@@ -344,10 +344,10 @@ def utility(args):
 def heavy_table(n_samples, random_state):
     """A table shaped like the public ones whose schema ranges are loose:
     3 measurement columns 2 lognormal(0, 0.8) capped at 59 (99.5% of rows
-    below 15; schema range [0, 60]), 5 columns N(50, 10) (schema [0, 100]),
+    below 16; schema range [0, 60]), 5 columns N(50, 10) (schema [0, 100]),
     3 categorical columns of 6 levels one-hot encoded (schema [0, 1]: left
-    alone), y linear in all plus N(0, 9) (schema range 3 times the largest
-    |y| of the first split: +-210). Returns X, y, bounds_X, y_bound."""
+    alone), y linear in all plus N(0, 9) (schema range +-210, about 4.5
+    times the largest |y|). Returns X, y, bounds_X, y_bound."""
     rng = np.random.default_rng([random_state, 33])
     beta = np.random.default_rng(33).standard_normal(26)  # one model for all splits
     X = np.column_stack([
@@ -457,8 +457,8 @@ def schema_utility(args):
         f"{args.splits} random 80/20 splits; `dp_epsilon_` is checked to be at "
         "most epsilon (the tightened fits' include the bounds). heavy: a "
         "synthetic table of 26 columns (3 heavy-tailed measurements with schema "
-        "range [0, 60], 99.5% of rows below 15; 5 N(50, 10) in [0, 100]; 18 "
-        "one-hot in [0, 1]) and a label range 7 times the data's; diabetes: "
+        "range [0, 60], 99.5% of rows below 16; 5 N(50, 10) in [0, 100]; 18 "
+        "one-hot in [0, 1]) and a label range 4.5 times the largest |y|; diabetes: "
         "the scikit-learn diabetes data in its original units with clinical "
         "schema ranges (see benchmarks/run.py)."
     )
