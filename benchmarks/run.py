@@ -3,6 +3,7 @@
 Run from the repository root::
 
     python benchmarks/run.py utility      # test MSE grid -> doc/benchmarks/utility.md
+    python benchmarks/run.py utility --schema  # schema bounds -> doc/benchmarks/schema.md
     python benchmarks/run.py speed        # fit time and memory -> doc/benchmarks/speed.md
     python benchmarks/run.py all
     python benchmarks/run.py dask         # 1e7 rows on a 2-worker Dask cluster -> doc/benchmarks/dask.md
@@ -265,6 +266,8 @@ def _fit_mse(name, eps, split, X_tr, y_tr, X_te, y_te, data_norm, y_bound, **par
 
 
 def utility(args):
+    if args.schema:
+        return schema_utility(args)
     names = args.estimators
     alphas = 10.0 ** np.arange(0, 7)
     rows, sweep_rows, cells = [], [], []
@@ -331,6 +334,137 @@ def utility(args):
     write_page("utility", "Utility against privacy", intro, names, table,
                "python benchmarks/run.py " + " ".join(sys.argv[1:]),
                write=not args.quick)
+
+
+# ---------------------------------------------------------------------------
+# (a') Declared schema bounds: declared, privately tightened, oracle quantiles
+# ---------------------------------------------------------------------------
+
+
+def heavy_table(n_samples, random_state):
+    """A table shaped like the public ones whose schema ranges are loose:
+    3 measurement columns 2 lognormal(0, 0.8) capped at 59 (99.5% of rows
+    below 16; schema range [0, 60]), 5 columns N(50, 10) (schema [0, 100]),
+    3 categorical columns of 6 levels one-hot encoded (schema [0, 1]: left
+    alone), y linear in all plus N(0, 9) (schema range +-210, about 4.5
+    times the largest |y|). Returns X, y, bounds_X, y_bound."""
+    rng = np.random.default_rng([random_state, 33])
+    beta = np.random.default_rng(33).standard_normal(26)  # one model for all splits
+    X = np.column_stack([
+        np.minimum(2 * rng.lognormal(0, 0.8, (n_samples, 3)), 59),
+        rng.normal(50, 10, (n_samples, 5)),
+        *(np.eye(6)[rng.integers(0, 6, n_samples)] for _ in range(3)),
+    ])
+    y = 0.5 * X @ beta + 3 * rng.standard_normal(n_samples)
+    bounds = (np.zeros(26), np.r_[np.full(3, 60.0), np.full(5, 100.0), np.ones(18)])
+    return X, y, bounds, (-210.0, 210.0)
+
+
+def diabetes_schema():
+    """The diabetes data in its original units with schema ranges a data
+    dictionary would give (age [0, 120], sex {1, 2}, BMI [10, 70], blood
+    pressure [40, 200], serum measurements at their clinical limits; the
+    disease progression [0, 400]); taken as public."""
+    X, y = load_diabetes(return_X_y=True, scaled=False)
+    bounds = (np.array([0, 1, 10, 40, 50, 20, 10, 0, 2, 40.0]),
+              np.array([120, 2, 70, 200, 400, 300, 150, 20, 8, 400.0]))
+    return X, y, bounds, (0.0, 400.0)
+
+
+def _quantile_bounds(X, y, bounds, level=0.005):
+    """The non-private oracle: the training data's level and 1 - level
+    quantiles (indicator columns, declared (0, 1), kept)."""
+    lower, upper = np.quantile(X, [level, 1 - level], axis=0)
+    keep = (bounds[0] == 0) & (bounds[1] == 1)
+    lower, upper = np.where(keep, 0.0, lower), np.where(keep, 1.0, upper)
+    upper = np.maximum(upper, lower + 1e-9 * (bounds[1] - bounds[0]))
+    low, high = np.quantile(y, [level, 1 - level])
+    return (lower, upper), (float(low), float(max(high, low + 1e-9)))
+
+
+def _schema_fit(name, eps, split, X_tr, y_tr, X_te, y_te, bounds_X, y_bound, **params):
+    est = FACTORIES[name](
+        eps, DELTA, *X_tr.shape, data_norm=None, y_bound=y_bound, random_state=split,
+    ).set_params(bounds_X=bounds_X, **params).fit(X_tr, y_tr)
+    if not est.dp_epsilon_ <= eps * (1 + 1e-9):
+        raise RuntimeError(f"{name}: dp_epsilon_={est.dp_epsilon_} exceeds the budget {eps}")
+    return float(np.mean((est.predict(X_te) - y_te) ** 2)), est
+
+
+def schema_utility(args):
+    """``utility --schema``: each estimator given the declared schema ranges,
+    the same with ``tighten_bounds=True`` (and "auto"), and the training
+    data's 0.5%/99.5% quantiles (an oracle, not private)."""
+    tables = [(f"heavy n={n:.0e}".replace("e+0", "e"),
+               lambda split, n=n: heavy_table(n, split)) for n in args.n]
+    tables.append(("diabetes (schema)", lambda split: diabetes_schema()))
+    rows, bound_rows = [], []
+    for data_name, load in tables:
+        for eps in args.epsilon:
+            mse, ends = {}, {}
+            for split in range(args.splits):
+                X, y, bounds, y_bound = load(split)
+                X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2, random_state=split)
+                oracle_X, oracle_y = _quantile_bounds(X_tr, y_tr, bounds)
+                mse.setdefault("mean", []).append(np.mean((y_tr.mean() - y_te) ** 2))
+                common = (split, X_tr, y_tr, X_te, y_te)
+                for name in args.estimators:
+                    for mode, bX, yb, tighten in (
+                        ("declared", bounds, y_bound, False),
+                        ("tightened", bounds, y_bound, True),
+                        ("auto", bounds, y_bound, "auto"),
+                        ("oracle", oracle_X, oracle_y, False),
+                    ):
+                        err, est = _schema_fit(name, eps, *common, bX, yb, tighten_bounds=tighten)
+                        mse.setdefault((name, mode), []).append(err)
+                        if name == args.estimators[0] and mode in ("tightened", "oracle"):
+                            ends.setdefault(mode, []).append(
+                                (est.bounds_X_[0][0], est.bounds_X_[1][0], *est.y_bound_))
+            m = {key: float(np.mean(v)) for key, v in mse.items()}
+            n_eps = len(y_tr) * eps
+            for name in args.estimators:
+                r = {mode: m[(name, mode)] / m["mean"]
+                     for mode in ("declared", "tightened", "auto", "oracle")}
+                rows.append([data_name, f"{eps:g}", f"{n_eps:.0f}", name]
+                            + [f"{r[k]:.3f}" for k in r]
+                            + [f"{r['tightened'] / r['oracle']:.2f}",
+                               f"{r['tightened'] / r['declared']:.2f}",
+                               f"{r['auto'] / r['declared']:.2f}"])
+                print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+            tight, oracle = np.mean(ends["tightened"], axis=0), np.mean(ends["oracle"], axis=0)
+            bound_rows.append([
+                data_name, f"{eps:g}",
+                f"[{bounds[0][0]:g}, {bounds[1][0]:g}] / [{y_bound[0]:g}, {y_bound[1]:g}]",
+                f"[{tight[0]:.3g}, {tight[1]:.3g}] / [{tight[2]:.4g}, {tight[3]:.4g}]",
+                f"[{oracle[0]:.3g}, {oracle[1]:.3g}] / [{oracle[2]:.4g}, {oracle[3]:.4g}]",
+            ])
+    table = markdown_table(
+        ["data", "epsilon", "n_train epsilon", "estimator", "declared", "tightened",
+         "auto", "oracle quantiles", "tightened / oracle", "tightened / declared",
+         "auto / declared"], rows)
+    table += (
+        f"\n\nThe bounds of the first feature and of the label, mean over the "
+        f"splits ({args.estimators[0]}; declared, privately tightened, and the "
+        f"oracle's):\n\n" + markdown_table(
+            ["data", "epsilon", "declared", "tightened", "oracle quantiles"], bound_rows))
+    intro = (
+        "Test mean squared error over the mean predictor's when the estimators "
+        "are given the ranges of a schema (what a value can be) rather than of "
+        "the data: declared as they are, privately tightened by the estimator "
+        "(`tighten_bounds=True`, default share and levels; `auto`: the public "
+        "rule of `tighten_bounds='auto'`), and the training data's own 0.5% and "
+        "99.5% quantiles (an oracle: not private). Mean over "
+        f"{args.splits} random 80/20 splits; `dp_epsilon_` is checked to be at "
+        "most epsilon (the tightened fits' include the bounds). heavy: a "
+        "synthetic table of 26 columns (3 heavy-tailed measurements with schema "
+        "range [0, 60], 99.5% of rows below 16; 5 N(50, 10) in [0, 100]; 18 "
+        "one-hot in [0, 1]) and a label range 4.5 times the largest |y|; diabetes: "
+        "the scikit-learn diabetes data in its original units with clinical "
+        "schema ranges (see benchmarks/run.py)."
+    )
+    write_page("schema", "Declared schema bounds, tightened privately", intro,
+               args.estimators, table,
+               "python benchmarks/run.py " + " ".join(sys.argv[1:]), write=not args.quick)
 
 
 # Ridges of the oracle OPS, the best chosen in hindsight per cell.
@@ -734,6 +868,10 @@ def main(argv=None):
     util.add_argument("--splits", type=int, default=5)
     util.add_argument("--sweep", action="store_true",
                       help="also fit every estimator that has alpha at fixed alphas 1 .. 1e6")
+    util.add_argument("--schema", action="store_true",
+                      help="declared schema ranges: declared, privately tightened and "
+                      "oracle-quantile bounds side by side (-> doc/benchmarks/schema.md; "
+                      "--n: sizes of the heavy-tailed table, default 5e4)")
     spd = commands.add_parser("speed", help="fit speed and memory against Ridge")
     spd.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     spd.add_argument("--d", type=int, nargs="+", default=[10, 100])
@@ -767,6 +905,8 @@ def main(argv=None):
             help="smoke test: tiny sizes, one or two repeats, writes nothing into doc/",
         )
     args = parser.parse_args(argv)
+    if args.command == "utility" and args.schema and args.n == util.get_default("n"):
+        args.n = [50_000]
     if args.quick and args.command == "utility":
         args.n, args.epsilon, args.splits = [1_000], [0.3, 3.0], 2
     elif args.quick and args.command == "speed":

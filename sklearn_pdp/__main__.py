@@ -137,6 +137,14 @@ def _parser():
                         help="bound on the l2 norm of the (encoded) feature rows")
     bounds.add_argument("--y-bound", type=_numbers, metavar="B or LOW,HIGH",
                         help="range of the label: B for [-B, B], or LOW,HIGH")
+    bounds.add_argument(
+        "--tighten-bounds", nargs="?", const="yes", choices=("yes", "auto"),
+        help="spend a share of the budget on releasing tighter bounds than the "
+             "declared ones first (auto: only where the data suffice); the "
+             "released bounds are reported",
+    )
+    bounds.add_argument("--tighten-share", type=float, metavar="SHARE",
+                        help="share of epsilon for the bounds (default: 0.1)")
     expert = parser.add_argument_group("expert options (the budget is met without them)")
     expert.add_argument("--gamma", type=float,
                         help="ops: posterior scaling instead of --epsilon (no "
@@ -364,6 +372,10 @@ def _estimator(args, bounds, one_hot):
         if name not in est.get_params():
             raise DataError(f"--{name} does not apply to --estimator {args.estimator}")
         params[name] = value
+    if args.tighten_bounds is not None:
+        params["tighten_bounds"] = True if args.tighten_bounds == "yes" else "auto"
+    if args.tighten_share is not None:
+        params["tighten_share"] = args.tighten_share
     if args.gamma is not None:  # a raw noise level instead of a budget
         if args.alpha is None:
             raise DataError("--gamma needs --alpha: without a budget (--gamma replaces "
@@ -444,6 +456,7 @@ def _report(args, X, y, name, bounds, encoding):
         "dp_epsilon": float(s["dp_epsilon"]),
         "dp_delta": float(s["dp_delta"]),
         "published": published,
+        "released_bounds": _released_bounds(report.estimator_),
     }
     curator = {
         "pdp_delta": s["delta"],
@@ -524,6 +537,18 @@ def _number(value):
     return f"{value:.6g}"
 
 
+def _released_bounds(est):
+    """The privately tightened bounds of a fit, or None."""
+    if not hasattr(est, "bounds_release_"):
+        return None
+    out = {"epsilon": float(est.bounds_epsilon_), "y_bound": list(est.y_bound_)}
+    if est.bounds_X_ is not None:
+        out["bounds_X"] = [b.tolist() for b in est.bounds_X_]
+    else:
+        out["data_norm"] = est.data_norm_
+    return out
+
+
 def _text(r):
     """The report in plain words, as (label, value) rows in two blocks."""
     p, c = r["publishable"], r["curator_only"]
@@ -553,6 +578,14 @@ def _text(r):
     if not p["dp_epsilon"] <= MEANINGLESS_EPSILON:
         rows.append(("WARNING", f"a DP epsilon above {MEANINGLESS_EPSILON:g} protects "
                                 "practically no one: lower --epsilon"))
+    b = p["released_bounds"]
+    if b is not None:
+        ranges = (f"features in [{', '.join(f'{v:.4g}' for v in b['bounds_X'][0])}] to "
+                  f"[{', '.join(f'{v:.4g}' for v in b['bounds_X'][1])}]"
+                  if "bounds_X" in b else f"rows of norm at most {b['data_norm']:.4g}")
+        rows.append(("bounds", f"tightened privately (epsilon {b['epsilon']:.3g} of the "
+                               f"guarantee): {ranges}; label in [{b['y_bound'][0]:.4g}, "
+                               f"{b['y_bound'][1]:.4g}]"))
     rows.append(("noise", r["noise"]))
     if p["published"] is not None:
         q = p["published"]["pdp_epsilon"]

@@ -429,6 +429,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         residual is then bounded from the floor alone). None means
         ``(0.2, 0.2, 0.6)``.
     {bounds}
+    {tighten}
     {fit_intercept}
     {random_state}
     {n_jobs}
@@ -548,6 +549,8 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         data_norm=None,
         bounds_X=None,
         y_bound=None,
+        tighten_bounds=False,
+        tighten_share=None,
         fit_intercept=True,
         random_state=None,
         n_jobs=None,
@@ -559,6 +562,8 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         self.data_norm = data_norm
         self.bounds_X = bounds_X
         self.y_bound = y_bound
+        self.tighten_bounds = tighten_bounds
+        self.tighten_share = tighten_share
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_jobs = n_jobs

@@ -23,7 +23,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._sklearn import Interval, _fit_context
+from ._sklearn import Interval, StrOptions, _fit_context
 from ._config import get_config as _get_pdp_config
 from ._mean import MEAN_ONLY_RATE, PrivateMean, mean_only_size
 from ._profile import PrivacyProfile
@@ -38,6 +38,7 @@ from ._data import (
     validate_rows,
 )
 from .exceptions import BoundsWarning, FallbackWarning, PrivacyLeakWarning
+from . import _tighten
 
 # Share of the rows or of the labels that the declared bounds may clip
 # before the curator is warned (BoundsWarning).
@@ -367,6 +368,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
+        "tighten_bounds": ["boolean", StrOptions({"auto"})],
+        "tighten_share": [Interval(Real, 0, 1, closed="neither"), None],
     }
     # n epsilon per coefficient up to which a fit releases the label mean alone
     _mean_only_rate = MEAN_ONLY_RATE
@@ -500,6 +503,9 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             For a mechanism whose loss cannot (yet) be bounded this way.
         """
         check_is_fitted(self)
+        if _tighten.tightened(self):
+            raise NotImplementedError(
+                "published reports of a fit with tighten_bounds are not supported yet.")
         if self._mean_release is not None:
             return self._mean_release.law(**self._law_public())
         return self._mechanism_law()
@@ -541,6 +547,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         losses = self.pdp_losses_ if X is None else self.pdp_epsilon(X, y)
         losses = np.asarray(compute(losses)[0], dtype=np.float64)
+        if _tighten.tightened(self):  # bounds and model: only the composed epsilons
+            return PrivateRegressorMixin._mechanism_profile(self, losses)
         if self._mean_release is not None:
             return self._mean_release.profile(losses, type(self).__name__)
         return self._mechanism_profile(losses)
@@ -651,6 +659,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             n_samples`` (a guarantee that permits publishing a whole record).
         """
         X, y = validate_rows(self, X, y, reset=True)
+        if _tighten.fit_tightened(self, X, y):  # bounds released first
+            return self
         self.data_norm_, self.bounds_X_, self.y_bound_ = self.resolve_bounds(X, y)
         warn_large_delta(getattr(self, "delta", None), X.shape[0], stacklevel=3)
         self._scaler = DomainScaler(
@@ -717,11 +727,13 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         Returns
         -------
         y_pred : ndarray or dask array of shape (n_samples,)
-            ``X @ coef_ + intercept_`` (lazy for a Dask array).
+            ``X @ coef_ + intercept_`` (lazy for a Dask array); with
+            ``tighten_bounds`` the rows are first clipped to the released
+            bounds, as the training rows were.
         """
         check_is_fitted(self)
         X, _ = validate_rows(self, X, reset=False)
-        return X @ self.coef_ + self.intercept_
+        return _tighten.clip_rows(self, X) @ self.coef_ + self.intercept_
 
     def public_model(self, decimals=None):
         """The release alone, safe to publish: a :class:`PublicLinearModel`.
@@ -729,8 +741,10 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         The fitted estimator keeps non-private statistics for its privacy
         report (never publish or pickle it for others); the public model
         holds only ``coef_``, ``intercept_``, the feature names, the
-        guarantee ``(dp_epsilon_, dp_delta_)``, the declared bounds and the
-        parameters but ``random_state`` (its ``to_json`` writes them all).
+        guarantee ``(dp_epsilon_, dp_delta_)``, the bounds it was fitted
+        under (with ``tighten_bounds``, the released ones, which its
+        predictions clip rows to) and the parameters but ``random_state``
+        (its ``to_json`` writes them all).
 
         Parameters
         ----------
@@ -751,7 +765,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         return public_model(
             self.coef_, self.intercept_, (self.dp_epsilon_, self.dp_delta_),
             type(self).__name__, getattr(self, "feature_names_in_", None), decimals,
-            bounds, self.get_params(),
+            bounds, self.get_params(), _tighten.tightened(self),
         )
 
     def pdp_epsilon(self, X, y=None):
@@ -776,6 +790,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X, y = validate_rows(self, X, "no_validation" if y is None else y, reset=False)
+        if _tighten.tightened(self):
+            return _tighten.target_epsilon(self, X, y)
         data = scaled_data(X, y, self._scaler, self.n_jobs)
         return data.map_rows(self._row_function("_target_epsilon"))
 

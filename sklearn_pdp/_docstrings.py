@@ -34,6 +34,21 @@ y_bound : float or tuple (low, high), default=None
     clipped to it, centred at its midpoint and scaled to [-1, 1]. If None
     it is read from the data with a
     :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.""",
+    "tighten": """\
+tighten_bounds : bool or "auto", default=False
+    Spend ``tighten_share`` of ``epsilon`` on releasing tighter bounds
+    before the model: two private quantiles (exponential mechanism on a
+    public grid) of each declared range of ``bounds_X`` but the (0, 1) ones
+    of indicator columns, one of the row norms for ``data_norm``, two of
+    ``y_bound``. The model is fitted and calibrated on the released bounds
+    with the rest of the budget; ``dp_epsilon_`` and ``pdp_losses_`` cover
+    both stages, and predictions clip new rows to the released bounds
+    (doc/mechanisms/tightening.rst). "auto" tightens only where n times
+    each quantile's epsilon is at least 4 log(79) (a public rule; measured
+    never worse than the declared bounds), True always. Needs an epsilon
+    budget.
+tighten_share : float in (0, 1), default=None
+    Share of ``epsilon`` spent on the bounds; None means 0.1.""",
     "fit_intercept": """\
 fit_intercept : bool, default=True
     Fit an intercept: a constant feature 1 inside the privacy analysis that
@@ -87,6 +102,13 @@ mean_only_reason_ : str or None
     "fitted_bounds": """\
 data_norm_, bounds_X_, y_bound_ : float, tuple or None
     The bounds used (the parameters, or the data's own when not given).
+declared_bounds_ : tuple
+    With ``tighten_bounds``: the declared ``(data_norm, bounds_X, y_bound)``
+    (``data_norm_``, ``bounds_X_`` and ``y_bound_`` are then the released
+    ones, which the model used).
+bounds_epsilon_, model_epsilon_ : float
+    With ``tighten_bounds``: the (pure) epsilon of the bounds release and
+    the model's guarantee; ``dp_epsilon_`` is their sum.
 n_features_in_ : int
     Number of features seen during fit.
 feature_names_in_ : ndarray of shape (`n_features_in_`,)

@@ -59,6 +59,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         noise ``b``, used as given (scaled data), and ``dp_epsilon_`` is
         whatever it gives. Needs a numeric ``alpha``.
     {bounds}
+    {tighten}
     {fit_intercept}
     {random_state}
     {n_jobs}
@@ -142,6 +143,8 @@ class ObjPertRegressor(PrivateRegressorMixin):
         data_norm=None,
         bounds_X=None,
         y_bound=None,
+        tighten_bounds=False,
+        tighten_share=None,
         fit_intercept=True,
         random_state=None,
         n_jobs=None,
@@ -153,6 +156,8 @@ class ObjPertRegressor(PrivateRegressorMixin):
         self.data_norm = data_norm
         self.bounds_X = bounds_X
         self.y_bound = y_bound
+        self.tighten_bounds = tighten_bounds
+        self.tighten_share = tighten_share
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_jobs = n_jobs

@@ -75,6 +75,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         as rls-out does. The sensitivity is then independent of the sample
         size. None solves unconstrained ridge.
     {bounds}
+    {tighten}
     {fit_intercept}
     {random_state}
     {n_jobs}
@@ -188,6 +189,8 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         data_norm=None,
         bounds_X=None,
         y_bound=None,
+        tighten_bounds=False,
+        tighten_share=None,
         fit_intercept=True,
         random_state=None,
         n_jobs=None,
@@ -200,6 +203,8 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         self.data_norm = data_norm
         self.bounds_X = bounds_X
         self.y_bound = y_bound
+        self.tighten_bounds = tighten_bounds
+        self.tighten_share = tighten_share
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_jobs = n_jobs

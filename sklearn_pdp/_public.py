@@ -8,6 +8,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import validate_data
 
+from ._data import DomainScaler
+
 
 class PublicLinearModel(RegressorMixin, BaseEstimator):
     """A released linear model with the guarantee it was released under.
@@ -41,6 +43,10 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         the private statistics, recoverable) and ``n_jobs``.
     version : str, default=None
         Version of sklearn-pdp that made the release.
+    clip : bool, default=False
+        Whether :meth:`predict` clips rows to ``bounds`` first, as the
+        estimator did: True where the bounds were themselves released
+        (``tighten_bounds``), so that they are public.
 
     Attributes
     ----------
@@ -81,7 +87,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, coef, intercept, dp_epsilon, dp_delta, mechanism, feature_names=None,
-                 bounds=None, params=None, version=None):
+                 bounds=None, params=None, version=None, clip=False):
         self.coef = coef
         self.intercept = intercept
         self.dp_epsilon = dp_epsilon
@@ -91,6 +97,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         self.bounds = bounds
         self.params = params
         self.version = version
+        self.clip = clip
 
     # The release is given, not fitted: the fitted attributes read the
     # parameters, so that there is one copy of each number.
@@ -108,7 +115,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         return np.asarray(self.feature_names, dtype=object)
 
     def predict(self, X):
-        """``X @ coef_ + intercept_``.
+        """``X @ coef_ + intercept_``, rows first clipped to the released bounds.
 
         Parameters
         ----------
@@ -120,6 +127,13 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         y_pred : ndarray of shape (n_samples,)
         """
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        if self.clip:
+            bounds_X = self.bounds.get("bounds_X")
+            X = DomainScaler(
+                self.bounds.get("data_norm"), 1.0, False,
+                None if bounds_X is None else tuple(
+                    np.asarray(b, dtype=np.float64) for b in bounds_X),
+            ).clip(X)
         return X @ self.coef_ + self.intercept_
 
     def to_json(self, path=None):
@@ -155,6 +169,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
             "intercept": self.intercept_,
             "bounds": self.bounds,
             "params": self.params,
+            "clip": bool(self.clip),
         }
         text = json.dumps(_plain(document), indent=2, allow_nan=False)
         if path is None:
@@ -189,7 +204,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
             float(document["dp_epsilon"]), float(document["dp_delta"]),
             document["estimator"], document.get("feature_names"),
             document.get("bounds"), document.get("params"),
-            document.get("sklearn_pdp_version"),
+            document.get("sklearn_pdp_version"), bool(document.get("clip", False)),
         )
 
     def __sklearn_is_fitted__(self):
@@ -226,13 +241,13 @@ def _plain(value):
 
 
 def public_model(coef, intercept, guarantee, mechanism, feature_names, decimals,
-                 bounds=None, params=None):
+                 bounds=None, params=None, clip=False):
     """A :class:`PublicLinearModel`, with coefficients rounded to ``decimals``.
 
     Rounding is post-processing: it cannot weaken the guarantee, and it
     discards the low-order bits that floating-point attacks on the noise
     samplers read (README, "Noise source and floating point"). ``params``
-    loses its private entries (``random_state``, ``n_jobs``).
+    loses its private entries (``random_state``, ``n_jobs``); ``clip``: whether predictions clip rows to ``bounds``.
     """
     from . import __version__
 
@@ -245,5 +260,5 @@ def public_model(coef, intercept, guarantee, mechanism, feature_names, decimals,
         np.array(coef, dtype=np.float64), float(intercept), *map(float, guarantee),
         mechanism, None if feature_names is None else list(feature_names),
         None if bounds is None else _plain(bounds),
-        None if params is None else _plain(params), __version__,
+        None if params is None else _plain(params), __version__, clip,
     )

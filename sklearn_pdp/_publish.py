@@ -34,7 +34,7 @@ from sklearn.utils import check_array
 
 from ._base import penalty
 from ._ssp import gram_change2, gram_max_change, gram_noise
-from .model_selection._exponential import select
+from ._accounting._exponential import quantile_log_proba, select
 
 # Share of publish_epsilon spent on the noisy Gram matrix; the rest is split
 # equally between the summary's releases (_SUMMARY_PARTS).
@@ -305,15 +305,13 @@ def _private_quantile(values, q, epsilon, lower, upper, rng):
     q-quantile of the rounded values (also for tied values, where Smith's
     (2011) intervals between values have no length). Removing a row lowers
     each count by 0 or 1 and ``q n`` by q, so the utility moves by at most
-    1; o is drawn with probability proportional to ``exp(epsilon u(o) / 2)``.
+    1; o is drawn with probability proportional to ``exp(epsilon u(o) / 2)``
+    (:func:`~sklearn_pdp._accounting._exponential.quantile_log_proba`).
     """
     low, high = np.log(lower), np.log(upper)
     grid = np.exp(np.linspace(low, high, max(int(np.ceil((high - low) / _GRID_STEP)), 0) + 1))
     grid[-1] = max(grid[-1], upper)
     # rounded up in the linear domain: no value exceeds its grid point
     cells = np.searchsorted(grid, np.clip(values, lower, upper), side="left")
-    at_most = np.cumsum(np.bincount(np.minimum(cells, grid.size - 1), minlength=grid.size))
-    below = np.concatenate(([0], at_most[:-1]))
-    target = q * values.size
-    utility = -np.maximum(np.maximum(below - target, target - at_most), 0.0)
-    return float(grid[select(0.5 * epsilon * utility, rng)])
+    counts = np.bincount(np.minimum(cells, grid.size - 1), minlength=grid.size)
+    return float(grid[select(quantile_log_proba(counts, q, epsilon), rng)])

@@ -80,6 +80,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     delta : float, default=1e-6
         The delta of the calibration and of ``pdp_losses_``.
     {bounds}
+    {tighten}
     {fit_intercept}
     {random_state}
     {n_jobs}
@@ -201,6 +202,8 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         data_norm=None,
         bounds_X=None,
         y_bound=None,
+        tighten_bounds=False,
+        tighten_share=None,
         fit_intercept=True,
         random_state=None,
         n_jobs=None,
@@ -212,6 +215,8 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         self.data_norm = data_norm
         self.bounds_X = bounds_X
         self.y_bound = y_bound
+        self.tighten_bounds = tighten_bounds
+        self.tighten_share = tighten_share
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_jobs = n_jobs

@@ -119,6 +119,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         ``(0.35, 0.3, 0.25, 0.1)``, the best of the splits measured on the
         utility benchmark.
     {bounds}
+    {tighten}
     {fit_intercept}
     {random_state}
     {n_jobs}
@@ -218,6 +219,8 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         data_norm=None,
         bounds_X=None,
         y_bound=None,
+        tighten_bounds=False,
+        tighten_share=None,
         fit_intercept=True,
         random_state=None,
         n_jobs=None,
@@ -228,6 +231,8 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         self.data_norm = data_norm
         self.bounds_X = bounds_X
         self.y_bound = y_bound
+        self.tighten_bounds = tighten_bounds
+        self.tighten_share = tighten_share
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -444,6 +449,16 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         # a row at the domain's worst case costs exactly the budget: the root
         # search's tolerance must not report more
         return np.minimum(gaussian_epsilon(self.delta, ratio), self.dp_epsilon_)
+
+    def _box_epsilon(self, Z, ys, eigen2, delta):
+        """Per-row epsilon at ``delta`` from upper bounds on the magnitudes
+        of the scaled rows' entries (``Z``, the constant last with an
+        intercept), of their labels (``ys``; None: 1) and on the eigenvalue's
+        squared change: every block's change grows with them. What a fit
+        on privately tightened bounds charges for the model, over all the
+        bounds it could have released (doc/mechanisms/tightening.rst)."""
+        changes = _row_changes2(Z, ys, self.fit_intercept, eigen2)
+        return gaussian_epsilon(delta, block_ratio(self.noise_scale_, changes))
 
     def _training_epsilon(self, Xs, ys):
         return self._epsilon(self._row_ratio(Xs, ys, add=False))

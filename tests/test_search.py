@@ -14,7 +14,7 @@ from sklearn_pdp import OPSRegressor, PrivacyLeakWarning, config_context
 from sklearn_pdp._base import PrivateRegressorMixin, Ridge as ScaledRidge
 from sklearn_pdp._accounting import ops_dp_epsilon
 from sklearn_pdp.model_selection import PrivateGridSearchCV
-from sklearn_pdp.model_selection._exponential import exponential_log_proba, select
+from sklearn_pdp._accounting._exponential import exponential_log_proba, select
 from sklearn_pdp.model_selection._search import (
     SENSITIVITY,
     SIZE_SHARE,

@@ -25,7 +25,7 @@ from .._base import PrivateRegressorMixin, noise_generator, warn_large_delta
 from .._law import ReleaseLaw
 from .._data import is_dask_array, label_range
 from .._public import public_model
-from ._exponential import exponential_log_proba, select
+from .._accounting._exponential import exponential_log_proba, select
 
 # One validation record adds at most (2 B)^2 to a candidate's summed squared
 # error when predictions and labels are clipped to [-B, B]; in units of B^2: 4.
@@ -292,6 +292,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(
                 "estimator must be a private regressor of sklearn_pdp, got "
                 f"{type(self.estimator).__name__}."
+            )
+        tighten = self.estimator.get_params().get("tighten_bounds", False)
+        if isinstance(tighten, str) or tighten:
+            raise NotImplementedError(
+                "PrivateGridSearchCV does not tighten bounds yet: set the "
+                "estimator's tighten_bounds=False (and declare tight bounds)."
             )
         # a warning's stacklevel 5: here, _common_params, fit, the fit
         # wrapper, the user's line

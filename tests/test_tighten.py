@@ -1,0 +1,396 @@
+"""Private tightening of the declared bounds: the exponential-mechanism
+quantiles, their exact per-row losses and the estimators' hook."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_pdp import (
+    AdaOPSRegressor,
+    AdaSSPRegressor,
+    ObjPertRegressor,
+    OPSRegressor,
+    OutputPerturbationRegressor,
+    PDPReport,
+    RandomProjectionRegressor,
+)
+from sklearn_pdp._accounting._exponential import quantile_log_proba, quantile_loss_table
+from sklearn_pdp._tighten import BoundsRelease, model_loss
+from sklearn_pdp.model_selection import PrivateGridSearchCV
+
+
+def _log_proba_brute(values, grid, q, epsilon):
+    """The quantile mechanism's log probabilities from its definition:
+    values rounded up to the grid, utility from the counts at each point."""
+    rounded = grid[np.minimum(np.searchsorted(grid, values, side="left"), grid.size - 1)]
+    n = values.size
+    util = np.array([
+        -max(np.sum(rounded < t) - q * n, q * n - np.sum(rounded <= t), 0.0) for t in grid
+    ])
+    logits = 0.5 * epsilon * util
+    return logits - np.logaddexp.reduce(logits)
+
+
+def _hockey_stick(logp, logq, eps):
+    """delta(eps) of two discrete distributions, both directions."""
+    p, q = np.exp(logp), np.exp(logq)
+    return max(np.sum(np.maximum(p - np.exp(eps) * q, 0.0)),
+               np.sum(np.maximum(q - np.exp(eps) * p, 0.0)))
+
+
+@pytest.mark.parametrize("q", [0.5, 0.9, 0.995])
+@pytest.mark.parametrize("add", [False, True])
+def test_quantile_loss_table_is_the_exact_pure_loss(q, add):
+    rng = np.random.RandomState(0)
+    grid = np.geomspace(0.01, 1.0, 12)
+    values = np.clip(rng.exponential(0.2, size=40), 0, 1)
+    eps = 0.8
+    base = _log_proba_brute(values, grid, q, eps)
+    assert np.allclose(quantile_log_proba(
+        np.bincount(np.searchsorted(grid, values), minlength=grid.size), q, eps), base)
+    counts = np.bincount(np.searchsorted(grid, values), minlength=grid.size)
+    upper, lower = quantile_loss_table(counts, q, eps, add=add)
+    targets = np.concatenate([values[:6], [0.0, 0.5, 1.0]]) if add else values
+    for i, v in enumerate(targets):
+        if add:
+            other = _log_proba_brute(np.append(values, v), grid, q, eps)
+            L = base - other  # log P(without) / Q(with)
+        else:
+            other = _log_proba_brute(np.delete(values, i), grid, q, eps)
+            L = other - base
+        cell = np.searchsorted(grid, v)
+        assert upper[cell] == pytest.approx(L.max(), abs=1e-12)
+        assert lower[cell] == pytest.approx((-L).max(), abs=1e-12)
+        loss = max(upper[cell], lower[cell])
+        # exact: delta is 0 at the loss and positive just below it
+        assert _hockey_stick(base, other, loss + 1e-9) <= 1e-12
+        assert _hockey_stick(base, other, loss * 0.99) > 0
+        assert loss <= eps + 1e-12  # the guarantee
+
+
+def _table(n, seed=0):
+    rng = np.random.RandomState(seed)
+    X = np.column_stack([np.minimum(2 * rng.lognormal(0, 0.8, n), 59),
+                         rng.normal(50, 10, n), rng.randint(0, 2, n)])
+    y = 0.5 * X[:, 0] - 0.1 * X[:, 1] + 2 * X[:, 2] + rng.randn(n)
+    bounds = (np.array([0.0, 0.0, 0.0]), np.array([60.0, 100.0, 1.0]))
+    return X, y, bounds, (-60.0, 60.0)
+
+
+@pytest.mark.parametrize("add", [False, True])
+def test_release_row_epsilon_matches_brute_force_refits(add):
+    """The whole bounds release (data_norm: one quantile; y: two) against
+    the exact joint log-ratio of its outputs, refitted with and without the
+    row, over the product of the three grids."""
+    X, y, _, y_bound = _table(60)
+    n, eps = X.shape[0], 3.0
+
+    def release(Xr, yr):
+        return BoundsRelease(70.0, None, y_bound, n, eps).fit(Xr, yr)
+
+    full = release(X, y)
+    assert full.n_quantiles == 3 and full.epsilon == pytest.approx(eps)
+    rows = range(5)
+    if add:
+        new_X, new_y = X[:5] * 1.3, np.array([-60.0, -3.0, 0.0, 7.0, 59.0])
+        got = full.row_epsilon(new_X, new_y, add=True)
+        worst = full.row_epsilon(new_X, None, add=True)
+    else:
+        got = full.row_epsilon(X[:5], y[:5])
+    for i in rows:
+        if add:
+            other = release(np.vstack([X, new_X[i]]), np.append(y, new_y[i]))
+            L_parts = full.log_proba() - other.log_proba()
+        else:
+            other = release(np.delete(X, i, 0), np.delete(y, i))
+            L_parts = other.log_proba() - full.log_proba()
+        joint = (L_parts[0][:, None, None] + L_parts[1][None, :, None]
+                 + L_parts[2][None, None, :])
+        assert got[i] == pytest.approx(np.abs(joint).max(), rel=1e-12)
+        if add:  # the worst label is at least the actual one's, and attained
+            labels = np.linspace(-60, 60, 2001)
+            each = full.row_epsilon(np.repeat(new_X[i: i + 1], labels.size, 0), labels, add=True)
+            assert worst[i] >= got[i] - 1e-12
+            assert worst[i] == pytest.approx(each.max(), rel=1e-9)
+
+
+def test_draws_follow_the_accounted_distribution():
+    """Monte Carlo of the released bounds: the frequencies of one released
+    end match the distribution whose losses are reported."""
+    X, y, bounds, y_bound = _table(400)
+    rel = BoundsRelease(None, bounds, y_bound, X.shape[0], 2.0).fit(X, y)
+    rng = np.random.RandomState(1)
+    draws = 4000
+    ends = np.array([rel.draw(rng)[1][1][0] for _ in range(draws)])
+    grid = rel.origin[0] + rel.sign[0] * rel.grid[0]
+    freq = np.array([np.sum(np.isclose(ends, g)) for g in grid]) / draws
+    p = np.exp(rel.log_proba()[0])
+    # 5 standard errors per grid point
+    assert np.all(np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / draws) + 1e-3)
+
+
+def _fit(cls=AdaSSPRegressor, n=3000, eps=1.0, **params):
+    X, y, bounds, y_bound = _table(n)
+    est = cls(epsilon=eps, bounds_X=bounds, y_bound=y_bound, tighten_bounds=True, **params)
+    return est.fit(X, y), X, y
+
+
+def test_adassp_tightened_accounting_and_predictions():
+    est, X, y = _fit(random_state=0)
+    rel = est.bounds_release_
+    # two quantiles for each range but the indicator column's, two for y
+    assert rel.n_quantiles == 6
+    assert est.dp_epsilon_ <= 1.0
+    assert est.dp_epsilon_ == pytest.approx(est.bounds_epsilon_ + est.model_epsilon_)
+    assert est.bounds_epsilon_ == pytest.approx(0.1)
+    assert est.declared_bounds_[1][1][0] == 60.0
+    lower, upper = est.bounds_X_
+    assert lower[2] == 0.0 and upper[2] == 1.0  # the indicator column is left alone
+    assert upper[0] < 30.0 and 0.0 <= lower[0] < upper[0]
+    assert est.y_bound_[1] - est.y_bound_[0] < 100.0
+    # the loss of the whole release: the bounds' exact one plus the model's
+    # largest over the plausible released bounds
+    model_part = model_loss(est, X, y, add=False)
+    assert np.all(model_part <= est.model_epsilon_)
+    assert np.allclose(est.pdp_losses_, rel.row_epsilon(X, y) + model_part)
+    assert est.dp_delta_ == 1e-6
+    assert np.all(est.pdp_losses_ <= est.dp_epsilon_ + 1e-12)
+    other = AdaSSPRegressor(**{**est.get_params(), "random_state": 7}).fit(X, y)
+    assert np.array_equal(other.pdp_losses_, est.pdp_losses_)
+    assert other.dp_epsilon_ == est.dp_epsilon_
+    # predictions clip new rows to the released bounds; the public model too
+    far = X[:5] * 10.0
+    assert np.allclose(est.predict(far), np.clip(far, lower, upper) @ est.coef_ + est.intercept_)
+    public = est.public_model()
+    assert np.allclose(public.predict(far), est.predict(far))
+    assert public.clip and np.allclose(public.bounds["bounds_X"], np.array(est.bounds_X_))
+    loaded = type(public).from_json(public.to_json())
+    assert np.array_equal(loaded.predict(far), public.predict(far))
+    # targets: the bounds' loss of adding them plus the model's guarantee
+    targets = est.pdp_epsilon(X[:20], y[:20])
+    assert np.allclose(targets, rel.row_epsilon(X[:20], y[:20], add=True)
+                       + model_loss(est, X[:20], y[:20], add=True))
+    assert np.all(est.pdp_epsilon(X[:20]) >= targets - 1e-12)
+
+
+def test_tightening_improves_a_heavy_tailed_fit():
+    X, y, bounds, y_bound = _table(20000)
+    Xte, yte, *_ = _table(5000, seed=1)
+    mse = {}
+    for tighten in (False, True):
+        est = AdaSSPRegressor(epsilon=1.0, bounds_X=bounds, y_bound=y_bound,
+                              tighten_bounds=tighten, random_state=0).fit(X, y)
+        mse[tighten] = np.mean((est.predict(Xte) - yte) ** 2)
+    assert mse[True] < 0.9 * mse[False]  # measured 1.39 against 1.72
+
+
+@pytest.mark.parametrize("cls", [OPSRegressor, AdaOPSRegressor, ObjPertRegressor,
+                                 OutputPerturbationRegressor, RandomProjectionRegressor])
+def test_every_estimator_tightens_within_the_budget(cls):
+    est, X, y = _fit(cls, n=4000, eps=2.0, random_state=0)
+    assert est.dp_epsilon_ <= 2.0
+    assert est.bounds_epsilon_ == pytest.approx(0.2)
+    assert np.all(est.pdp_losses_ <= est.dp_epsilon_ + 1e-12)
+    # the model's part is its guarantee, valid for every released bound
+    assert np.allclose(est.pdp_losses_, est.bounds_release_.row_epsilon(X, y) + est.model_epsilon_)
+    assert np.all(np.isfinite(est.predict(X)))
+
+
+def test_data_norm_is_tightened_by_one_norm_quantile():
+    X, y, _, y_bound = _table(5000)
+    est = AdaSSPRegressor(epsilon=1.0, data_norm=200.0, y_bound=y_bound,
+                          tighten_bounds=True, random_state=0).fit(X, y)
+    assert est.bounds_release_.n_quantiles == 3
+    assert est.data_norm_ < 200.0 and est.bounds_X_ is None
+    far = np.array([[300.0, 0.0, 0.0]])
+    assert np.allclose(est.predict(far), [est.data_norm_ * est.coef_[0] + est.intercept_])
+    assert np.allclose(est.public_model().predict(far), est.predict(far))
+
+
+def test_auto_rule_and_refit_state():
+    X, y, bounds, y_bound = _table(500)
+    small = AdaSSPRegressor(epsilon=0.3, bounds_X=bounds, y_bound=y_bound,
+                            tighten_bounds="auto", random_state=0).fit(X, y)
+    assert not hasattr(small, "bounds_release_")  # n epsilon too small
+    assert small.bounds_X_[1][0] == 60.0
+    big, X, y = _fit(n=20000, eps=1.0, random_state=0)
+    big.set_params(tighten_bounds="auto").fit(X, y)
+    assert hasattr(big, "bounds_release_")
+    big.set_params(tighten_bounds=False).fit(X, y)  # a refit drops the release
+    assert not hasattr(big, "bounds_release_") and big.dp_epsilon_ == 1.0
+    big.set_params(tighten_bounds=np.False_).fit(X, y)
+    assert not hasattr(big, "bounds_release_")
+    small.set_params(tighten_bounds=np.True_).fit(X[:500], y[:500])  # whatever n
+    assert hasattr(small, "bounds_release_")
+
+
+def test_unsupported_uses_raise_clear_errors():
+    X, y, bounds, y_bound = _table(500)
+    with pytest.raises(ValueError, match="tighten_bounds"):
+        OPSRegressor(epsilon=None, gamma=1.0, bounds_X=bounds, y_bound=y_bound,
+                     tighten_bounds=True).fit(X, y)
+    with pytest.raises(ValueError, match="tighten_share"):
+        AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True,
+                        tighten_share=1.5).fit(X, y)
+    est = AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True)
+    with pytest.raises(NotImplementedError, match="tighten"):
+        PrivateGridSearchCV(est, {"budget_split": [None]}, epsilon=1.0).fit(X, y)
+    with pytest.raises(NotImplementedError, match="tighten_bounds"):
+        PDPReport(est, publish_epsilon=0.5).fit(X, y)
+    report = PDPReport(est).fit(X, y)
+    assert np.array_equal(report.pdp_losses_, report.estimator_.pdp_losses_)
+
+
+def test_dask_input_gives_the_same_release():
+    """Quantiles from per-block histograms: the same counts, bounds (same
+    seed), losses and predictions as in memory, lazily."""
+    da = pytest.importorskip("dask.array")
+    X, y, bounds, y_bound = _table(6000)
+    params = dict(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True, random_state=0)
+    mem = AdaSSPRegressor(**params).fit(X, y)
+    lazy = AdaSSPRegressor(**params).fit(da.from_array(X, chunks=1000),
+                                         da.from_array(y, chunks=1000))
+    assert np.array_equal(lazy.bounds_release_.counts_, mem.bounds_release_.counts_)
+    assert np.allclose(lazy.bounds_X_, mem.bounds_X_)
+    assert isinstance(lazy.pdp_losses_, da.Array)
+    assert np.allclose(lazy.pdp_losses_.compute(), mem.pdp_losses_)
+    Xt, yt = da.from_array(X[:50] * 3, chunks=20), da.from_array(y[:50], chunks=20)
+    assert np.allclose(lazy.pdp_epsilon(Xt).compute(), mem.pdp_epsilon(X[:50] * 3))
+    assert np.allclose(lazy.pdp_epsilon(Xt, yt).compute(), mem.pdp_epsilon(X[:50] * 3, y[:50]))
+    assert np.allclose(lazy.predict(Xt).compute(), mem.predict(X[:50] * 3))
+
+
+def test_undeclared_bounds_are_not_tightened():
+    X, y, bounds, _ = _table(3000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = AdaSSPRegressor(bounds_X=bounds, tighten_bounds=True,
+                              random_state=0).fit(X, y)
+    leaks = [w for w in caught if "y_bound was not given" in str(w.message)]
+    assert len(leaks) == 1  # warned once, by the outer fit
+    assert est.bounds_release_.n_quantiles == 4
+    assert est.y_bound_ == est.declared_bounds_[2]
+
+
+def test_command_line_reports_the_released_bounds(tmp_path, capsys):
+    import json
+
+    from sklearn_pdp.__main__ import main
+
+    X, y, bounds, y_bound = _table(4000)
+    path = tmp_path / "table.csv"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,c,y", comments="")
+    common = [str(path), "--target", "y", "--bounds-x", "0,0,0", "60,100,1",
+              "--y-bound=-60,60", "--epsilon", "2", "--json"]
+    assert main([*common, "--tighten-bounds"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    released = report["publishable"]["released_bounds"]
+    assert released["epsilon"] == pytest.approx(0.2)
+    assert released["bounds_X"][1][2] == 1.0 and released["bounds_X"][1][0] < 60.0
+    assert report["publishable"]["dp_epsilon"] <= 2.0
+    assert main([*common, "--tighten-bounds", "auto", "--tighten-share", "0.2"]) == 0
+    assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"]["epsilon"] == pytest.approx(0.4)
+    assert main(common) == 0
+    assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"] is None
+
+
+@pytest.mark.parametrize("declare", ["bounds_X", "data_norm"])
+def test_adassp_model_part_bounds_every_plausible_release(declare):
+    """AdaSSP charges, for the model, the largest per-row loss over the
+    released bounds of non-negligible probability: refit the model on
+    bounds drawn from that set (its corners included) and check that its
+    exact per-row losses, removed and added, never exceed the charge."""
+    X, y, bounds, y_bound = _table(2000)
+    decl = {"bounds_X": bounds} if declare == "bounds_X" else {"data_norm": 120.0}
+    est = AdaSSPRegressor(epsilon=3.0, y_bound=y_bound, tighten_bounds=True,
+                          random_state=0, **decl).fit(X, y)
+    rel = est.bounds_release_
+    assert rel.event_ == pytest.approx(1e-7)
+    ranges = rel.plausible(rel.event_)
+    charged = model_loss(est, X, y, add=False)
+    assert np.all(charged <= est.model_epsilon_)
+    assert np.ptp(charged) > 0.05  # not the guarantee for everyone
+    assert np.allclose(est.pdp_losses_, rel.row_epsilon(X, y) + charged)
+    targets = X[:30] * np.linspace(0.5, 2.0, 30)[:, None]
+    charged_add = model_loss(est, targets, y[:30], add=True)
+    charged_worst = model_loss(est, targets, None, add=True)
+    ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
+    rng = np.random.RandomState(0)
+    for trial in range(6):
+        # trial 0 and 1: the corners (lo_min, hi_min) and (lo_max, hi_max)
+        pick = []
+        for k in range(rel.n_quantiles):
+            inside = np.flatnonzero((ends[k] >= ranges[k, 0]) & (ends[k] <= ranges[k, 1]))
+            side = (trial + (rel.sign[k] < 0)) % 2 if trial < 2 else rng.randint(2)
+            pick.append(ends[k, inside[0 if side == 0 else -1]] if trial < 2
+                        else ends[k, rng.choice(inside)])
+        pick = np.array(pick)
+        data_norm, bounds_X, y_b = _assemble(rel, pick)
+        model = AdaSSPRegressor(epsilon=est.model_epsilon_, delta=1e-6 - rel.event_,
+                                y_bound=y_b, data_norm=data_norm, bounds_X=bounds_X,
+                                random_state=0).fit(X, y)
+        assert not model.mean_only_
+        assert np.all(model.pdp_losses_ <= charged + 1e-9)
+        assert np.all(model.pdp_epsilon(targets, y[:30]) <= charged_add + 1e-9)
+        assert np.all(model.pdp_epsilon(targets) <= charged_worst + 1e-9)
+
+
+def _assemble(rel, ends):
+    """The bounds a draw of these ends releases (as ``BoundsRelease.draw``)."""
+    data_norm, bounds_X, y_bound = rel.declared
+    if bounds_X is not None:
+        lower, upper = (b.copy() for b in bounds_X)
+        for k in range(0, rel.n_quantiles - 2, 2):
+            j = rel.source[k]
+            lower[j], upper[j] = sorted((ends[k], ends[k + 1]))
+        bounds_X = (lower, upper)
+    else:
+        data_norm = float(ends[0])
+    return data_norm, bounds_X, tuple(sorted(ends[-2:]))
+
+
+@pytest.mark.audit
+def test_audit_whole_release_monte_carlo():
+    """Monte Carlo of the whole release (bounds, then AdaSSP on them) on
+    small data: its privacy loss is the bounds' log-ratio at the drawn
+    bounds plus, given them, a Gaussian loss N(+-s^2/2, s^2) with the
+    row's exact ratio s at those bounds. The reported loss must bound the
+    estimated delta in both directions."""
+    from tests._mc import Z_TOL, hockey_stick_mc
+
+    rng = np.random.RandomState(3)
+    n = 1500
+    X = np.minimum(2 * rng.lognormal(0, 0.8, (n, 1)), 59)
+    y = 0.5 * X[:, 0] + rng.randn(n)
+    delta = 0.02
+    params = dict(epsilon=3.0, delta=delta, bounds_X=((0.0,), (60.0,)), y_bound=(-40.0, 40.0),
+                  tighten_bounds=True, random_state=0)
+    est = AdaSSPRegressor(**params).fit(X, y)
+    rel = est.bounds_release_
+    ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
+    ratios = {}
+
+    def ratio(pick, i):
+        key = (tuple(pick), i)
+        if key not in ratios:
+            _, bounds_X, y_b = _assemble(rel, ends[np.arange(rel.n_quantiles), pick])
+            model = AdaSSPRegressor(epsilon=est.model_epsilon_, delta=delta - rel.event_,
+                                    bounds_X=bounds_X, y_bound=y_b).fit(X, y)
+            Xs, ys = model.domain_scaler().scale(X[i: i + 1], y[i: i + 1])
+            ratios[key] = float(model._row_ratio(Xs, ys, add=False)[0])
+        return ratios[key]
+
+    draws = 20000
+    for i in (int(np.argmax(X[:, 0])), int(np.argmin(np.abs(X[:, 0] - 2))), 0):
+        without = BoundsRelease(*rel.declared, n, rel.epsilon).fit(np.delete(X, i, 0),
+                                                                  np.delete(y, i))
+        logp, logq = without.log_proba(), rel.log_proba()  # P: without the row
+        losses = []
+        for sign, logs in ((1.0, logp), (-1.0, logq)):
+            picks = np.stack([rng.choice(ends.shape[1], draws, p=np.exp(lg)) for lg in logs], 1)
+            bound_loss = (logp - logq)[np.arange(rel.n_quantiles), picks].sum(axis=1)
+            s = np.array([ratio(p, i) for p in map(tuple, picks)])
+            losses.append(bound_loss + sign * s**2 / 2 + s * rng.standard_normal(draws))
+        for (est_delta, se) in hockey_stick_mc(*losses, est.pdp_losses_[i]):
+            assert est_delta <= delta + Z_TOL * se, (i, est_delta, se)
