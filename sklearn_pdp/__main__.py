@@ -197,7 +197,8 @@ def _report(args, X, y, name, bounds, parser):
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=args.test_size, random_state=args.random_state
     )
-    report = PDPReport(est, delta=args.delta, thresholds=args.thresholds,
+    # delta is the estimator's (set above): its own error names a bad value
+    report = PDPReport(est, thresholds=args.thresholds,
                        publish_epsilon=args.publish_epsilon, random_state=args.random_state)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PrivacyLeakWarning)

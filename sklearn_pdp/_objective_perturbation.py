@@ -16,7 +16,13 @@ from ._accounting import (
     objpert_epsilon,
     objpert_noise_scale,
 )
-from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._base import (
+    InfeasibleBudget,
+    PrivateRegressorMixin,
+    Ridge,
+    leave_one_out,
+    ridge_fallback,
+)
 from ._law import ReleaseLaw
 from ._docstrings import fill_doc
 
@@ -177,9 +183,24 @@ class ObjPertRegressor(PrivateRegressorMixin):
             )
             if self.alpha == "auto" else float(self.alpha)
         )
-        sigma = objpert_noise_scale(
-            self.epsilon, self.delta, alpha, n_samples, self.fit_intercept
-        )
+        try:
+            sigma = objpert_noise_scale(
+                self.epsilon, self.delta, alpha, n_samples, self.fit_intercept
+            )
+        except ValueError as exc:
+            if self.alpha == "auto" or alpha <= 0:  # alpha=0: invalid with a budget
+                raise
+            try:
+                auto = objpert_auto_alpha(
+                    self.epsilon, self.delta, n_samples, n_features, self.fit_intercept)
+            except ValueError:
+                auto = None
+            raise InfeasibleBudget(
+                f"ObjPertRegressor: {exc} "
+                + (f"alpha={auto:.4g} (the ridge of alpha='auto') meets it." if auto
+                   else "No alpha meets it at this size."),
+                ridge=auto,
+            ) from None
         return alpha, sigma
 
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
@@ -195,7 +216,12 @@ class ObjPertRegressor(PrivateRegressorMixin):
         ), self.delta
 
     def _fit_scaled(self, data, rng):
-        self.alpha_, self.noise_scale_ = self._noise(data.n_samples, self.n_features_in_)
+        try:
+            self.alpha_, self.noise_scale_ = self._noise(data.n_samples, self.n_features_in_)
+        except InfeasibleBudget as exc:
+            self.alpha_ = ridge_fallback(exc)
+            self.noise_scale_ = objpert_noise_scale(
+                self.epsilon, self.delta, self.alpha_, data.n_samples, self.fit_intercept)
         self._n = data.n_samples
         self._ridge = Ridge(*data.gram(), self.alpha_, self.fit_intercept)
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(

@@ -30,6 +30,7 @@ published object and of its own row, so removing a row removes one value
 
 import numpy as np
 from scipy import linalg
+from sklearn.isotonic import isotonic_regression
 from sklearn.utils import check_array
 
 from ._base import penalty
@@ -264,34 +265,70 @@ def publish(law, gram, *, publish_epsilon, beta, delta, model_epsilon, rng,
     )
 
 
-def private_summary(values, thresholds, epsilon, lower, upper, rng):
+def private_summary(values, thresholds, epsilon, lower, upper, rng, level=0.95):
     """Private mean, quantiles and fractions below ``thresholds`` of ``values``.
 
     ``values`` are in [lower, upper] (both public, lower > 0), each a public
-    function of one row: removing a row removes one value. The quantiles are
-    made non-decreasing (post-processing). ``epsilon`` is split equally
-    between the mean (Laplace noise on the sum, sensitivity ``upper``, divided
-    by the public size), each quantile of ``_QUANTILES`` (exponential
-    mechanism on a public log grid, utility sensitivity 1) and the fractions
-    (Laplace noise on the counts, l1 sensitivity the number of thresholds):
-    pure epsilon-DP.
+    function of one row: removing a row removes one value. ``epsilon`` is
+    split equally between the mean (Laplace noise on the sum, sensitivity
+    ``upper``, divided by the public size), each quantile of ``_QUANTILES``
+    (exponential mechanism on a public log grid, utility sensitivity 1) and
+    the fractions (Laplace noise on the counts, l1 sensitivity the number
+    of thresholds): pure epsilon-DP.
+
+    Post-processing (free) makes the summary consistent: the quantiles
+    non-decreasing, the fractions non-decreasing in the threshold (isotonic
+    projection, then 0 below ``lower`` and 1 from ``upper``: public facts),
+    and the mean inside the range the quantiles leave it: with a q-quantile
+    v_q, at least a share 1 - q of the values is at least v_q and a share q
+    at most v_q, so ``q lower + (1 - q) v_q <= mean <= q v_q + (1 - q) upper``.
+    Next to them, from public quantities: ``stderr``, the standard errors of
+    the Laplace noise on the mean and on each fraction (the projections
+    move the fractions no further from the true ones in l2, as the true
+    fractions satisfy the constraints), and ``quantile_levels``, for each
+    quantile the interval of levels of which the published value is a
+    quantile of the (grid-rounded) values with probability ``level``.
     """
     part = epsilon / _SUMMARY_PARTS
     values = np.clip(values, 0.0, upper)
     n = values.size
-    mean = (values.sum() + rng.laplace(scale=upper / part)) / n
-    out = {"mean": float(np.clip(mean, 0.0, upper))}
+    out = {}
     previous = lower
     for key, q in _QUANTILES.items():
         previous = max(previous, _private_quantile(values, q, part, lower, upper, rng))
         out[key] = float(previous)
+    mean = (values.sum() + rng.laplace(scale=upper / part)) / n
+    low = max(q * lower + (1 - q) * out[key] for key, q in _QUANTILES.items())
+    high = min(q * out[key] + (1 - q) * upper for key, q in _QUANTILES.items())
+    out["mean"] = float(np.clip(mean, low, high))
     k = max(len(thresholds), 1)
-    below = {}
-    for t in thresholds:
-        count = np.sum(values <= t) + rng.laplace(scale=k / part)
-        below[float(t)] = float(np.clip(count / n, 0.0, 1.0))
-    out["below"] = below
+    thresholds = np.asarray(thresholds, dtype=np.float64)
+    order = np.argsort(thresholds, kind="stable")
+    counts = np.array([np.sum(values <= t) for t in thresholds], dtype=np.float64)
+    noisy = (counts + rng.laplace(scale=k / part, size=thresholds.size)) / n
+    fractions = np.empty(thresholds.size)
+    if thresholds.size:
+        fractions[order] = isotonic_regression(noisy[order], y_min=0.0, y_max=1.0)
+    fractions = np.where(thresholds < lower, 0.0, np.where(thresholds >= upper, 1.0, fractions))
+    out["below"] = {float(t): float(f) for t, f in zip(thresholds, fractions)}
+    grid_size = _log_grid(lower, upper).size
+    # the exponential mechanism's draw has utility below -u with probability
+    # at most |grid| exp(-eps u / 2): u = 2 log(|grid| / (1 - level)) / eps
+    rank = 2.0 * np.log(grid_size / (1.0 - level)) / part / n
+    out["stderr"] = {"mean": float(np.sqrt(2.0) * upper / part / n),
+                     "below": float(np.sqrt(2.0) * k / part / n)}
+    out["quantile_levels"] = {key: (float(max(q - rank, 0.0)), float(min(q + rank, 1.0)))
+                              for key, q in _QUANTILES.items()}
     return out
+
+
+def _log_grid(lower, upper):
+    """The public grid of the private quantiles: relative step about
+    ``_GRID_STEP`` on a log scale from ``lower`` to ``upper`` (both included)."""
+    low, high = np.log(lower), np.log(upper)
+    grid = np.exp(np.linspace(low, high, max(int(np.ceil((high - low) / _GRID_STEP)), 0) + 1))
+    grid[-1] = max(grid[-1], upper)
+    return grid
 
 
 def _private_quantile(values, q, epsilon, lower, upper, rng):
@@ -307,9 +344,7 @@ def _private_quantile(values, q, epsilon, lower, upper, rng):
     each count by 0 or 1 and ``q n`` by q, so the utility moves by at most
     1; o is drawn with probability proportional to ``exp(epsilon u(o) / 2)``.
     """
-    low, high = np.log(lower), np.log(upper)
-    grid = np.exp(np.linspace(low, high, max(int(np.ceil((high - low) / _GRID_STEP)), 0) + 1))
-    grid[-1] = max(grid[-1], upper)
+    grid = _log_grid(lower, upper)
     # rounded up in the linear domain: no value exceeds its grid point
     cells = np.searchsorted(grid, np.clip(values, lower, upper), side="left")
     at_most = np.cumsum(np.bincount(np.minimum(cells, grid.size - 1), minlength=grid.size))

@@ -200,6 +200,12 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
                 f"{self.thresholds!r}."
             )
         X, y = validate_rows(self, X, y, reset=True)
+        if X.shape[0] == 1:
+            # one row: no design to take its leverage against
+            raise ValueError(
+                "PDPReport needs at least 2 samples, got n_samples=1: a single "
+                "sample has no leverage to report against the others."
+            )
         est = clone(OPSRegressor() if self.estimator is None else self.estimator)
         if self.delta is not None:
             est.set_params(delta=self.delta)
@@ -467,7 +473,12 @@ def _design_ridge(est, data):
         return ridge
     alpha = getattr(est, "alpha_", est.get_params().get("alpha", 0.0))
     alpha = alpha if isinstance(alpha, Real) and np.isfinite(alpha) else 0.0
-    return Ridge(*data.gram(), alpha, est.fit_intercept)
+    XtX, Xty = data.gram()
+    # at least the ridge below which the leverages of rows in the unit ball
+    # could be rounding noise (collinear columns: see Ridge); the hat values
+    # move by about 1e-9 relative
+    return Ridge(XtX, Xty, max(alpha, 1e-9 * XtX.shape[0] * data.n_samples),
+                 est.fit_intercept)
 
 
 def _leverage_residual(ridge):

@@ -398,16 +398,17 @@ class AdaSSPRegressor(PrivateRegressorMixin):
             **self._law_public(),
         )
 
-    def _epsilon(self, ratio):
+    def _training_epsilon(self, Xs, ys):
         # a row at the domain's worst case costs exactly the budget: the root
         # search's tolerance must not report more
-        return np.minimum(gaussian_epsilon(self.delta, ratio), self.dp_epsilon_)
-
-    def _training_epsilon(self, Xs, ys):
-        return self._epsilon(self._row_ratio(Xs, ys, add=False))
+        return np.minimum(gaussian_epsilon(self.delta, self._row_ratio(Xs, ys, add=False)),
+                          self.dp_epsilon_)
 
     def _target_epsilon(self, Xs, ys):
-        return self._epsilon(self._row_ratio(Xs, ys, add=True))
+        # the noise was sized for removals from n rows; an added row can
+        # move the release more (4 n / (n + 1) > 4 (n - 1) / n for the
+        # eigenvalue): its exact loss, uncapped
+        return gaussian_epsilon(self.delta, self._row_ratio(Xs, ys, add=True))
 
 
 def _row_changes2(Xs, ys, intercept, eigen2):

@@ -211,3 +211,11 @@ def test_report_without_matplotlib(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main([]) == 0
     assert "DP epsilon" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("estimator", ["ops", "adassp"])
+def test_zero_delta_is_the_estimators_error(capsys, estimator):
+    """--delta 0 is refused by the estimator that would use it, by name."""
+    name = ESTIMATORS[estimator]
+    _assert_one_line_error(capsys, ["--estimator", estimator, "--delta", "0"],
+                           f"The 'delta' parameter of {name} must be")

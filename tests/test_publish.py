@@ -27,7 +27,9 @@ from sklearn_pdp._accounting import (
 from sklearn_pdp._adaops import _PUBLISHED_WINDOW_SHARE
 from sklearn_pdp._base import penalty
 from sklearn_pdp._output_perturbation import _ball_constants, ball_ridge
-from sklearn_pdp._publish import _GRID_STEP, gram_noise_bound, _private_quantile
+from sklearn_pdp._publish import (
+    _GRID_STEP, _QUANTILES, _private_quantile, gram_noise_bound, private_summary,
+)
 from sklearn_pdp._ssp import gram_noise
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
@@ -540,3 +542,50 @@ def test_published_bound_coverage_over_releases(cls, params):
         report = _report(cls, X, y, seed=seed, **params)
         hits += report.published_.epsilon(X[rows], y[rows]) >= report.pdp_losses_[rows]
     assert np.all(hits / runs >= 1 - beta - 3 * np.sqrt(beta * (1 - beta) / runs))
+
+
+@pytest.mark.parametrize("n", [30, 442, 5000])
+def test_private_summary_is_consistent(n):
+    """Whatever the noise: quantiles non-decreasing, fractions non-decreasing
+    in the threshold and in [0, 1] (0 below the public floor, 1 from the
+    public ceiling), the mean inside the range the quantiles leave it."""
+    rng = np.random.default_rng(0)
+    lower, upper = 0.05, 3.0
+    thresholds = np.array([1.0, 0.1, 0.5, 0.01, 3.0])  # unsorted on purpose
+    for seed in range(40):
+        values = np.clip(lower + rng.gamma(0.5, 0.4, size=n), lower, upper)
+        s = private_summary(values, thresholds, 0.05, lower, upper,
+                            np.random.default_rng(seed))
+        q = [s[key] for key in _QUANTILES]
+        assert lower <= q[0] and np.all(np.diff(q) >= 0) and q[-1] <= upper
+        below = [s["below"][t] for t in np.sort(thresholds)]
+        assert np.all(np.diff(below) >= 0) and 0 <= below[0] and below[-1] <= 1
+        assert s["below"][0.01] == 0.0 and s["below"][3.0] == 1.0
+        assert list(s["below"]) == list(thresholds)  # the order given
+        levels = _QUANTILES.values()
+        low = max(p * lower + (1 - p) * v for p, v in zip(levels, q))
+        high = min(p * v + (1 - p) * upper for p, v in zip(levels, q))
+        assert low - 1e-12 <= s["mean"] <= high + 1e-12
+        # the standard errors are those of the Laplace noise (public)
+        part = 0.05 / 5
+        assert s["stderr"]["mean"] == pytest.approx(np.sqrt(2) * upper / part / n)
+        assert s["stderr"]["below"] == pytest.approx(np.sqrt(2) * 5 / part / n)
+
+
+def test_private_quantile_levels_cover():
+    """The published quantile is a quantile of a level inside its stated
+    interval in at least the stated share of draws."""
+    rng = np.random.default_rng(1)
+    values = np.sort(0.1 + rng.exponential(0.3, size=300))
+    hits = {key: 0 for key in _QUANTILES}
+    runs = 200
+    for seed in range(runs):
+        s = private_summary(values, [], 0.5, 0.1, 5.0, np.random.default_rng(seed))
+        rounded = values * (1 + _GRID_STEP)  # values are rounded up to the grid
+        for key in _QUANTILES:
+            lo, hi = s["quantile_levels"][key]
+            o = s[key]
+            # o is a q-quantile for some q in [lo, hi] of the rounded values
+            hits[key] += (np.mean(values < o) <= hi + 1e-12
+                          and np.mean(rounded <= o) >= lo - 1e-12)
+    assert min(hits.values()) / runs >= 0.9
