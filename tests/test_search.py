@@ -528,3 +528,13 @@ def test_budget_is_the_total(refit):
     spent = search._part_fits[0].epsilon + (search.best_estimator_.epsilon if refit else 0)
     assert spent == pytest.approx(1.0)
     assert search.selection_epsilon_ == search._part_fits[0].epsilon
+
+
+def test_invalid_candidate_is_an_error_not_a_fallback():
+    """A bad grid value is refused before any fit, even on data too small
+    for the grid (where the search would otherwise choose without data)."""
+    X, y = _data(n=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FallbackWarning)
+        with pytest.raises(ValueError, match="'gamma' parameter of OPSRegressor"):
+            _search(param_grid={"gamma": [-1.0, 2.0]}).fit(X, y)

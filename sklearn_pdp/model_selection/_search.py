@@ -338,10 +338,14 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                     f"param_grid may not set {reserved}: the search sets them on "
                     "every candidate."
                 )
-        # set_params here, so that a bad grid fails before any private fit
-        return grid, [
+        # set and validated here, so that a bad grid fails before any private
+        # fit (and is not taken for parts too small for the grid)
+        estimators = [
             clone(self.estimator).set_params(**{**common, **params}) for params in grid
         ]
+        for est in estimators:
+            est._validate_params()
+        return grid, estimators
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
