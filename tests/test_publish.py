@@ -2,6 +2,7 @@
 
 import copy
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -589,3 +590,18 @@ def test_private_quantile_levels_cover():
             hits[key] += (np.mean(values < o) <= hi + 1e-12
                           and np.mean(rounded <= o) >= lo - 1e-12)
     assert min(hits.values()) / runs >= 0.9
+
+
+def test_adaops_publication_without_numpy_warnings():
+    """Ill-conditioned features at a small publish_epsilon: a cell of the
+    window has no bounded leverage (gamma inf there), which costs an
+    infinite ratio, not numpy warnings (they reached the user before)."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(2000, 5)) * [1, 1, .5, .3, .1]
+    y = X @ [1, -1, .5, .2, .1] + 0.5 * rng.normal(size=2000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = PDPReport(AdaOPSRegressor(data_norm=4.5, y_bound=4.0, random_state=0),
+                           publish_epsilon=0.2, random_state=0).fit(X, y)
+        bound = report.published_.epsilon(X[:100], y[:100])
+    assert np.all(bound >= report.pdp_losses_[:100] * (1 - 1e-9))
