@@ -266,7 +266,8 @@ class OPSLaw(ReleaseLaw):
     x^T (coef - theta_hat) ~ N(0, mu' / gamma) with the in-sample leverage
     mu'; the loss grows with the leverage and the |residual| (section 2 of
     doc/mechanisms/ops.rst), so upper values give an upper bound. It is
-    capped by the data-independent guarantee, which holds for every row.
+    capped by the domain's worst loss of a row removed from the n rows or
+    added to them (the corners at n and n + 1 rows), which holds for anyone.
     """
 
     def __init__(self, *, gamma, **public):
@@ -279,12 +280,21 @@ class OPSLaw(ReleaseLaw):
     def _dp(self, delta):
         return ops_dp_epsilon(delta, self.alpha, self.gamma, self.n_samples, self.intercept)
 
+    def _cap(self, delta):
+        # a person removed from the n rows or added to them: the domain's
+        # corner at n and at n + 1 rows, at this gamma
+        return max(self._dp(delta), ops_dp_epsilon(
+            delta, self.alpha, self.gamma, self.n_samples + 1, self.intercept))
+
     def epsilon(self, delta, stats, gaussian_ratio=None):
         mu, r = leave_one_out(stats["leverage"], stats["residual"])
         return compose_with_gaussian(
-            lambda d: np.minimum(ops_epsilon(d, mu, r, self.gamma), self._dp(d)),
+            lambda d: np.minimum(ops_epsilon(d, mu, r, self.gamma), self._cap(d)),
             delta, gaussian_ratio,
         )
+
+    def cap_epsilon(self, delta, gaussian_ratio=None):
+        return compose_with_gaussian(self._cap, delta, gaussian_ratio)
 
     def dp_epsilon(self, delta, gaussian_ratio=None):
         return compose_with_gaussian(self._dp, delta, gaussian_ratio)

@@ -89,6 +89,10 @@ class PublishedReport:
         The pure-DP budget of ``summary``, part of every row's loss.
     dp_epsilon, dp_delta : float
         Guarantee of the model and the publication together.
+    cap_epsilon : float
+        The cap of :meth:`epsilon`: the largest total loss of a person
+        removed from the training rows or added to them (``dp_epsilon``
+        where the law bounds only removals: doc/publish.rst).
     summary : dict
         Private estimates over the training rows of :meth:`epsilon`:
         ``mean``, ``median``, ``q90``, ``q99`` and ``below`` (fractions at or
@@ -97,7 +101,8 @@ class PublishedReport:
     """
 
     def __init__(self, law, noisy_gram, noise_scale, *, beta, delta, summary_epsilon,
-                 dp_epsilon, dp_delta, n_features_in, feature_names_in=None):
+                 dp_epsilon, dp_delta, n_features_in, feature_names_in=None,
+                 cap_epsilon=None):
         self.law = law
         self.noisy_gram = noisy_gram
         self.noise_scale = float(noise_scale)
@@ -105,6 +110,8 @@ class PublishedReport:
         self.delta = float(delta)
         self.summary_epsilon = float(summary_epsilon)
         self.dp_epsilon = float(dp_epsilon)
+        self.cap_epsilon = max(self.dp_epsilon, float(
+            dp_epsilon if cap_epsilon is None else cap_epsilon))
         self.dp_delta = float(dp_delta)
         self.n_features_in = int(n_features_in)
         self.feature_names_in = feature_names_in
@@ -123,7 +130,7 @@ class PublishedReport:
         exact statistics (which only the data holder has), an upper bound at
         upper ones."""
         eps = self.law.epsilon(self.delta, stats, self.gaussian_ratio(Xs))
-        return np.minimum(eps + self.summary_epsilon, self.dp_epsilon)
+        return np.minimum(eps + self.summary_epsilon, self.cap_epsilon)
 
     def epsilon(self, X, y=None):
         """Upper bound on the per-instance loss of each person (x, y).
@@ -145,7 +152,7 @@ class PublishedReport:
         Returns
         -------
         epsilon : ndarray of shape (n_samples,)
-            At ``delta``; at most ``dp_epsilon``.
+            At ``delta``; at most ``cap_epsilon``.
         """
         X = check_array(X, dtype=np.float64)
         if X.shape[1] != self.n_features_in:
@@ -251,7 +258,8 @@ def publish(law, gram, *, publish_epsilon, beta, delta, model_epsilon, rng,
     if not law.needs_gram:
         return PublishedReport(
             law, None, 0.0, summary_epsilon=publish_epsilon,
-            dp_epsilon=law.dp_epsilon(delta) + publish_epsilon, **common,
+            dp_epsilon=law.dp_epsilon(delta) + publish_epsilon,
+            cap_epsilon=law.cap_epsilon(delta) + publish_epsilon, **common,
         )
     summary_epsilon = (1.0 - GRAM_SHARE) * publish_epsilon
     target = model_epsilon + GRAM_SHARE * publish_epsilon
@@ -261,7 +269,8 @@ def publish(law, gram, *, publish_epsilon, beta, delta, model_epsilon, rng,
     noisy = exact + noise_scale * gram_noise(rng, exact.shape[0], law.intercept)
     return PublishedReport(
         law, noisy, noise_scale, summary_epsilon=summary_epsilon,
-        dp_epsilon=law.dp_epsilon(delta, ratio) + summary_epsilon, **common,
+        dp_epsilon=law.dp_epsilon(delta, ratio) + summary_epsilon,
+        cap_epsilon=law.cap_epsilon(delta, ratio) + summary_epsilon, **common,
     )
 
 

@@ -21,7 +21,9 @@ from sklearn_pdp import (
 )
 from sklearn_pdp._accounting import (
     gaussian_epsilon,
+    objpert_dp_epsilon,
     objpert_epsilon,
+    ops_dp_epsilon,
     ops_epsilon,
     ops_mixture_epsilon,
 )
@@ -605,3 +607,50 @@ def test_adaops_publication_without_numpy_warnings():
                            publish_epsilon=0.2, random_state=0).fit(X, y)
         bound = report.published_.epsilon(X[:100], y[:100])
     assert np.all(bound >= report.pdp_losses_[:100] * (1 - 1e-9))
+
+
+def test_published_bound_covers_a_person_added_at_the_worst_row():
+    """AdaSSP's noise is sized for removals from n rows; a person added to 41
+    identical rows moves the eigenvalue by 4 n / (n + 1) and loses more than
+    the guarantee: the published bound, capped at the worst of both
+    directions, still covers their exact total loss."""
+    X, y = -np.ones((41, 1)), -np.ones(41)
+    report = PDPReport(AdaSSPRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0,
+                                       random_state=0),
+                       publish_epsilon=0.5, random_state=0).fit(X, y)
+    est, published = report.estimator_, report.published_
+    target, label = np.array([[1.0]]), np.array([1.0])
+    scaler = est.domain_scaler()
+    Xs, ys = scaler.scale(target), scaler.scale_labels(label)
+    model = est._row_ratio(Xs, ys, add=True)
+    exact = gaussian_epsilon(published.delta, np.hypot(model, published.gaussian_ratio(Xs)))
+    exact = exact + published.summary_epsilon
+    assert exact[0] > published.dp_epsilon  # the removal guarantee under-reports
+    assert published.epsilon(target, label)[0] >= exact[0] * (1 - 1e-9)
+    assert published.cap_epsilon >= exact[0] * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: OPSRegressor(epsilon=None, gamma=2.0, alpha=3.0, data_norm=1.5, y_bound=1.0),
+    lambda: ObjPertRegressor(epsilon=None, sigma=2.0, alpha=3.0, data_norm=1.5, y_bound=1.0),
+])
+def test_law_cap_covers_added_rows(make):
+    """OPS's and objective perturbation's published cap is the domain's worst
+    at n and at n + 1 rows: never below a person added, even where that
+    exceeds the removal guarantee."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, size=(12, 2))
+    y = rng.uniform(-1, 1, size=12)
+    est = make().fit(X, y)
+    law = est.release_law()
+    n = est.pdp_losses_.size
+    assert law.cap_epsilon(est.delta) >= law.dp_epsilon(est.delta)
+    corner = (ops_dp_epsilon(est.delta, 3.0, 2.0, n + 1, True)
+              if isinstance(est, OPSRegressor)
+              else objpert_dp_epsilon(est.delta, 3.0, 2.0, n + 1, True))
+    assert law.cap_epsilon(est.delta) >= corner
+    # extreme persons, added: their exact (uncapped) loss is within the cap
+    targets = rng.uniform(-1, 1, size=(400, 2))
+    targets *= 1.5 / np.linalg.norm(targets, axis=1, keepdims=True)
+    added = est.pdp_epsilon(targets)
+    assert np.all(added <= law.cap_epsilon(est.delta) * (1 + 1e-9))
