@@ -10,7 +10,13 @@ from scipy import stats
 from sklearn.linear_model import Ridge
 from sklearn.utils._param_validation import Interval, InvalidParameterError
 
-from sklearn_pdp import AdaSSPRegressor, FallbackWarning, OPSRegressor, PrivacyLeakWarning, config_context
+from sklearn_pdp import (
+    AdaSSPRegressor,
+    FallbackWarning,
+    OPSRegressor,
+    PrivacyLeakWarning,
+    config_context,
+)
 from sklearn_pdp._base import PrivateRegressorMixin, Ridge as ScaledRidge
 from sklearn_pdp._accounting import ops_dp_epsilon
 from sklearn_pdp.model_selection import PrivateGridSearchCV
@@ -441,8 +447,10 @@ def test_too_small_parts_choose_without_data(monkeypatch):
             search = _search(param_grid=grid, random_state=0).fit(X, labels)
         chosen.append(search.best_index_)
         assert search.selection_epsilon_ == 0.0
-        full = [OPSRegressor(epsilon=None, alpha=1.0, **BOUNDS, delta=search.delta, **p).fit(X, labels)
-                for p in search.cv_results_["params"]]
+        full = [
+            OPSRegressor(epsilon=None, alpha=1.0, **BOUNDS, delta=search.delta, **p).fit(X, labels)
+            for p in search.cv_results_["params"]
+        ]
         assert search.dp_epsilon_ == max(est.dp_epsilon_ for est in full)
         assert search.dp_delta_ == search.delta
         assert_allclose(search.pdp_losses_,

@@ -370,7 +370,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "call .compute() on X and y if they fit in memory."
             )
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        (search_epsilon, search_delta), _ = self._budgets()
+        search_epsilon = self._budgets()[0][0]
         common = self._common_params(X, y)
         grid, estimators = self._candidates(common)
         m, (n, d) = len(grid), X.shape
