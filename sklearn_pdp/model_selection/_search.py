@@ -237,8 +237,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     the search treats the sample size as public, but the part sizes are
     random and not released: the guarantee holds on the event that every
     training part holds between ``low`` and ``high`` records (binomial
-    quantiles), whose failure probability ``SIZE_SHARE * delta`` is added
-    to delta, and on it each candidate's guarantee is bounded by its
+    quantiles), whose failure probability ``SIZE_SHARE`` times the
+    search's delta is added to delta, and on it each candidate's guarantee is bounded by its
     ``dp_guarantee`` at ``high`` (non-decreasing in the size). When ``low``
     would be below 2 (too many candidates for the samples, e.g. 200
     candidates on 442 rows) or a candidate refuses the part sizes, decided
