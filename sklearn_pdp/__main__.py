@@ -409,7 +409,8 @@ def _report(args, X, y, name, bounds, encoding):
     names, one_hot, categories_read = encoding
     est = _estimator(args, bounds, one_hot)
     X_train, X_test, y_train, y_test, train, test = _split(args, X, y)
-    report = PDPReport(est, delta=args.delta, thresholds=args.thresholds,
+    # delta is the estimator's (set above): its own error names a bad value
+    report = PDPReport(est, thresholds=args.thresholds,
                        publish_epsilon=args.publish_epsilon, random_state=args.random_state)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -30,7 +30,7 @@ from ._accounting import (
     ops_gamma,
     ops_mixture_epsilon,
 )
-from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._base import InfeasibleBudget, PrivateRegressorMixin, Ridge, leave_one_out
 from ._docstrings import fill_doc
 from ._eigen import eigen_change, scatter_eigen
 from ._law import ReleaseLaw
@@ -346,10 +346,11 @@ def _calibration(n, d, intercept, eps, delta_share, fixed_floor):
     cal = _Calibration(n=n, d=d, intercept=intercept, eps=eps, delta_share=delta_share,
                        fixed_floor=fixed_floor)
     if cal.fixed and not cal.has_gamma(cal.h0):
-        raise ValueError(
+        raise InfeasibleBudget(
             f"AdaOPSRegressor cannot meet epsilon={cal.budget:.4g} with that kappa "
             f"and n_samples={n}: no posterior scaling is private enough at its "
-            "floor. Lower kappa or raise epsilon."
+            "floor. Lower kappa (kappa=None, the private choice, would meet it "
+            "where n allows) or raise epsilon."
         )
     return cal
 
@@ -597,10 +598,11 @@ class AdaOPSRegressor(PrivateRegressorMixin):
             return None
         floor = 4 * (1 + np.log(4 / self.delta)) / self.epsilon
         if n / (d * self.kappa) < floor * (1 - 1e-12):
-            raise ValueError(
+            raise InfeasibleBudget(
                 f"kappa={self.kappa} violates the AdaOPS constraint kappa <= "
                 f"n epsilon / (4 d (1 + log(4 / delta))) = {n / (d * floor):.4g} "
-                f"for n={n} rows and d={d} features; lower kappa or raise epsilon."
+                f"for n={n} rows and d={d} features: kappa={n / (d * floor):.4g} would "
+                "meet it."
             )
         return float(n / (d * self.kappa))
 
@@ -716,8 +718,9 @@ class AdaOPSRegressor(PrivateRegressorMixin):
             return np.maximum(self._mixture_epsilon(Xs, ones, add),
                               self._mixture_epsilon(Xs, -ones, add))
         eps = ops_mixture_epsilon(self.delta, **self._mixture_columns(Xs, ys, add))
-        # a row at the domain's worst case costs at most the budget
-        return np.minimum(eps, self.dp_epsilon_)
+        # a row removed at the domain's worst case costs at most the budget;
+        # an added row is not a neighbour the calibration covered: uncapped
+        return eps if add else np.minimum(eps, self.dp_epsilon_)
 
     def _mixture_columns(self, Xs, ys, add):
         """The arguments of ``ops_mixture_epsilon`` (but delta) for each row

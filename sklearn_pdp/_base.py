@@ -50,6 +50,34 @@ CLIP_WARN_SHARE = 0.05
 _MIN_RCOND = 1e-10
 
 
+class InfeasibleBudget(ValueError):
+    """A user-set hyper-parameter cannot meet the epsilon budget at this size.
+
+    Raised by a mechanism's calibration (a function of public quantities
+    only), with ``ridge`` the larger ridge that meets the budget (the one
+    of ``alpha="auto"``), which the mechanism then uses
+    (:func:`ridge_fallback`), or None: :meth:`PrivateRegressorMixin.fit`
+    then releases the label mean at the budget. Either way a
+    :class:`~sklearn_pdp.exceptions.FallbackWarning` carries the message,
+    which names the parameter and a value that meets the budget.
+    """
+
+    def __init__(self, message, ridge=None):
+        super().__init__(message)
+        self.ridge = ridge
+
+
+def ridge_fallback(exc, stacklevel=5):
+    """The ridge that :class:`InfeasibleBudget` ``exc`` offers, with a
+    FallbackWarning; ``exc`` itself again where it offers none (the label
+    mean). ``stacklevel`` 5: here, ``_fit_scaled``, ``fit``, scikit-learn's
+    fit wrapper, the user."""
+    if exc.ridge is None:
+        raise exc
+    warnings.warn(f"{exc} It is used instead.", FallbackWarning, stacklevel=stacklevel)
+    return exc.ridge
+
+
 class Ridge:
     """Non-private ridge solution on scaled data, kept for the privacy report.
 
@@ -374,6 +402,13 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
     # n epsilon per coefficient up to which a fit releases the label mean alone
     _mean_only_rate = MEAN_ONLY_RATE
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # scikit-learn's R^2 > 0.5 check fits 200 rows and 10 features: at
+        # a budget of 1 that buys the label mean alone (or a heavy ridge)
+        tags.regressor_tags.poor_score = True
+        return tags
+
     def dp_guarantee(self, n_samples, n_features, min_samples=None):
         """Data-independent (epsilon, delta)-DP guarantee of a fit of this size.
 
@@ -414,15 +449,24 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         """
         fallback = self._mean_only_size(n_features)
         if not fallback:
-            return self._mechanism_guarantee(n_samples, n_features, min_samples)
+            return self._budget_guarantee(n_samples, n_features, min_samples)
         # Sizes up to ``fallback`` release the label mean within the budget.
         # The mechanism is checked from the first size it fits, whatever the
         # size asked: its invalid parameters and refusals are raised at every
         # size, so refused sizes stay below accepted ones.
         low = max(min_samples or n_samples, fallback + 1)
         high = max(n_samples, low)
-        guarantee = self._mechanism_guarantee(high, n_features, None if low == high else low)
+        guarantee = self._budget_guarantee(high, n_features, None if low == high else low)
         return (float(self.epsilon), self.delta) if n_samples <= fallback else guarantee
+
+    def _budget_guarantee(self, n_samples, n_features, min_samples=None):
+        """:meth:`_mechanism_guarantee`, or the budget where a user-set
+        hyper-parameter cannot meet it (:meth:`fit` then releases the label
+        mean at the budget: :class:`InfeasibleBudget`)."""
+        try:
+            return self._mechanism_guarantee(n_samples, n_features, min_samples)
+        except InfeasibleBudget:
+            return float(self.epsilon), self.delta
 
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         """:meth:`dp_guarantee` of the mechanism itself (sizes above the
@@ -677,16 +721,24 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         # why the slopes are 0 (also set by a mechanism whose noisy
         # statistics show no signal): None when slopes were released
         self.mean_only_reason_ = None
+        if not self.mean_only_:
+            self._mean_release = None
+            try:
+                theta = self._fit_scaled(data, rng)
+            except InfeasibleBudget as exc:
+                # a function of public quantities (the parameters and n):
+                # what the budget allows is the label mean (warned below)
+                self.mean_only_ = True
+                self.mean_only_reason_ = str(exc).rstrip(".")
         if self.mean_only_:
-            self.mean_only_reason_ = self._fallback_reason(data.n_samples, self.n_features_in_)
+            if self.mean_only_reason_ is None:
+                self.mean_only_reason_ = self._fallback_reason(data.n_samples,
+                                                               self.n_features_in_)
             self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
                 data.n_samples, self.n_features_in_)
             self._mean_release = PrivateMean(self.epsilon, self.delta, data)
             self._n = data.n_samples
             theta = self._mean_release.release(rng)
-        else:
-            self._mean_release = None
-            theta = self._fit_scaled(data, rng)
         self._theta = theta  # the release in scaled coordinates (release_law)
         self.coef_, self.intercept_ = self._scaler.unscale_coef(theta)
         self.pdp_losses_ = data.map_rows(

@@ -43,6 +43,9 @@ class ReleaseLaw:
       such a Gaussian mechanism for which ``dp_epsilon(delta, ratio)`` is at
       most ``target``.
 
+    :meth:`cap_epsilon` caps published bounds, which hold for anyone: the
+    largest loss of a row removed from the ``n`` rows or added to them.
+
     Where the composition is not exact (the mechanism's loss is not
     Gaussian) it spends ``delta`` as ``(1 - GAUSSIAN_DELTA_SHARE) delta`` on
     the mechanism and the rest on the Gaussian (basic composition: a valid
@@ -70,6 +73,13 @@ class ReleaseLaw:
         self.alpha = float(alpha)
         self.intercept = bool(scaler.fit_intercept)
         self.n_samples = int(n_samples)
+
+    def cap_epsilon(self, delta, gaussian_ratio=None):
+        """The largest loss, at ``delta``, of a row removed from the ``n``
+        rows or added to them (composed like :meth:`dp_epsilon`). By default
+        ``dp_epsilon``, derived for removals: a person added can lose
+        slightly more where the law does not override this (doc/publish.rst)."""
+        return self.dp_epsilon(delta, gaussian_ratio)
 
     def published_statistics(self, published, Xs, ys):
         """Upper values of each scaled row's statistics, valid with
@@ -103,11 +113,20 @@ class GaussianLaw(ReleaseLaw):
         self.noise_scale = dict(noise_scale)
         self.worst_ratio = float(worst_ratio)
 
+    def cap_ratio(self):
+        """The largest model ratio of a row removed or added: by default the
+        domain's worst for removals, ``worst_ratio``."""
+        return self.worst_ratio
+
     def epsilon(self, delta, stats, gaussian_ratio=None):
         extra = 0.0 if gaussian_ratio is None else gaussian_ratio
         # no row's model ratio exceeds the domain's worst (rounding aside)
-        ratio = np.minimum(block_ratio(self.noise_scale, stats), self.worst_ratio)
+        ratio = np.minimum(block_ratio(self.noise_scale, stats), self.cap_ratio())
         return gaussian_epsilon(delta, np.hypot(ratio, extra))
+
+    def cap_epsilon(self, delta, gaussian_ratio=None):
+        extra = 0.0 if gaussian_ratio is None else gaussian_ratio
+        return float(gaussian_epsilon(delta, np.hypot(self.cap_ratio(), extra)))
 
     def dp_epsilon(self, delta, gaussian_ratio=None):
         extra = 0.0 if gaussian_ratio is None else gaussian_ratio

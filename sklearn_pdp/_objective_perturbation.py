@@ -16,7 +16,13 @@ from ._accounting import (
     objpert_epsilon,
     objpert_noise_scale,
 )
-from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._base import (
+    InfeasibleBudget,
+    PrivateRegressorMixin,
+    Ridge,
+    leave_one_out,
+    ridge_fallback,
+)
 from ._law import ReleaseLaw
 from ._docstrings import fill_doc
 
@@ -182,9 +188,24 @@ class ObjPertRegressor(PrivateRegressorMixin):
             )
             if self.alpha == "auto" else float(self.alpha)
         )
-        sigma = objpert_noise_scale(
-            self.epsilon, self.delta, alpha, n_samples, self.fit_intercept
-        )
+        try:
+            sigma = objpert_noise_scale(
+                self.epsilon, self.delta, alpha, n_samples, self.fit_intercept
+            )
+        except ValueError as exc:
+            if self.alpha == "auto" or alpha <= 0:  # alpha=0: invalid with a budget
+                raise
+            try:
+                auto = objpert_auto_alpha(
+                    self.epsilon, self.delta, n_samples, n_features, self.fit_intercept)
+            except ValueError:
+                auto = None
+            raise InfeasibleBudget(
+                f"ObjPertRegressor: {exc} "
+                + (f"alpha={auto:.4g} (the ridge of alpha='auto') meets it." if auto
+                   else "No alpha meets it at this size."),
+                ridge=auto,
+            ) from None
         return alpha, sigma
 
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
@@ -200,7 +221,12 @@ class ObjPertRegressor(PrivateRegressorMixin):
         ), self.delta
 
     def _fit_scaled(self, data, rng):
-        self.alpha_, self.noise_scale_ = self._noise(data.n_samples, self.n_features_in_)
+        try:
+            self.alpha_, self.noise_scale_ = self._noise(data.n_samples, self.n_features_in_)
+        except InfeasibleBudget as exc:
+            self.alpha_ = ridge_fallback(exc)
+            self.noise_scale_ = objpert_noise_scale(
+                self.epsilon, self.delta, self.alpha_, data.n_samples, self.fit_intercept)
         self._n = data.n_samples
         self._ridge = Ridge(*data.gram(), self.alpha_, self.fit_intercept)
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
@@ -254,8 +280,9 @@ class ObjPertLaw(ReleaseLaw):
     |r|, with x^T H^{-2} x at fixed leverage and with the leverage at fixed
     x^T H^{-2} x up to mu^2 = ||x||^2 x^T H^{-2} x (checked in the tests), so
     over a box of upper values its largest value is at the upper corner, the
-    leverage capped by that constraint. It is capped by the data-independent
-    guarantee.
+    leverage capped by that constraint. It is capped by the domain's worst
+    loss of a row removed from the n rows or added to them (at n and n + 1
+    rows), which holds for anyone.
     """
 
     def __init__(self, *, sigma, **public):
@@ -266,22 +293,31 @@ class ObjPertLaw(ReleaseLaw):
     def residual_margin(self, beta, stats):
         return ndtri(1.0 - beta / 2.0) * self.sigma * np.sqrt(stats["inverse_norm2"])
 
-    def _dp(self, delta):
+    def _dp(self, delta, n_samples=None):
         # a few deltas per report, each a costly worst-case search: kept
-        if delta not in self._dp_cache:
-            self._dp_cache[delta] = objpert_dp_epsilon(
-                delta, self.alpha, self.sigma, self.n_samples, self.intercept
+        n_samples = self.n_samples if n_samples is None else n_samples
+        if (delta, n_samples) not in self._dp_cache:
+            self._dp_cache[delta, n_samples] = objpert_dp_epsilon(
+                delta, self.alpha, self.sigma, n_samples, self.intercept
             )
-        return self._dp_cache[delta]
+        return self._dp_cache[delta, n_samples]
+
+    def _cap(self, delta):
+        # a person removed from the n rows or added to them: the domain's
+        # worst at n and at n + 1 rows, at this sigma
+        return max(self._dp(delta), self._dp(delta, self.n_samples + 1))
 
     def epsilon(self, delta, stats, gaussian_ratio=None):
         norm2, mu, w, r = _remove_row(stats)
         with np.errstate(invalid="ignore"):
             mu = np.minimum(mu, np.sqrt(norm2 * w))  # Cauchy-Schwarz
         return compose_with_gaussian(
-            lambda d: np.minimum(objpert_epsilon(d, norm2, mu, w, r, self.sigma), self._dp(d)),
+            lambda d: np.minimum(objpert_epsilon(d, norm2, mu, w, r, self.sigma), self._cap(d)),
             delta, gaussian_ratio,
         )
+
+    def cap_epsilon(self, delta, gaussian_ratio=None):
+        return compose_with_gaussian(self._cap, delta, gaussian_ratio)
 
     def dp_epsilon(self, delta, gaussian_ratio=None):
         return compose_with_gaussian(self._dp, delta, gaussian_ratio)

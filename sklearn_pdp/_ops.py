@@ -16,7 +16,13 @@ from ._accounting import (
     ops_epsilon,
     ops_gamma,
 )
-from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._base import (
+    InfeasibleBudget,
+    PrivateRegressorMixin,
+    Ridge,
+    leave_one_out,
+    ridge_fallback,
+)
 from ._data import TwoStageRows
 from ._law import ReleaseLaw
 from ._docstrings import fill_doc
@@ -163,19 +169,30 @@ class OPSRegressor(PrivateRegressorMixin):
             alpha = float(self.alpha)
         if self.epsilon is None:
             return alpha, float(self.gamma)
-        corner = domain_bounds(n_samples, alpha, self.fit_intercept)
-        try:
-            gamma = ops_gamma(
-                self.epsilon, self.delta, corner["leverage"], corner["residual"]
-            )
-        except ValueError:
-            raise ValueError(
+        gamma = self._gamma(alpha, n_samples)
+        if gamma is None:
+            try:
+                auto = ops_auto_alpha(
+                    self.epsilon, self.delta, n_samples, n_features, self.fit_intercept)
+            except ValueError:
+                auto = None
+            raise InfeasibleBudget(
                 f"OPSRegressor cannot meet epsilon={self.epsilon} at alpha={alpha:.4g} "
                 f"with n_samples={n_samples}: its loss at the worst leverage stays "
-                "above the budget however much noise it adds. Raise alpha or "
-                "epsilon (alpha='auto' does so where n allows)."
-            ) from None
+                "above the budget however much noise it adds. "
+                + (f"alpha={auto:.4g} (the ridge of alpha='auto') meets it." if auto
+                   else "No alpha meets it at this size; raise epsilon."),
+                ridge=auto,
+            )
         return alpha, gamma
+
+    def _gamma(self, alpha, n_samples):
+        """The budget's gamma at this ridge, or None where none meets it."""
+        corner = domain_bounds(n_samples, alpha, self.fit_intercept)
+        try:
+            return ops_gamma(self.epsilon, self.delta, corner["leverage"], corner["residual"])
+        except ValueError:
+            return None
 
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         if self.epsilon is not None:
@@ -191,7 +208,11 @@ class OPSRegressor(PrivateRegressorMixin):
         ), self.delta
 
     def _fit_scaled(self, data, rng):
-        self.alpha_, self.gamma_ = self._calibrate(data.n_samples, self.n_features_in_)
+        try:
+            self.alpha_, self.gamma_ = self._calibrate(data.n_samples, self.n_features_in_)
+        except InfeasibleBudget as exc:
+            self.alpha_ = ridge_fallback(exc)
+            self.gamma_ = self._gamma(self.alpha_, data.n_samples)
         self._n = data.n_samples
         self._ridge = Ridge(*data.gram(), self.alpha_, self.fit_intercept)
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
@@ -223,7 +244,8 @@ class OPSRegressor(PrivateRegressorMixin):
         return TwoStageRows(statistics, finish, 2)
 
     def _target_epsilon(self, Xs, ys):
-        return self._capped(ops_target_epsilon(self._ridge, Xs, ys, self.delta, self.gamma_))
+        # an added row is not a neighbour the calibration covered: uncapped
+        return ops_target_epsilon(self._ridge, Xs, ys, self.delta, self.gamma_)
 
     def _capped(self, eps):
         # a row at the calibration corner costs exactly the budget: the root
@@ -249,7 +271,8 @@ class OPSLaw(ReleaseLaw):
     x^T (coef - theta_hat) ~ N(0, mu' / gamma) with the in-sample leverage
     mu'; the loss grows with the leverage and the |residual| (section 2 of
     doc/mechanisms/ops.rst), so upper values give an upper bound. It is
-    capped by the data-independent guarantee, which holds for every row.
+    capped by the domain's worst loss of a row removed from the n rows or
+    added to them (the corners at n and n + 1 rows), which holds for anyone.
     """
 
     def __init__(self, *, gamma, **public):
@@ -262,12 +285,21 @@ class OPSLaw(ReleaseLaw):
     def _dp(self, delta):
         return ops_dp_epsilon(delta, self.alpha, self.gamma, self.n_samples, self.intercept)
 
+    def _cap(self, delta):
+        # a person removed from the n rows or added to them: the domain's
+        # corner at n and at n + 1 rows, at this gamma
+        return max(self._dp(delta), ops_dp_epsilon(
+            delta, self.alpha, self.gamma, self.n_samples + 1, self.intercept))
+
     def epsilon(self, delta, stats, gaussian_ratio=None):
         mu, r = leave_one_out(stats["leverage"], stats["residual"])
         return compose_with_gaussian(
-            lambda d: np.minimum(ops_epsilon(d, mu, r, self.gamma), self._dp(d)),
+            lambda d: np.minimum(ops_epsilon(d, mu, r, self.gamma), self._cap(d)),
             delta, gaussian_ratio,
         )
+
+    def cap_epsilon(self, delta, gaussian_ratio=None):
+        return compose_with_gaussian(self._cap, delta, gaussian_ratio)
 
     def dp_epsilon(self, delta, gaussian_ratio=None):
         return compose_with_gaussian(self._dp, delta, gaussian_ratio)

@@ -321,15 +321,16 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         inside = other_norm2 <= (R * (1 - _INSIDE_RTOL)) ** 2
         return np.where(inside, exact, bound)
 
-    def _epsilon(self, sensitivity):
+    def _epsilon(self, sensitivity, cap=True):
         if self.noise == "gaussian":
             eps = gaussian_epsilon(self.delta, sensitivity / self.noise_scale_)
         else:
             eps = sensitivity / self.noise_scale_
         # A row at the global sensitivity costs exactly epsilon (the calibration
         # checked delta(epsilon) <= delta there); the root search's tolerance
-        # must not report more.
-        return np.minimum(eps, self.dp_epsilon_)
+        # must not report more. An added row is not a neighbour the
+        # calibration covered: no cap (``cap=False``).
+        return np.minimum(eps, self.dp_epsilon_) if cap else eps
 
     def _mechanism_profile(self, losses):
         """Gaussian noise: the release is the Gaussian mechanism with each
@@ -410,7 +411,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         ))
 
     def _target_epsilon(self, Xs, ys):
-        return self._epsilon(self._added_sensitivity(Xs, ys))
+        return self._epsilon(self._added_sensitivity(Xs, ys), cap=False)
 
 
 class OutputPerturbationLaw(ReleaseLaw):

@@ -30,6 +30,7 @@ published object and of its own row, so removing a row removes one value
 
 import numpy as np
 from scipy import linalg
+from sklearn.isotonic import isotonic_regression
 from sklearn.utils import check_array
 
 from ._base import penalty
@@ -88,6 +89,10 @@ class PublishedReport:
         The pure-DP budget of ``summary``, part of every row's loss.
     dp_epsilon, dp_delta : float
         Guarantee of the model and the publication together.
+    cap_epsilon : float
+        The cap of :meth:`epsilon`: the largest total loss of a person
+        removed from the training rows or added to them (``dp_epsilon``
+        where the law bounds only removals: doc/publish.rst).
     summary : dict
         Private estimates over the training rows of :meth:`epsilon`:
         ``mean``, ``median``, ``q90``, ``q99`` and ``below`` (fractions at or
@@ -96,7 +101,8 @@ class PublishedReport:
     """
 
     def __init__(self, law, noisy_gram, noise_scale, *, beta, delta, summary_epsilon,
-                 dp_epsilon, dp_delta, n_features_in, feature_names_in=None):
+                 dp_epsilon, dp_delta, n_features_in, feature_names_in=None,
+                 cap_epsilon=None):
         self.law = law
         self.noisy_gram = noisy_gram
         self.noise_scale = float(noise_scale)
@@ -104,6 +110,8 @@ class PublishedReport:
         self.delta = float(delta)
         self.summary_epsilon = float(summary_epsilon)
         self.dp_epsilon = float(dp_epsilon)
+        self.cap_epsilon = max(self.dp_epsilon, float(
+            dp_epsilon if cap_epsilon is None else cap_epsilon))
         self.dp_delta = float(dp_delta)
         self.n_features_in = int(n_features_in)
         self.feature_names_in = feature_names_in
@@ -122,7 +130,7 @@ class PublishedReport:
         exact statistics (which only the data holder has), an upper bound at
         upper ones."""
         eps = self.law.epsilon(self.delta, stats, self.gaussian_ratio(Xs))
-        return np.minimum(eps + self.summary_epsilon, self.dp_epsilon)
+        return np.minimum(eps + self.summary_epsilon, self.cap_epsilon)
 
     def epsilon(self, X, y=None):
         """Upper bound on the per-instance loss of each person (x, y).
@@ -144,7 +152,7 @@ class PublishedReport:
         Returns
         -------
         epsilon : ndarray of shape (n_samples,)
-            At ``delta``; at most ``dp_epsilon``.
+            At ``delta``; at most ``cap_epsilon``.
         """
         X = check_array(X, dtype=np.float64)
         if X.shape[1] != self.n_features_in:
@@ -250,7 +258,8 @@ def publish(law, gram, *, publish_epsilon, beta, delta, model_epsilon, rng,
     if not law.needs_gram:
         return PublishedReport(
             law, None, 0.0, summary_epsilon=publish_epsilon,
-            dp_epsilon=law.dp_epsilon(delta) + publish_epsilon, **common,
+            dp_epsilon=law.dp_epsilon(delta) + publish_epsilon,
+            cap_epsilon=law.cap_epsilon(delta) + publish_epsilon, **common,
         )
     summary_epsilon = (1.0 - GRAM_SHARE) * publish_epsilon
     target = model_epsilon + GRAM_SHARE * publish_epsilon
@@ -260,38 +269,75 @@ def publish(law, gram, *, publish_epsilon, beta, delta, model_epsilon, rng,
     noisy = exact + noise_scale * gram_noise(rng, exact.shape[0], law.intercept)
     return PublishedReport(
         law, noisy, noise_scale, summary_epsilon=summary_epsilon,
-        dp_epsilon=law.dp_epsilon(delta, ratio) + summary_epsilon, **common,
+        dp_epsilon=law.dp_epsilon(delta, ratio) + summary_epsilon,
+        cap_epsilon=law.cap_epsilon(delta, ratio) + summary_epsilon, **common,
     )
 
 
-def private_summary(values, thresholds, epsilon, lower, upper, rng):
+def private_summary(values, thresholds, epsilon, lower, upper, rng, level=0.95):
     """Private mean, quantiles and fractions below ``thresholds`` of ``values``.
 
     ``values`` are in [lower, upper] (both public, lower > 0), each a public
-    function of one row: removing a row removes one value. The quantiles are
-    made non-decreasing (post-processing). ``epsilon`` is split equally
-    between the mean (Laplace noise on the sum, sensitivity ``upper``, divided
-    by the public size), each quantile of ``_QUANTILES`` (exponential
-    mechanism on a public log grid, utility sensitivity 1) and the fractions
-    (Laplace noise on the counts, l1 sensitivity the number of thresholds):
-    pure epsilon-DP.
+    function of one row: removing a row removes one value. ``epsilon`` is
+    split equally between the mean (Laplace noise on the sum, sensitivity
+    ``upper``, divided by the public size), each quantile of ``_QUANTILES``
+    (exponential mechanism on a public log grid, utility sensitivity 1) and
+    the fractions (Laplace noise on the counts, l1 sensitivity the number
+    of thresholds): pure epsilon-DP.
+
+    Post-processing (free) makes the summary consistent: the quantiles
+    non-decreasing, the fractions non-decreasing in the threshold (isotonic
+    projection, then 0 below ``lower`` and 1 from ``upper``: public facts),
+    and the mean inside the range the quantiles leave it: with a q-quantile
+    v_q, at least a share 1 - q of the values is at least v_q and a share q
+    at most v_q, so ``q lower + (1 - q) v_q <= mean <= q v_q + (1 - q) upper``.
+    Next to them, from public quantities: ``stderr``, the standard errors of
+    the Laplace noise on the mean and on each fraction (the projections
+    move the fractions no further from the true ones in l2, as the true
+    fractions satisfy the constraints), and ``quantile_levels``, for each
+    quantile the interval of levels of which the published value is a
+    quantile of the (grid-rounded) values with probability ``level``.
     """
     part = epsilon / _SUMMARY_PARTS
     values = np.clip(values, 0.0, upper)
     n = values.size
-    mean = (values.sum() + rng.laplace(scale=upper / part)) / n
-    out = {"mean": float(np.clip(mean, 0.0, upper))}
+    out = {}
     previous = lower
     for key, q in _QUANTILES.items():
         previous = max(previous, _private_quantile(values, q, part, lower, upper, rng))
         out[key] = float(previous)
+    mean = (values.sum() + rng.laplace(scale=upper / part)) / n
+    low = max(q * lower + (1 - q) * out[key] for key, q in _QUANTILES.items())
+    high = min(q * out[key] + (1 - q) * upper for key, q in _QUANTILES.items())
+    out["mean"] = float(np.clip(mean, low, high))
     k = max(len(thresholds), 1)
-    below = {}
-    for t in thresholds:
-        count = np.sum(values <= t) + rng.laplace(scale=k / part)
-        below[float(t)] = float(np.clip(count / n, 0.0, 1.0))
-    out["below"] = below
+    thresholds = np.asarray(thresholds, dtype=np.float64)
+    order = np.argsort(thresholds, kind="stable")
+    counts = np.array([np.sum(values <= t) for t in thresholds], dtype=np.float64)
+    noisy = (counts + rng.laplace(scale=k / part, size=thresholds.size)) / n
+    fractions = np.empty(thresholds.size)
+    if thresholds.size:
+        fractions[order] = isotonic_regression(noisy[order], y_min=0.0, y_max=1.0)
+    fractions = np.where(thresholds < lower, 0.0, np.where(thresholds >= upper, 1.0, fractions))
+    out["below"] = {float(t): float(f) for t, f in zip(thresholds, fractions)}
+    grid_size = _log_grid(lower, upper).size
+    # the exponential mechanism's draw has utility below -u with probability
+    # at most |grid| exp(-eps u / 2): u = 2 log(|grid| / (1 - level)) / eps
+    rank = 2.0 * np.log(grid_size / (1.0 - level)) / part / n
+    out["stderr"] = {"mean": float(np.sqrt(2.0) * upper / part / n),
+                     "below": float(np.sqrt(2.0) * k / part / n)}
+    out["quantile_levels"] = {key: (float(max(q - rank, 0.0)), float(min(q + rank, 1.0)))
+                              for key, q in _QUANTILES.items()}
     return out
+
+
+def _log_grid(lower, upper):
+    """The public grid of the private quantiles: relative step about
+    ``_GRID_STEP`` on a log scale from ``lower`` to ``upper`` (both included)."""
+    low, high = np.log(lower), np.log(upper)
+    grid = np.exp(np.linspace(low, high, max(int(np.ceil((high - low) / _GRID_STEP)), 0) + 1))
+    grid[-1] = max(grid[-1], upper)
+    return grid
 
 
 def _private_quantile(values, q, epsilon, lower, upper, rng):
@@ -308,9 +354,7 @@ def _private_quantile(values, q, epsilon, lower, upper, rng):
     1; o is drawn with probability proportional to ``exp(epsilon u(o) / 2)``
     (:func:`~sklearn_pdp._accounting._exponential.quantile_log_proba`).
     """
-    low, high = np.log(lower), np.log(upper)
-    grid = np.exp(np.linspace(low, high, max(int(np.ceil((high - low) / _GRID_STEP)), 0) + 1))
-    grid[-1] = max(grid[-1], upper)
+    grid = _log_grid(lower, upper)
     # rounded up in the linear domain: no value exceeds its grid point
     cells = np.searchsorted(grid, np.clip(values, lower, upper), side="left")
     counts = np.bincount(np.minimum(cells, grid.size - 1), minlength=grid.size)

@@ -509,7 +509,8 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
 
     def _target_epsilon(self, Xs, ys):
         tau = _label_quadratic(self._tau, Xs, ys)
-        return np.minimum(chi2_epsilon(self.delta, tau, self.n_components_), self.dp_epsilon_)
+        # an added row is not a neighbour the calibration covered: uncapped
+        return chi2_epsilon(self.delta, tau, self.n_components_)
 
     def _law_statistics(self, Xs, ys, add=False):
         """Exact statistic of the rows for :meth:`release_law`'s ``epsilon``:

@@ -207,6 +207,12 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
                 f"{self.thresholds!r}."
             )
         X, y = validate_rows(self, X, y, reset=True)
+        if X.shape[0] == 1:
+            # one row: no design to take its leverage against
+            raise ValueError(
+                "PDPReport needs at least 2 samples, got n_samples=1: a single "
+                "sample has no leverage to report against the others."
+            )
         est = clone(AdaSSPRegressor() if self.estimator is None else self.estimator)
         if self.delta is not None:
             est.set_params(delta=self.delta)

@@ -464,7 +464,10 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         return self._epsilon(self._row_ratio(Xs, ys, add=False))
 
     def _target_epsilon(self, Xs, ys):
-        return self._epsilon(self._row_ratio(Xs, ys, add=True))
+        # the noise was sized for removals from n rows; an added row can
+        # move the release more (4 n / (n + 1) > 4 (n - 1) / n for the
+        # eigenvalue): its exact loss, uncapped
+        return gaussian_epsilon(self.delta, self._row_ratio(Xs, ys, add=True))
 
 
 def _row_changes2(Xs, ys, intercept, eigen2):
@@ -491,7 +494,21 @@ class AdaSSPLaw(GaussianLaw):
     from the noisy Gram's constant column, whose noise is at most
     ``sigma t / n`` in norm on the event of
     :func:`~sklearn_pdp._publish.gram_noise_bound`.
+
+    Its bounds hold for a person added to the ``n`` rows too, whose row can
+    move the eigenvalue by up to ``4 n / (n + 1)``, more than the
+    ``4 (n - 1) / n`` of a removal that the noise was sized for: the caps
+    (:meth:`cap_ratio`) are the worst of both.
     """
+
+    def cap_ratio(self):
+        if not self.intercept:  # ||x||^2 <= 1 either way
+            return self.worst_ratio
+        n, sigma = self.n_samples, self.noise_scale["eigen"]
+        if not sigma > 0:
+            return self.worst_ratio
+        removed, added = 4.0 * max(n - 1, 0) / n, 4.0 * n / (n + 1)
+        return float(np.sqrt(self.worst_ratio**2 + (added**2 - removed**2) / sigma**2))
 
     def published_statistics(self, published, Xs, ys):
         n, d = self.n_samples, Xs.shape[1] - int(self.intercept)
@@ -499,7 +516,9 @@ class AdaSSPLaw(GaussianLaw):
         if self.intercept:
             centre, shift = published.feature_mean()
             gap = np.linalg.norm(x - centre, axis=1) + shift
-            eigen = np.minimum(n / max(n - 1, 1) * gap**2, 4.0 * max(n - 1, 0) / n)
+            # n / (n - 1) gap^2 bounds a removal's change and an addition's
+            # (n / (n + 1) ||x - x_bar||^2); the domain caps both
+            eigen = np.minimum(n / max(n - 1, 1) * gap**2, 4.0 * n / (n + 1))
         else:
             eigen = np.minimum(np.einsum("ij,ij->i", x, x), 1.0)
         return _row_changes2(Xs, ys, self.intercept, eigen**2)

@@ -22,7 +22,10 @@ class FallbackWarning(UserWarning):
     given): the warning names the reason and the public threshold (an
     epsilon, a sample size or a parameter value) at which the requested
     model would be released. The fitted estimator records the same reason
-    in ``mean_only_reason_``.
+    in ``mean_only_reason_`` where it released the label mean alone; a
+    larger ridge shows in ``alpha_``, and a private search that chose its
+    candidate without data (parts too small for the grid) has
+    ``selection_epsilon_ = 0``.
     """
 
 

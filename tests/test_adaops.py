@@ -1,12 +1,12 @@
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
 from scipy.optimize import brentq
 from scipy.special import ndtri
 from sklearn.linear_model import Ridge
 
-from sklearn_pdp import AdaOPSRegressor
+from sklearn_pdp import AdaOPSRegressor, FallbackWarning
 from sklearn_pdp._accounting import (
     gaussian_delta,
     ops_delta,
@@ -543,9 +543,16 @@ def test_corner_covers_every_target_with_an_intercept(seed):
 def test_kappa_is_checked_against_the_paper_constraint():
     X, y = _unit_rows(1000, 4, 0)
     kappa_max = 1000 * 1.0 / (4 * 4 * (1 + np.log(4 / 1e-6)))
-    AdaOPSRegressor(kappa=0.99 * kappa_max, **BOUNDS).fit(X, y)
-    with pytest.raises(ValueError, match="kappa"):
-        AdaOPSRegressor(kappa=1.01 * kappa_max, **BOUNDS).fit(X, y)
+    assert not AdaOPSRegressor(kappa=0.99 * kappa_max, **BOUNDS).fit(X, y).mean_only_
+    # beyond it the budget allows the label mean alone, with a warning that
+    # names the largest kappa the constraint admits
+    with pytest.warns(FallbackWarning, match=f"kappa={kappa_max:.4g} would meet it"):
+        reg = AdaOPSRegressor(kappa=1.01 * kappa_max, **BOUNDS).fit(X, y)
+    assert reg.mean_only_ and "kappa" in reg.mean_only_reason_
+    assert_array_equal(reg.coef_, 0.0)
+    assert reg.dp_epsilon_ == 1.0 and reg.dp_guarantee(1000, 4) == (1.0, 1e-6)
+    with pytest.raises(ValueError, match="kappa"):  # the mechanism itself refuses it
+        AdaOPSRegressor(kappa=1.01 * kappa_max, **BOUNDS)._mechanism_guarantee(1000, 4)
 
 
 def test_too_few_samples_for_an_intercept_release_the_mean():

@@ -344,7 +344,8 @@ BAD_PARAMETERS = {
     "epsilon": [0.0, -1.0, np.nan, "1"],
     "delta": [0.0, -1e-6, 1.0, 1.5, np.nan],
     "gamma": [0.0, -1.0, np.nan, np.inf],
-    "kappa": [50.0, 0.0, -1.0, np.nan],
+    # (a kappa beyond the paper's constraint is not invalid: the fit falls back)
+    "kappa": [0.0, -1.0, np.nan],
     "sigma": [0.0, -1.0, np.nan, np.inf],
     "alpha": [-1e-3, np.nan, np.inf],
     "data_norm": [0.0, -1.0, np.nan, np.inf, "3"],

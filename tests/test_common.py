@@ -18,8 +18,24 @@ from sklearn_pdp import (
     PDPReport,
     RandomProjectionRegressor,
 )
+from sklearn_pdp._accounting import gaussian_epsilon
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
+# what a user gets: the default-constructed estimators (scikit-learn's
+# checks fit 10 to 200 rows, where budgets are met by falling back to the
+# label mean, a larger ridge or a choice without data, with a FallbackWarning)
+DEFAULTS = [
+    OPSRegressor(),
+    AdaOPSRegressor(),
+    AdaSSPRegressor(),
+    OutputPerturbationRegressor(),
+    ObjPertRegressor(),
+    RandomProjectionRegressor(),
+    PDPReport(),
+    PrivateGridSearchCV(AdaSSPRegressor(), {"fit_intercept": [True, False]}),
+]
+
+# expert configurations, on top of the defaults
 ESTIMATORS = [
     # scikit-learn's checks fit 10 rows, where no budget of 1 can be met with
     # an intercept: the raw noise level of the expert API (the budget path is
@@ -51,7 +67,10 @@ ESTIMATORS = [
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
-@parametrize_with_checks(ESTIMATORS)
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
+@parametrize_with_checks(
+    DEFAULTS + [e for e in ESTIMATORS if repr(e) not in {repr(d) for d in DEFAULTS}]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -202,3 +221,30 @@ def test_dp_guarantee_contract(estimator):
         # answers with the label mean alone, below the fallback size)
         with pytest.raises(ValueError, match="kappa"):
             est._mechanism_guarantee(30, 3)
+
+
+def test_added_row_is_not_capped_at_the_budget():
+    """AdaSSP's noise is sized for removals from n rows; a row added to them
+    can move the eigenvalue by 4 n / (n + 1) > 4 (n - 1) / n, so its exact
+    loss exceeds the budget: pdp_epsilon reports it, as brute force over the
+    domain's rows finds it (the neighbour with the row, its removal loss at
+    the noise of the fit)."""
+    X, y = -np.ones((41, 1)), -np.ones(41)
+    params = dict(epsilon=3.0, data_norm=1.0, y_bound=1.0, random_state=0)
+    est = AdaSSPRegressor(**params).fit(X, y)
+    rows = [(x, label) for x in np.linspace(-1, 1, 9) for label in (-1.0, 1.0)]
+    brute = []
+    for x, label in rows:
+        with_row = AdaSSPRegressor(**params).fit(np.vstack([X, [[x]]]), np.append(y, label))
+        with_row.noise_scale_ = est.noise_scale_
+        scaler = with_row.domain_scaler()
+        ratio = with_row._row_ratio(scaler.scale(np.array([[x]])),
+                                    scaler.scale_labels(np.array([label])), add=False)
+        brute.append(gaussian_epsilon(est.delta, ratio)[0])
+    reported = est.pdp_epsilon(np.array([[x] for x, _ in rows]), np.array([l for _, l in rows]))
+    assert_allclose(reported, brute, rtol=1e-9)
+    # the worst row (x = 1 against 41 rows at -1): 3.000198 > 3
+    assert reported.max() == pytest.approx(3.000198, abs=1e-6)
+    assert reported.max() > est.dp_epsilon_
+    # the worst label is the larger of the two
+    assert_allclose(est.pdp_epsilon(np.array([[1.0]])), reported.max(), rtol=1e-12)

@@ -596,3 +596,11 @@ def test_ledger_summaries_keep_inf_totals(tmp_path, capsys):
     assert main(["ledger", str(path), "--json"]) == 0
     totals = json.loads(capsys.readouterr().out)["totals"]
     assert totals["max"] == np.inf and np.isfinite(totals["median"])
+
+
+@pytest.mark.parametrize("estimator", ["ops", "adassp"])
+def test_zero_delta_is_the_estimators_error(capsys, estimator):
+    """--delta 0 is refused by the estimator that would use it, by name."""
+    name = ESTIMATORS[estimator]
+    _assert_one_line_error(capsys, ["--estimator", estimator, "--delta", "0"],
+                           f"The 'delta' parameter of {name} must be")

@@ -2,11 +2,11 @@ import warnings
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from scipy import integrate, stats
 from sklearn.linear_model import Ridge
 
-from sklearn_pdp import ObjPertRegressor, PrivacyLeakWarning
+from sklearn_pdp import FallbackWarning, ObjPertRegressor, PrivacyLeakWarning
 from sklearn_pdp._accounting import (
     PREDICTION_NOISE,
     domain_bounds,
@@ -361,10 +361,21 @@ def test_epsilon_budget_calibrates_sigma():
     assert_allclose(fixed.pdp_losses_, reg.pdp_losses_)
 
 
-def test_budget_below_the_floor_is_a_clear_error():
+def test_budget_below_the_floor_falls_back_to_the_automatic_ridge():
+    """A given alpha whose loss floor is above the budget: the ridge of
+    alpha='auto' is released instead, with a warning that names both."""
     X, y = _data()
-    with pytest.raises(ValueError, match="epsilon=0.5 cannot be reached with alpha=1.0"):
-        ObjPertRegressor(epsilon=0.5, alpha=1.0, data_norm=3.0, y_bound=4.0).fit(X, y)
+    params = dict(epsilon=0.5, data_norm=3.0, y_bound=4.0, fit_intercept=False,
+                  random_state=0)
+    with pytest.warns(FallbackWarning, match=r"epsilon=0.5 cannot be reached with "
+                      r"alpha=1.0.* alpha=\S+ \(the ridge of alpha='auto'\) meets it"):
+        reg = ObjPertRegressor(alpha=1.0, **params).fit(X, y)
+    auto = ObjPertRegressor(**params).fit(X, y)
+    assert reg.alpha_ == auto.alpha_ > 1.0
+    assert_array_equal(reg.coef_, auto.coef_)
+    assert_array_equal(reg.pdp_losses_, auto.pdp_losses_)
+    assert not reg.mean_only_ and reg.mean_only_reason_ is None
+    assert reg.dp_epsilon_ == 0.5 and reg.dp_guarantee(60, 3) == (0.5, 1e-6)
     with pytest.raises(ValueError, match="alpha > 0"):
         objpert_noise_scale(1.0, 1e-6, 0.0, 10)
 

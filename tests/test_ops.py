@@ -2,12 +2,13 @@ import warnings
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
 from sklearn.linear_model import Ridge
+from sklearn.model_selection import GridSearchCV
 
 from tests._reference import ridge_penalty
-from sklearn_pdp import OPSRegressor, PrivacyLeakWarning
+from sklearn_pdp import FallbackWarning, OPSRegressor, PrivacyLeakWarning
 from sklearn_pdp._accounting import (
     PREDICTION_NOISE,
     domain_bounds,
@@ -290,3 +291,37 @@ def test_exact_losses_on_rank_deficient_data_both_directions(case):
     mu = Xs[0] @ np.linalg.solve(Hs, Xs[0])
     assert_allclose(smaller.pdp_epsilon(X[:1], y[:1]),
                     [ops_epsilon(reg.delta, mu, ys[0] - Xs[0] @ theta, H_gamma)], rtol=1e-7)
+
+
+def test_a_given_alpha_that_cannot_meet_the_budget_falls_back():
+    """alpha=0.01 cannot meet epsilon=1 at any noise: the ridge of
+    alpha='auto' is released, with a warning naming both alphas; the
+    guarantee is the budget, and a plain GridSearchCV over alpha runs."""
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, size=(3000, 2))
+    y = X @ [0.5, -0.5] + 0.1 * rng.normal(size=3000)
+    params = dict(data_norm=1.5, y_bound=1.5, random_state=0)
+    with pytest.warns(FallbackWarning, match=r"at alpha=0.01 .* alpha=\S+ \(the ridge "
+                      r"of alpha='auto'\) meets it\. It is used instead"):
+        reg = OPSRegressor(alpha=0.01, **params).fit(X, y)
+    auto = OPSRegressor(**params).fit(X, y)
+    assert reg.alpha_ == auto.alpha_ > 0.01 and reg.gamma_ == auto.gamma_
+    assert_allclose(reg.pdp_losses_, auto.pdp_losses_, rtol=0)
+    assert not reg.mean_only_ and reg.mean_only_reason_ is None
+    assert reg.dp_epsilon_ == 1.0 and reg.dp_guarantee(3000, 2) == (1.0, 1e-6)
+    assert np.all(reg.pdp_losses_ <= 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        search = GridSearchCV(OPSRegressor(**params), {"alpha": [0.1, 1.0, 10.0]}).fit(X, y)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+
+
+def test_infinite_gamma_reveals_the_row():
+    """No noise (gamma = inf, a published window without a bound): an
+    infinite loss for every row that moves the posterior, 0 for one that
+    does not, without numpy warnings."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        eps = ops_epsilon(1e-6, np.array([0.5, 0.1, np.inf, 0.0]),
+                          np.array([1.0, 0.0, 1.0, 1.0]), np.full(4, np.inf))
+    assert_array_equal(eps, [np.inf, np.inf, np.inf, 0.0])

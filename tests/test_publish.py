@@ -2,6 +2,7 @@
 
 import copy
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -20,14 +21,18 @@ from sklearn_pdp import (
 )
 from sklearn_pdp._accounting import (
     gaussian_epsilon,
+    objpert_dp_epsilon,
     objpert_epsilon,
+    ops_dp_epsilon,
     ops_epsilon,
     ops_mixture_epsilon,
 )
 from sklearn_pdp._adaops import _PUBLISHED_WINDOW_SHARE
 from sklearn_pdp._base import penalty
 from sklearn_pdp._output_perturbation import _ball_constants, ball_ridge
-from sklearn_pdp._publish import _GRID_STEP, gram_noise_bound, _private_quantile
+from sklearn_pdp._publish import (
+    _GRID_STEP, _QUANTILES, _private_quantile, gram_noise_bound, private_summary,
+)
 from sklearn_pdp._ssp import gram_noise
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
@@ -540,3 +545,112 @@ def test_published_bound_coverage_over_releases(cls, params):
         report = _report(cls, X, y, seed=seed, **params)
         hits += report.published_.epsilon(X[rows], y[rows]) >= report.pdp_losses_[rows]
     assert np.all(hits / runs >= 1 - beta - 3 * np.sqrt(beta * (1 - beta) / runs))
+
+
+@pytest.mark.parametrize("n", [30, 442, 5000])
+def test_private_summary_is_consistent(n):
+    """Whatever the noise: quantiles non-decreasing, fractions non-decreasing
+    in the threshold and in [0, 1] (0 below the public floor, 1 from the
+    public ceiling), the mean inside the range the quantiles leave it."""
+    rng = np.random.default_rng(0)
+    lower, upper = 0.05, 3.0
+    thresholds = np.array([1.0, 0.1, 0.5, 0.01, 3.0])  # unsorted on purpose
+    for seed in range(40):
+        values = np.clip(lower + rng.gamma(0.5, 0.4, size=n), lower, upper)
+        s = private_summary(values, thresholds, 0.05, lower, upper,
+                            np.random.default_rng(seed))
+        q = [s[key] for key in _QUANTILES]
+        assert lower <= q[0] and np.all(np.diff(q) >= 0) and q[-1] <= upper
+        below = [s["below"][t] for t in np.sort(thresholds)]
+        assert np.all(np.diff(below) >= 0) and 0 <= below[0] and below[-1] <= 1
+        assert s["below"][0.01] == 0.0 and s["below"][3.0] == 1.0
+        assert list(s["below"]) == list(thresholds)  # the order given
+        levels = _QUANTILES.values()
+        low = max(p * lower + (1 - p) * v for p, v in zip(levels, q))
+        high = min(p * v + (1 - p) * upper for p, v in zip(levels, q))
+        assert low - 1e-12 <= s["mean"] <= high + 1e-12
+        # the standard errors are those of the Laplace noise (public)
+        part = 0.05 / 5
+        assert s["stderr"]["mean"] == pytest.approx(np.sqrt(2) * upper / part / n)
+        assert s["stderr"]["below"] == pytest.approx(np.sqrt(2) * 5 / part / n)
+
+
+def test_private_quantile_levels_cover():
+    """The published quantile is a quantile of a level inside its stated
+    interval in at least the stated share of draws."""
+    rng = np.random.default_rng(1)
+    values = np.sort(0.1 + rng.exponential(0.3, size=300))
+    hits = {key: 0 for key in _QUANTILES}
+    runs = 200
+    for seed in range(runs):
+        s = private_summary(values, [], 0.5, 0.1, 5.0, np.random.default_rng(seed))
+        rounded = values * (1 + _GRID_STEP)  # values are rounded up to the grid
+        for key in _QUANTILES:
+            lo, hi = s["quantile_levels"][key]
+            o = s[key]
+            # o is a q-quantile for some q in [lo, hi] of the rounded values
+            hits[key] += (np.mean(values < o) <= hi + 1e-12
+                          and np.mean(rounded <= o) >= lo - 1e-12)
+    assert min(hits.values()) / runs >= 0.9
+
+
+def test_adaops_publication_without_numpy_warnings():
+    """Ill-conditioned features at a small publish_epsilon: a cell of the
+    window has no bounded leverage (gamma inf there), which costs an
+    infinite ratio, not numpy warnings (they reached the user before)."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(2000, 5)) * [1, 1, .5, .3, .1]
+    y = X @ [1, -1, .5, .2, .1] + 0.5 * rng.normal(size=2000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = PDPReport(AdaOPSRegressor(data_norm=4.5, y_bound=4.0, random_state=0),
+                           publish_epsilon=0.2, random_state=0).fit(X, y)
+        bound = report.published_.epsilon(X[:100], y[:100])
+    assert np.all(bound >= report.pdp_losses_[:100] * (1 - 1e-9))
+
+
+def test_published_bound_covers_a_person_added_at_the_worst_row():
+    """AdaSSP's noise is sized for removals from n rows; a person added to 41
+    identical rows moves the eigenvalue by 4 n / (n + 1) and loses more than
+    the guarantee: the published bound, capped at the worst of both
+    directions, still covers their exact total loss."""
+    X, y = -np.ones((41, 1)), -np.ones(41)
+    report = PDPReport(AdaSSPRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0,
+                                       random_state=0),
+                       publish_epsilon=0.5, random_state=0).fit(X, y)
+    est, published = report.estimator_, report.published_
+    target, label = np.array([[1.0]]), np.array([1.0])
+    scaler = est.domain_scaler()
+    Xs, ys = scaler.scale(target), scaler.scale_labels(label)
+    model = est._row_ratio(Xs, ys, add=True)
+    exact = gaussian_epsilon(published.delta, np.hypot(model, published.gaussian_ratio(Xs)))
+    exact = exact + published.summary_epsilon
+    assert exact[0] > published.dp_epsilon  # the removal guarantee under-reports
+    assert published.epsilon(target, label)[0] >= exact[0] * (1 - 1e-9)
+    assert published.cap_epsilon >= exact[0] * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: OPSRegressor(epsilon=None, gamma=2.0, alpha=3.0, data_norm=1.5, y_bound=1.0),
+    lambda: ObjPertRegressor(epsilon=None, sigma=2.0, alpha=3.0, data_norm=1.5, y_bound=1.0),
+])
+def test_law_cap_covers_added_rows(make):
+    """OPS's and objective perturbation's published cap is the domain's worst
+    at n and at n + 1 rows: never below a person added, even where that
+    exceeds the removal guarantee."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, size=(12, 2))
+    y = rng.uniform(-1, 1, size=12)
+    est = make().fit(X, y)
+    law = est.release_law()
+    n = est.pdp_losses_.size
+    assert law.cap_epsilon(est.delta) >= law.dp_epsilon(est.delta)
+    corner = (ops_dp_epsilon(est.delta, 3.0, 2.0, n + 1, True)
+              if isinstance(est, OPSRegressor)
+              else objpert_dp_epsilon(est.delta, 3.0, 2.0, n + 1, True))
+    assert law.cap_epsilon(est.delta) >= corner
+    # extreme persons, added: their exact (uncapped) loss is within the cap
+    targets = rng.uniform(-1, 1, size=(400, 2))
+    targets *= 1.5 / np.linalg.norm(targets, axis=1, keepdims=True)
+    added = est.pdp_epsilon(targets)
+    assert np.all(added <= law.cap_epsilon(est.delta) * (1 + 1e-9))

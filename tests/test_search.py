@@ -10,7 +10,13 @@ from scipy import stats
 from sklearn.linear_model import Ridge
 from sklearn.utils._param_validation import Interval, InvalidParameterError
 
-from sklearn_pdp import OPSRegressor, PrivacyLeakWarning, config_context
+from sklearn_pdp import (
+    AdaSSPRegressor,
+    FallbackWarning,
+    OPSRegressor,
+    PrivacyLeakWarning,
+    config_context,
+)
 from sklearn_pdp._base import PrivateRegressorMixin, Ridge as ScaledRidge
 from sklearn_pdp._accounting import ops_dp_epsilon
 from sklearn_pdp.model_selection import PrivateGridSearchCV
@@ -163,21 +169,24 @@ def test_guarantee_bounds_the_part_sizes_no_refit():
 
 def test_refit_adds_the_worst_candidate():
     X, y = _data()
-    once = _search(refit=False).fit(X, y)
     search = _search(refit=True).fit(X, y)
+    # refit_share=0.5: the search without refit at half the budget
+    once = _search(refit=False, epsilon=0.5, delta=0.5e-6).fit(X, y)
+    assert search.selection_epsilon_ == 0.5
     assert search.best_index_ == once.best_index_  # the refit seed is separate
     best = search.best_estimator_
     assert best.pdp_losses_.shape == (len(y),)
     full = [
-        OPSRegressor(epsilon=None, **BOUNDS, delta=search.delta, **params).fit(X, y)
+        OPSRegressor(epsilon=None, **BOUNDS, delta=0.5e-6, **params).fit(X, y)
         for params in search.cv_results_["params"]
     ]
     worst = np.max([est.pdp_losses_ for est in full], axis=0)
     assert np.any(worst > best.pdp_losses_)  # not the selected candidate's
     assert_allclose(search.pdp_losses_, once.pdp_losses_ + worst, rtol=1e-12)
-    refit_guarantee = _guarantee(search, len(y), search.delta)
+    refit_guarantee = _guarantee(search, len(y), 0.5e-6)
     assert search.dp_epsilon_ == pytest.approx(once.dp_epsilon_ + refit_guarantee)
-    assert search.dp_delta_ == pytest.approx(2e-6)
+    # delta is the total (raw noise levels bring their own epsilon)
+    assert search.dp_delta_ == pytest.approx(1e-6)
     assert search.pdp_delta_ == search.dp_delta_
     assert np.all(search.pdp_losses_ <= search.dp_epsilon_)
     assert_allclose(search.predict(X), best.predict(X))
@@ -311,19 +320,30 @@ class _BudgetRegressor(PrivateRegressorMixin):
 
 def test_budget_is_passed_to_estimators_with_epsilon():
     X, y = _data()
-    est = _BudgetRegressor(epsilon=5.0, delta=0.1, **BOUNDS)
+    # without intercept: no fallback to the label mean at these small budgets
+    est = _BudgetRegressor(epsilon=5.0, delta=0.1, fit_intercept=False, **BOUNDS)
     search = PrivateGridSearchCV(
         est, {"alpha": [0.1, 1.0, 10.0]}, epsilon=0.7, delta=1e-5, random_state=0
     ).fit(X, y)
-    assert search.best_estimator_.epsilon == 0.7
-    assert search.best_estimator_.delta == 1e-5
-    # (0.7, 1e-5) for the search (half of delta for the part sizes), the
-    # same again for the refit
-    assert search._part_fits[0].delta == pytest.approx(5e-6)
-    assert search.dp_epsilon_ == pytest.approx(1.4)
-    assert search.dp_delta_ == pytest.approx(2e-5)
-    # the search's guarantee, then the refit's per-instance 0.7 / 2
-    assert_allclose(search.pdp_losses_, 0.7 + 0.35)
+    # (0.7, 1e-5) is the total: half for the refit (refit_share), half for
+    # the search, of whose delta half bounds the part sizes
+    assert search.best_estimator_.epsilon == pytest.approx(0.35)
+    assert search.best_estimator_.delta == pytest.approx(5e-6)
+    assert search._part_fits[0].epsilon == pytest.approx(0.35)
+    assert search._part_fits[0].delta == pytest.approx(2.5e-6)
+    assert search.dp_epsilon_ == pytest.approx(0.7)
+    assert search.dp_delta_ == pytest.approx(1e-5)
+    # the search's guarantee, then the refit's per-instance 0.35 / 2
+    assert_allclose(search.pdp_losses_, 0.35 + 0.175)
+    # another share
+    search = PrivateGridSearchCV(
+        est, {"alpha": [0.1, 1.0, 10.0]}, epsilon=0.7, delta=1e-5, refit_share=0.8,
+        random_state=0,
+    ).fit(X, y)
+    assert search.best_estimator_.epsilon == pytest.approx(0.56)
+    assert search.selection_epsilon_ == pytest.approx(0.14)
+    assert search.dp_epsilon_ == pytest.approx(0.7)
+    assert search.dp_delta_ == pytest.approx(1e-5)
     # a budget in the grid wins, and the report follows it
     search = PrivateGridSearchCV(
         est, {"epsilon": [2.0, 3.0]}, epsilon=0.7, refit=False, random_state=0
@@ -406,18 +426,44 @@ def test_validation_rows_are_clipped_like_training_rows():
     assert not np.allclose(raw, validation_losses(est, X_far[val], y_far[val], bound))
 
 
-def test_too_small_parts_are_an_error_before_any_fit(monkeypatch):
-    """200 candidates on 442 rows: refused from n, the grid and delta alone,
-    for every seed and whatever the data, before any private fit."""
-    def no_fit(self, X, y):  # pragma: no cover
-        raise AssertionError("a candidate was fitted")
+def test_too_small_parts_choose_without_data(monkeypatch):
+    """5 candidates on 40 rows: parts too small, decided from n, the grid and
+    delta alone; the candidate is drawn uniformly (the same whatever the
+    labels), every candidate is fitted on all the data at the whole budget
+    and the worst is charged, with a FallbackWarning."""
+    sizes = []
+    fit = OPSRegressor.fit
 
-    monkeypatch.setattr(OPSRegressor, "fit", no_fit)
-    X, y = _data(n=442)
-    grid = {"gamma": list(np.geomspace(0.1, 100.0, 200))}
-    for seed, labels in ((0, y), (1, -y), (2, np.zeros_like(y))):
-        with pytest.raises(ValueError, match=r"too small for the grid: 442 samples"):
-            _search(param_grid=grid, random_state=seed).fit(X, labels)
+    def spy(self, X, y):
+        sizes.append(len(y))
+        return fit(self, X, y)
+
+    monkeypatch.setattr(OPSRegressor, "fit", spy)
+    X, y = _data(n=40)
+    grid = {"gamma": [0.1, 1.0, 10.0, 100.0, 1000.0]}
+    chosen = []
+    for labels in (y, -y, np.zeros_like(y)):
+        with pytest.warns(FallbackWarning, match=r"too small for the grid: 40 samples"):
+            search = _search(param_grid=grid, random_state=0).fit(X, labels)
+        chosen.append(search.best_index_)
+        assert search.selection_epsilon_ == 0.0
+        full = [
+            OPSRegressor(epsilon=None, alpha=1.0, **BOUNDS, delta=search.delta, **p).fit(X, labels)
+            for p in search.cv_results_["params"]
+        ]
+        assert search.dp_epsilon_ == max(est.dp_epsilon_ for est in full)
+        assert search.dp_delta_ == search.delta
+        assert_allclose(search.pdp_losses_,
+                        np.max([est.pdp_losses_ for est in full], axis=0), rtol=1e-12)
+        assert_allclose(search.pdp_epsilon(X[:3], labels[:3]), np.max(
+            [est.pdp_epsilon(X[:3], labels[:3]) for est in full], axis=0), rtol=1e-12)
+    assert set(sizes) == {40}  # no part was fitted
+    assert len(set(chosen)) == 1
+    # the draw is uniform: other seeds pick other candidates
+    with pytest.warns(FallbackWarning):
+        picks = {_search(param_grid=grid, random_state=seed).fit(X, y).best_index_
+                 for seed in range(1, 12)}
+    assert len(picks) > 1
 
 
 def test_privacy_leak_warning_points_at_the_callers_line():
@@ -460,14 +506,43 @@ def test_pdp_epsilon_of_new_targets():
     search = _search().fit(X, y)
     m, n = len(search.cv_results_["params"]), len(y)
     # the search's bound on the data set with the target (n + 1 rows)
-    low, high = part_size_range(n + 1, m, SIZE_SHARE * search.delta)
-    G = _guarantee(search, high, (1 - SIZE_SHARE) * search.delta, low)
+    # refit_share=0.5: the search and the refit at half the budget each
+    half = search.delta / 2
+    low, high = part_size_range(n + 1, m, SIZE_SHARE * half)
+    G = _guarantee(search, high, (1 - SIZE_SHARE) * half, low)
     full = [
-        OPSRegressor(epsilon=None, **BOUNDS, delta=search.delta, **params).fit(X, y)
+        OPSRegressor(epsilon=None, **BOUNDS, delta=half, **params).fit(X, y)
         for params in search.cv_results_["params"]
     ]
-    for labels, selection in ((y_new, selection_epsilon(1.0, y_new, 3.0)), (None, 1.0)):
+    for labels, selection in ((y_new, selection_epsilon(0.5, y_new, 3.0)), (None, 0.5)):
         refit = np.max([est.pdp_epsilon(X_new, labels) for est in full], axis=0)
         assert_allclose(
             search.pdp_epsilon(X_new, labels), np.maximum(G, selection) + refit
         )
+
+
+@pytest.mark.parametrize("refit", [False, True])
+def test_budget_is_the_total(refit):
+    """epsilon and delta bound the whole release, selection and refit
+    together, for estimators with a budget (which the search sets)."""
+    X, y = _data(n=2000)
+    search = PrivateGridSearchCV(
+        AdaSSPRegressor(**BOUNDS), {"fit_intercept": [True, False]}, epsilon=1.0,
+        delta=1e-6, refit=refit, random_state=0,
+    ).fit(X, y)
+    assert search.dp_epsilon_ <= 1.0 and search.dp_delta_ <= 1e-6
+    assert np.all(search.pdp_losses_ <= search.dp_epsilon_)
+    # the candidates (and the selection) get the search's share, the refit the rest
+    spent = search._part_fits[0].epsilon + (search.best_estimator_.epsilon if refit else 0)
+    assert spent == pytest.approx(1.0)
+    assert search.selection_epsilon_ == search._part_fits[0].epsilon
+
+
+def test_invalid_candidate_is_an_error_not_a_fallback():
+    """A bad grid value is refused before any fit, even on data too small
+    for the grid (where the search would otherwise choose without data)."""
+    X, y = _data(n=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FallbackWarning)
+        with pytest.raises(ValueError, match="'gamma' parameter of OPSRegressor"):
+            _search(param_grid={"gamma": [-1.0, 2.0]}).fit(X, y)

@@ -153,10 +153,15 @@ class OPSLoss(PrivacyLoss):
     def __init__(self, mu, r, gamma, direction="both", table=True):
         # No leverage: the target does not move the posterior (delta = 0).
         # Infinite leverage or residual: no finite epsilon exists (delta = 1).
+        # An infinite gamma (no noise, a published window without a bound)
+        # reveals a row that moves the posterior: no finite epsilon either.
         zero = mu <= 0
-        infinite = ~np.isfinite(mu) | ~np.isfinite(r)
+        noiseless = ~np.isfinite(gamma)
+        infinite = ~np.isfinite(mu) | ~np.isfinite(r) | (noiseless & ~zero)
         safe = zero | infinite
         self.mu, self.r = np.where(safe, 1.0, mu), np.where(safe, 0.0, r)
+        if np.any(noiseless):
+            gamma = np.where(noiseless, 1.0, gamma)
         self.gamma, self.direction = gamma, direction
         c = _ops_standard(self.mu, self.r, gamma)
         super().__init__(_ops_tails(self.mu, self.r, gamma, c), zero, infinite, direction,

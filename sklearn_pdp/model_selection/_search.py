@@ -7,6 +7,7 @@ the squared error of clipped predictions, and one candidate is picked by the
 exponential mechanism (doc/mechanisms/tuning.rst).
 """
 
+import warnings
 from copy import deepcopy
 from functools import reduce
 from numbers import Integral, Real
@@ -26,6 +27,7 @@ from .._law import ReleaseLaw
 from .._data import is_dask_array, label_range
 from .._public import public_model
 from .._accounting._exponential import exponential_log_proba, select
+from ..exceptions import FallbackWarning
 
 # One validation record adds at most (2 B)^2 to a candidate's summed squared
 # error when predictions and labels are clipped to [-B, B]; in units of B^2: 4.
@@ -125,29 +127,36 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``y_bound`` (the selection's sensitivity is computed from one bound)
         or ``random_state`` (the search seeds every fit).
     epsilon : float, default=1.0
-        Budget of the selection step: the exponential mechanism is pure
-        ``epsilon``-DP with respect to the validation records. If the
-        estimator has an ``epsilon`` parameter, every candidate and the refit
-        are also trained at this budget (unless the grid sets ``epsilon``), so
-        the search without the refit is (``epsilon``, ``delta``)-DP;
-        estimators set to a raw noise level (such as
-        :class:`~sklearn_pdp.OPSRegressor` with ``epsilon=None``, tuned by
-        ``gamma``) contribute their own guarantee.
+        Total budget of the release, selection and refit together. The
+        search sets it on its candidates, as GridSearchCV sets parameters:
+        with ``refit``, ``refit_share`` of it goes to the refit and the rest
+        to the search, else all of it to the search. The search's share is
+        the exponential mechanism's (pure DP with respect to the validation
+        records) and, if the estimator has an ``epsilon`` parameter (unless
+        the grid sets ``epsilon``), every candidate's. Estimators set to a
+        raw noise level (such as :class:`~sklearn_pdp.OPSRegressor` with
+        ``epsilon=None``, tuned by ``gamma``) contribute their own guarantee
+        instead.
     delta : float, default=1e-6
-        Half of it (``SIZE_SHARE``) bounds the probability that a training
-        part is larger or smaller than the range the guarantee covers; the
-        other half is passed to every candidate, and all of it to the refit,
-        when the estimator has a ``delta`` parameter (its budget, or the level
-        at which it reports), unless the grid sets ``delta``.
+        Total delta, split like ``epsilon``. Of the search's share, half
+        (``SIZE_SHARE``) bounds the probability that a training part is
+        larger or smaller than the range the guarantee covers and the other
+        half is passed to every candidate when the estimator has a
+        ``delta`` parameter (its budget, or the level at which it reports),
+        unless the grid sets ``delta``.
     refit : bool, default=True
         Retrain the selected parameters on all the data (as scikit-learn's
-        ``refit=True``). This is a second release of every record, charged by
-        sequential composition; the selected index is released, so the charge
-        is the worst over the candidates: to know each record's, every
-        candidate is fitted on all the data (m full fits instead of one, run
-        by ``n_jobs``; the others are discarded). With ``refit=False``,
-        ``best_estimator_`` is the selected candidate, trained on its part
-        only (about 1 / (m + 1) of the data), at no extra cost.
+        ``refit=True``) at ``refit_share`` of the budget. This is a second
+        release of every record, charged by sequential composition; the
+        selected index is released, so the charge is the worst over the
+        candidates: to know each record's, every candidate is fitted on all
+        the data (m full fits instead of one, run by ``n_jobs``; the others
+        are discarded). With ``refit=False``, ``best_estimator_`` is the
+        selected candidate, trained on its part only (about 1 / (m + 1) of
+        the data), and the search has the whole budget.
+    refit_share : float in (0, 1), default=0.5
+        Share of ``epsilon`` and ``delta`` that the refit gets (with
+        ``refit``); the search gets the rest.
     n_jobs : int, default=None
         Number of candidates trained in parallel (joblib). All seeds are drawn
         before any fit, so the results do not depend on ``n_jobs``.
@@ -168,6 +177,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         Parameter setting of the selected candidate.
     best_index_ : int
         Index of ``best_params_`` in ``cv_results_["params"]``.
+    selection_epsilon_ : float
+        Budget of the exponential mechanism (and of the candidates): the
+        search's share of ``epsilon``; 0 where the candidate was chosen
+        without data (parts too small for the grid).
     cv_results_ : dict of numpy (masked) ndarrays
         ``"params"`` and one ``"param_<name>"`` column per parameter, as in
         :class:`~sklearn.model_selection.GridSearchCV`. Validation scores,
@@ -189,14 +202,16 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     pdp_delta_ : float
         The delta of ``pdp_losses_`` and :meth:`pdp_epsilon`: ``dp_delta_``.
     dp_epsilon_ : float
-        Data-independent epsilon of the whole procedure: ``max(epsilon, G)``
+        Data-independent epsilon of the whole procedure, at most ``epsilon``
+        when the search sets the budgets: ``max(selection_epsilon_, G)``
         with ``G`` the largest candidate ``dp_guarantee`` over the part sizes
         (at the upper end of the size range, see Notes), plus, with
         ``refit``, the largest candidate guarantee on all the data.
     dp_delta_ : float
-        Its delta: the candidates' largest delta plus ``SIZE_SHARE * delta``
-        for the part sizes (the selection is pure), plus, with ``refit``, the
-        refit candidates' largest delta.
+        Its delta, at most ``delta``: the candidates' largest delta plus
+        ``SIZE_SHARE`` of the search's delta for the part sizes (the
+        selection is pure), plus, with ``refit``, the refit candidates'
+        largest delta.
     data_norm_, y_bound_ : float
         The bounds given to every fit (the estimator's, or read once from the
         data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`).
@@ -222,13 +237,17 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     the search treats the sample size as public, but the part sizes are
     random and not released: the guarantee holds on the event that every
     training part holds between ``low`` and ``high`` records (binomial
-    quantiles), whose failure probability ``SIZE_SHARE * delta`` is added
-    to delta, and on it each candidate's guarantee is bounded by its
+    quantiles), whose failure probability ``SIZE_SHARE`` times the
+    search's delta is added to delta, and on it each candidate's guarantee is bounded by its
     ``dp_guarantee`` at ``high`` (non-decreasing in the size). When ``low``
     would be below 2 (too many candidates for the samples, e.g. 200
-    candidates on 442 rows) the search raises an error before any private
-    fit, from ``n``, the grid and ``delta`` only. A training part left
-    empty by the draw (within that failure probability) is an error too.
+    candidates on 442 rows) or a candidate refuses the part sizes, decided
+    before any private fit from ``n``, the grid and the parameters only,
+    the search chooses a candidate uniformly at random instead (no privacy
+    cost) with a :class:`~sklearn_pdp.exceptions.FallbackWarning`, and
+    fits every candidate on all the data at the whole budget, charged like
+    a refit. A training part left empty by the draw (within that failure
+    probability) is an error.
 
     Data beyond the declared bounds is treated as in the wrapped estimators:
     rows longer than ``data_norm`` are scaled down to it, for training and
@@ -263,6 +282,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "refit": ["boolean"],
+        "refit_share": [Interval(Real, 0, 1, closed="neither")],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
     }
@@ -275,6 +295,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         epsilon=1.0,
         delta=1e-6,
         refit=True,
+        refit_share=0.5,
         n_jobs=None,
         random_state=None,
     ):
@@ -283,6 +304,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.epsilon = epsilon
         self.delta = delta
         self.refit = refit
+        self.refit_share = refit_share
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -309,13 +331,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             "bounds_X": self.bounds_X_,
             "y_bound": self.y_bound_,
         }
-        names = self.estimator.get_params(deep=False)
-        # an estimator set to a raw noise level (epsilon=None) keeps it
-        if names.get("epsilon") is not None:
-            common["epsilon"] = self.epsilon
-        if "delta" in names:  # the rest of delta goes to the part sizes
-            common["delta"] = (1.0 - SIZE_SHARE) * self.delta
-        return common
+        # the search's share of delta less what bounds the part sizes
+        epsilon, delta = self._budgets()[0]
+        return {**common, **self._budget_params(epsilon, (1.0 - SIZE_SHARE) * delta)}
 
     def _candidates(self, common):
         grid = list(ParameterGrid(self.param_grid))
@@ -326,10 +344,14 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                     f"param_grid may not set {reserved}: the search sets them on "
                     "every candidate."
                 )
-        # set_params here, so that a bad grid fails before any private fit
-        return grid, [
+        # set and validated here, so that a bad grid fails before any private
+        # fit (and is not taken for parts too small for the grid)
+        estimators = [
             clone(self.estimator).set_params(**{**common, **params}) for params in grid
         ]
+        for est in estimators:
+            est._validate_params()
+        return grid, estimators
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
@@ -355,11 +377,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             )
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         warn_large_delta(self.delta, X.shape[0], stacklevel=3)
+        search_epsilon = self._budgets()[0][0]
         common = self._common_params(X, y)
         grid, estimators = self._candidates(common)
         m, (n, d) = len(grid), X.shape
-        # from n, m and the parameters only, before any private fit
-        train_epsilon, train_delta = self._training_guarantee(estimators, n, d)
 
         # All randomness is fixed before any fit, so results do not depend on
         # n_jobs: seeds of the split, the selection, the refit, the candidates.
@@ -369,6 +390,67 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             noise_generator(self.random_state).randint(2**32, size=8, dtype=np.uint64)
         )
         split_seed, select_seed, refit_seed, *seeds = root.spawn(m + 3)
+        seeded = "random_state" in self.estimator.get_params(deep=False)
+        try:
+            # from n, m and the parameters only, before any private fit
+            train_epsilon, train_delta = self._training_guarantee(estimators, n, d)
+        except ValueError as exc:
+            # parts too small for the grid, or a candidate refusing their
+            # sizes (public quantities): a choice without data costs nothing
+            warnings.warn(
+                f"{exc} The candidate is chosen uniformly at random instead (no "
+                "privacy cost) and fitted on all the data with the whole budget.",
+                FallbackWarning, stacklevel=3,
+            )
+            self.best_index_ = int(np.random.default_rng(select_seed).integers(m))
+            self.selection_epsilon_ = 0.0
+            self._part_fits, self._parts = [], None
+            log_proba = np.full(m, -np.log(m))
+            self._fit_all_data(estimators, self._budget_params(self.epsilon, self.delta),
+                               refit_seed if seeded else None, X, y)
+        else:
+            self.selection_epsilon_ = search_epsilon
+            log_proba = self._search(X, y, estimators, seeds if seeded else None,
+                                     split_seed, select_seed)
+            # A record's part and the candidates' noise are not released: by
+            # joint convexity over the part, its loss is at most the largest
+            # over the parts, i.e. over the candidates' guarantees and its
+            # selection bound.
+            self.dp_epsilon_ = max(search_epsilon, train_epsilon)
+            self.dp_delta_ = train_delta
+            self.pdp_losses_ = np.maximum(
+                train_epsilon, selection_epsilon(search_epsilon, y, self.y_bound_)
+            )
+            if self.refit:
+                search = self.dp_epsilon_, self.dp_delta_, self.pdp_losses_
+                self._fit_all_data(estimators, self._refit_params(),
+                                   refit_seed if seeded else None, X, y)
+                # sequential composition with the search
+                self.dp_epsilon_ += search[0]
+                self.dp_delta_ += search[1]
+                self.pdp_losses_ = self.pdp_losses_ + search[2]
+            else:
+                self._full_fits = []
+                self.best_estimator_ = self._part_fits[self.best_index_]
+        self.best_params_ = grid[self.best_index_]
+        self.pdp_delta_ = self.dp_delta_
+        if seeded:
+            # the search seeded every fit itself: show the estimator's own value
+            own = self.estimator.get_params()["random_state"]
+            for est in [*self._part_fits, *self._full_fits]:
+                est.set_params(random_state=own)
+
+        self.cv_results_ = _params_table(grid)
+        # Kept for tests and audits, never to be published: the selection
+        # probabilities (a function of the private data).
+        self._log_proba = log_proba
+        return self
+
+    def _search(self, X, y, estimators, seeds, split_seed, select_seed):
+        """Train candidate k on part k, score on the last part, select:
+        sets ``best_index_``, ``_part_fits`` and ``_parts`` (the split, drawn
+        independently of the data); returns the selection's log-probabilities."""
+        m, n = len(estimators), X.shape[0]
         # The split has its own generator, drawn row by row: removing the last
         # row leaves every other row in its part.
         parts = np.random.default_rng(split_seed).integers(m + 1, size=n)
@@ -379,11 +461,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "from random_state, independently of the data) left a training "
                 "part empty; fit again with another random_state."
             )
-        seeded = "random_state" in self.estimator.get_params(deep=False)
-        if seeded:
+        if seeds is not None:
             for est, seed in zip(estimators, seeds):
                 est.set_params(random_state=_random_state(seed))
-
         fitted = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit)(est, X[parts == k], y[parts == k])
             for k, est in enumerate(estimators)
@@ -399,59 +479,55 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         else:  # no validation rows: every score is 0, a uniform choice
             losses = np.zeros((0, m))
         scores = losses.sum(axis=0)
-        log_proba = exponential_log_proba(scores, self.epsilon, SENSITIVITY)
+        log_proba = exponential_log_proba(scores, self.selection_epsilon_, SENSITIVITY)
         self.best_index_ = int(select(log_proba, np.random.default_rng(select_seed)))
-        self.best_params_ = grid[self.best_index_]
+        self._part_fits, self._parts = fitted, parts
+        return log_proba
 
-        # A record's part and the candidates' noise are not released: by joint
-        # convexity over the part, its loss is at most the largest over the
-        # parts, i.e. over the candidates' guarantees and its selection bound.
-        self.dp_epsilon_ = max(self.epsilon, train_epsilon)
-        self.dp_delta_ = train_delta
-        self.pdp_losses_ = np.maximum(
-            train_epsilon, selection_epsilon(self.epsilon, y, self.y_bound_)
+    def _fit_all_data(self, estimators, params, seed, X, y):
+        """Fit every candidate on all the data with ``params``; the selected
+        one is ``best_estimator_``. The selected index is released, so the
+        charge is the worst candidate's (per record too): sets ``dp_epsilon_``,
+        ``dp_delta_``, ``pdp_losses_`` and ``_full_fits``. ``seed``: one seed
+        for every fit (None: the estimators' own ``random_state``)."""
+        fits = [clone(est).set_params(**params) for est in estimators]
+        if seed is not None:
+            for est in fits:
+                est.set_params(random_state=_random_state(seed))
+        self._full_fits = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit)(est, X, y) for est in fits
         )
-        self._part_fits = fitted
-        if self.refit:
-            # The selected index is released, so the refit costs the worst
-            # candidate's: every candidate is fitted on all the data (same seed;
-            # only the selected one is kept as best_estimator_).
-            refits = [clone(est).set_params(**self._refit_params()) for est in estimators]
-            if seeded:
-                for est in refits:
-                    est.set_params(random_state=_random_state(refit_seed))
-            self._full_fits = Parallel(n_jobs=self.n_jobs)(
-                delayed(_fit)(est, X, y) for est in refits
-            )
-            self.dp_epsilon_ += max(est.dp_epsilon_ for est in self._full_fits)
-            self.dp_delta_ += max(est.dp_delta_ for est in self._full_fits)
-            self.pdp_losses_ += reduce(
-                np.maximum, (est.pdp_losses_ for est in self._full_fits)
-            )
-            self.best_estimator_ = self._full_fits[self.best_index_]
-        else:
-            self._full_fits = []
-            self.best_estimator_ = fitted[self.best_index_]
-        self.pdp_delta_ = self.dp_delta_
-        if seeded:
-            # the search seeded every fit itself: show the estimator's own value
-            own = self.estimator.get_params()["random_state"]
-            for est in [*fitted, *self._full_fits]:
-                est.set_params(random_state=own)
+        self.dp_epsilon_ = max(est.dp_epsilon_ for est in self._full_fits)
+        self.dp_delta_ = max(est.dp_delta_ for est in self._full_fits)
+        self.pdp_losses_ = reduce(np.maximum, (est.pdp_losses_ for est in self._full_fits))
+        self.best_estimator_ = self._full_fits[self.best_index_]
 
-        self.cv_results_ = _params_table(grid)
-        # Kept for tests and audits, never to be published: the split (drawn
-        # independently of the data) and the selection probabilities (a
-        # function of the private data).
-        self._parts = parts
-        self._log_proba = log_proba
-        return self
+    def _budgets(self):
+        """``(epsilon, delta)`` of the search (selection and candidates) and
+        of the refit (None without one): ``refit_share`` of the total goes
+        to the refit."""
+        if not self.refit:
+            return (self.epsilon, self.delta), None
+        share = self.refit_share
+        return ((1 - share) * self.epsilon, (1 - share) * self.delta), (
+            share * self.epsilon, share * self.delta)
+
+    def _budget_params(self, epsilon, delta):
+        """The budget the search sets on its estimators: ``epsilon`` where
+        the estimator has a budget (not a raw noise level), ``delta`` where
+        it has one, unless the grid sets them."""
+        names = self.estimator.get_params(deep=False)
+        in_grid = {key for params in ParameterGrid(self.param_grid) for key in params}
+        params = {}
+        if names.get("epsilon") is not None and "epsilon" not in in_grid:
+            params["epsilon"] = epsilon
+        if "delta" in names and "delta" not in in_grid:
+            params["delta"] = delta
+        return params
 
     def _refit_params(self):
-        """The refit's budget: the full ``delta`` (no part sizes to bound)."""
-        has_delta = "delta" in self.estimator.get_params(deep=False)
-        grid_delta = any("delta" in params for params in ParameterGrid(self.param_grid))
-        return {"delta": self.delta} if has_delta and not grid_delta else {}
+        """The refit's budget: ``refit_share`` of the total, no part sizes to bound."""
+        return self._budget_params(*self._budgets()[1])
 
     def _training_guarantee(self, estimators, n_samples, n_features):
         """(epsilon, delta) bounding every candidate over its possible part sizes.
@@ -463,7 +539,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         estimator that refuses such small parts.
         """
         m = len(estimators)
-        failure = SIZE_SHARE * self.delta
+        failure = SIZE_SHARE * self._budgets()[0][1]
         low, high = part_size_range(n_samples, m, failure)
         if low < _MIN_PART:
             raise ValueError(
@@ -506,13 +582,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             X = validate_data(self, X, reset=False, dtype=np.float64)
         else:
             X, y = validate_data(self, X, y, reset=False, dtype=np.float64, y_numeric=True)
-        n_samples = self.pdp_losses_.shape[0] + 1
-        train_epsilon, _ = self._training_guarantee(
-            self._part_fits, n_samples, self.n_features_in_
-        )
-        eps = np.maximum(
-            train_epsilon, selection_epsilon(self.epsilon, y, self.y_bound_)
-        ) * np.ones(X.shape[0])
+        eps = np.zeros(X.shape[0])
+        if self._part_fits:
+            n_samples = self.pdp_losses_.shape[0] + 1
+            train_epsilon, _ = self._training_guarantee(
+                self._part_fits, n_samples, self.n_features_in_
+            )
+            eps += np.maximum(
+                train_epsilon, selection_epsilon(self.selection_epsilon_, y, self.y_bound_)
+            )
         if self._full_fits:
             eps = eps + reduce(
                 np.maximum, (est.pdp_epsilon(X, y) for est in self._full_fits)
@@ -543,16 +621,17 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         check_is_fitted(self)
         if self._full_fits:
             raise NotImplementedError(
-                "PrivateGridSearchCV with refit=True: every candidate's refit "
-                "is part of each record's loss but only the selected one is "
-                "released, so the others cannot be bounded from published "
-                "quantities (refit=False can be published)."
+                "PrivateGridSearchCV with refit=True (or a choice without data): "
+                "every candidate's fit on all the data is part of each record's "
+                "loss but only the selected one is released, so the others "
+                "cannot be bounded from published quantities (refit=False with "
+                "parts large enough for the grid can be published)."
             )
         n, d = self.pdp_losses_.shape[0], self.n_features_in_
         return SearchLaw(
             guarantee=self._training_guarantee(self._part_fits, n, d)[0],
             added_guarantee=self._training_guarantee(self._part_fits, n + 1, d)[0],
-            selection=self.epsilon, dp=(self.dp_epsilon_, self.dp_delta_),
+            selection=self.selection_epsilon_, dp=(self.dp_epsilon_, self.dp_delta_),
             scaler=self.best_estimator_.domain_scaler(), n_samples=n,
         )
 
