@@ -17,7 +17,6 @@ ledger FILE`` summarises a ledger.
 """
 
 import argparse
-import json
 import os
 import re
 import sqlite3
@@ -30,7 +29,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder
 
 from ._ledger import LedgerError, PrivacyLedger
-from ._ledger_cli import describe_summary, record_from_cli, summarise_record
+from ._ledger_cli import describe_summary, record_from_cli, strict_json, summarise_record
 from ._report import PDPReport
 from .exceptions import BoundsWarning, FallbackWarning, PrivacyLeakWarning
 
@@ -50,6 +49,10 @@ EXPERT = ("gamma", "alpha", "kappa")
 DIABETES_BOUNDS = {"bounds_X": (-0.2, 0.2), "y_bound": (0.0, 400.0)}
 # above this DP epsilon the guarantee protects practically no one
 MEANINGLESS_EPSILON = 10.0
+# the text report: labels padded to at most this width (a longer one is not
+# padded), values wrapped to this many columns
+LABEL_WIDTH = 22
+TEXT_WIDTH = 100
 PLOT_HINT = 'pip install matplotlib (or, from a checkout, pip install ".[plot]")'
 
 
@@ -189,7 +192,9 @@ def _parser():
              "features; a key on several rows is one person); needs --ledger",
     )
     parser.add_argument("--json", action="store_true",
-                        help="print a machine-readable JSON report instead of text")
+                        help="print a machine-readable JSON report instead of text "
+                             '(strict JSON: an infinite epsilon is the string "inf", '
+                             "a number not evaluated is null)")
     parser.add_argument(
         "--plot", metavar="FILE",
         help="write the report's plot to this PNG file (needs matplotlib; the "
@@ -552,7 +557,8 @@ def _text(r):
                               "than without it (except with probability delta)"))
     if not p["dp_epsilon"] <= MEANINGLESS_EPSILON:
         rows.append(("WARNING", f"a DP epsilon above {MEANINGLESS_EPSILON:g} protects "
-                                "practically no one: lower --epsilon"))
+                                "practically no one: lower --epsilon (or give one "
+                                "instead of --gamma)"))
     rows.append(("noise", r["noise"]))
     if p["published"] is not None:
         q = p["published"]["pdp_epsilon"]
@@ -568,17 +574,19 @@ def _text(r):
         ("", ""),
         ("FOR THE CURATOR ONLY", "computed from the private data without privacy: do "
                                  "not publish"),
-        ("per person", "the same bound for each person of the training data, "
-                       "computed from their own data (per-instance epsilon, at "
-                       "most the DP epsilon):"),
+        ("per person", "each person's per-instance epsilon: the guarantee above for "
+                       "the training data as it is, computed from their own record "
+                       "(at most the DP epsilon)"),
         ("  median", f"{q['median']:.3g}"),
         ("  90% of people", f"at most {q['q90']:.3g}"),
         ("  99% of people", f"at most {q['q99']:.3g}"),
         ("  most exposed", f"{q['max']:.3g}"),
         ("  below a tenth", f"{c['fraction_below_tenth_of_dp']:.1%} of the people lose "
                             "less than a tenth of the DP epsilon"),
-        *((f"  <= {t}", f"{frac:.1%} of the people")
-          for t, frac in c["fraction_below"].items()),
+        # a threshold at a tenth of the DP epsilon repeats the line above
+        *((f"  at most {t}", f"{frac:.1%} of the people")
+          for t, frac in c["fraction_below"].items()
+          if not np.isclose(float(t), p["dp_epsilon"] / 10)),
     ]
     if c.get("ledger"):
         rows.append(("privacy ledger", f"{c['ledger']['file']}: each person's loss in "
@@ -647,13 +655,29 @@ def _main(args):
             raise DataError(f"cannot write {args.plot}: {exc.strerror}") from None
         result["plot"] = args.plot
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(strict_json(result))
         return 0
-    rows = _text(result)
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        print(f"{label:<{width}} : {value}" if label else "")
+    print(_layout(_text(result)))
     return 0
+
+
+def _layout(rows):
+    """The text report's rows as lines: labels in a column, long values
+    wrapped under their start (a label too long for the column is not
+    padded)."""
+    import textwrap
+
+    width = max(len(label) for label, _ in rows if len(label) <= LABEL_WIDTH)
+    lines = []
+    for label, value in rows:
+        if not label:
+            lines.append("")
+            continue
+        head = f"{label:<{width}} : "
+        lines += textwrap.wrap(
+            value, TEXT_WIDTH, initial_indent=head, subsequent_indent=" " * (width + 3),
+            break_long_words=False, break_on_hyphens=False) or [head.rstrip()]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
