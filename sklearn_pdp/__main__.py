@@ -307,6 +307,15 @@ def _load(args):
         if "" in values:
             raise DataError(f"column {column!r} of {args.csv} has empty values")
         if column not in declared:
+            distinct = len(set(values))
+            # a key such as a name or an id, not a category: one-hot encoding it
+            # would add a column per person (slow, and no model to speak of)
+            if distinct > len(values) / 2:
+                raise DataError(
+                    f"column {column!r} of {args.csv} has a different text on "
+                    f"most rows ({distinct} values in {len(values)} rows): an identifier, "
+                    "not a category; leave it out with --features (or, with --ledger, "
+                    f"give it as --id-column {column})")
             read.append(column)
             warnings.warn(
                 f"the categories of column {column!r} were not declared, so they are "

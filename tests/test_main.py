@@ -210,6 +210,21 @@ def _table(path, n=2000, seed=0, ids=None):
     return X, y
 
 
+def test_an_identifier_column_is_not_one_hot_encoded(capsys, tmp_path):
+    """A text column with a different value on most rows (a person key) left
+    among the features would become one column per person."""
+    csv = tmp_path / "table.csv"
+    _table(csv, n=100, ids=[f"p{i}" for i in range(100)])
+    _assert_one_line_error(capsys, [str(csv), *TABLE_ARGS[:-2]],
+                           "an identifier, not a category; leave it out with --features")
+    # a text column with few values is still encoded (its categories read from
+    # the data, with a warning)
+    with pytest.warns(sklearn_pdp.PrivacyLeakWarning, match="--categories colour="):
+        assert main([str(csv), *TABLE_ARGS[:-2], "--features", "a,colour,b",
+                     "--json"]) == 0
+    assert _strict(capsys.readouterr().out)["publishable"]["n_features"] == 4
+
+
 TABLE_ARGS = ("--target", "label", "--bounds-x", "0,-5", "10,5", "--y-bound", "-20,40",
               "--categories", "colour=red,green,blue")
 
