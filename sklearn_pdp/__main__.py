@@ -621,6 +621,17 @@ def _text(r):
 
 
 def main(argv=None):
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:  # the reader (such as head) stopped early
+        # Python flushes stdout again at exit: let that flush go nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _command(argv):
     if (sys.argv[1:] if argv is None else list(argv))[:1] == ["ledger"]:
         from ._ledger_cli import main as ledger_main
         return ledger_main((sys.argv[1:] if argv is None else list(argv))[1:])

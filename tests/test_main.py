@@ -443,6 +443,18 @@ def test_json_report_is_strict_json(capsys, monkeypatch):
     assert public["dp_epsilon"] == "inf" and float(public["dp_epsilon"]) == np.inf
 
 
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """``python -m sklearn_pdp | head`` closes the pipe before the report is
+    written: the command stops quietly, as Unix tools do."""
+    proc = subprocess.Popen([sys.executable, "-m", "sklearn_pdp", "--random-state", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # before the command has imported anything
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
 def test_text_report_fits_the_width_and_says_each_share_once(capsys):
     assert main(["--random-state", "0"]) == 0
     lines = capsys.readouterr().out.splitlines()
