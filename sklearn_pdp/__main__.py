@@ -307,6 +307,13 @@ def _load(args):
         if "" in values:
             raise DataError(f"column {column!r} of {args.csv} has empty values")
         if column not in declared:
+            words = sorted({v for v in values if _numeric([v]) is None})
+            if sum(_numeric([v]) is None for v in values) < len(values) / 2:
+                raise DataError(
+                    f"column {column!r} of {args.csv} is mostly numbers, but not "
+                    f"{', '.join(map(repr, words[:3]))}{' ...' if len(words) > 3 else ''}: "
+                    "fill or drop missing values (or declare the column's categories "
+                    "with --categories if it is text)")
             distinct = len(set(values))
             # a key such as a name or an id, not a category: one-hot encoding it
             # would add a column per person (slow, and no model to speak of)

@@ -217,6 +217,10 @@ def test_an_identifier_column_is_not_one_hot_encoded(capsys, tmp_path):
     _table(csv, n=100, ids=[f"p{i}" for i in range(100)])
     _assert_one_line_error(capsys, [str(csv), *TABLE_ARGS[:-2]],
                            "an identifier, not a category; leave it out with --features")
+    # a numeric column with a code for missing values is not a category either
+    na = tmp_path / "na.csv"
+    _table(na, n=100, ids=[*range(4), "NA", *range(5, 100)])
+    _assert_one_line_error(capsys, [str(na), *TABLE_ARGS], "is mostly numbers, but not 'NA'")
     # a text column with few values is still encoded (its categories read from
     # the data, with a warning)
     with pytest.warns(sklearn_pdp.PrivacyLeakWarning, match="--categories colour="):
