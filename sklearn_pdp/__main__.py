@@ -344,19 +344,19 @@ def _feature_bounds(bounds_x, one_hot):
     """``--bounds-x`` for the encoded columns: one-hot columns in [0, 1], the
     values given for the numeric ones (one per numeric feature, or one per
     encoded column)."""
-    if not one_hot.any():
-        return bounds_x
     numeric = int((~one_hot).sum())
     result = []
     for given in bounds_x:
         values = np.atleast_1d(np.asarray(given, dtype=float))
-        if values.size == one_hot.size:
-            result.append(values.tolist())
-            continue
-        if values.size not in (1, numeric):
+        if values.size not in (1, numeric, one_hot.size):
+            columns = (f" or per encoded column ({one_hot.size})" if one_hot.any()
+                       else "")
             raise DataError(
-                f"--bounds-x needs one value per numeric feature ({numeric}) or per "
-                f"encoded column ({one_hot.size}), got {values.size}")
+                f"--bounds-x needs one value per numeric feature ({numeric}){columns}, "
+                f"got {values.size}")
+        if values.size == one_hot.size or not one_hot.any():
+            result.append(given)
+            continue
         column = np.empty(one_hot.size)
         column[~one_hot] = values
         column[one_hot] = 0.0 if len(result) == 0 else 1.0
@@ -656,6 +656,11 @@ def _command(argv):
 
 def _main(args):
     _check_ledger(args)
+    for option, path in (("--save-model", args.save_model), ("--plot", args.plot)):
+        folder = os.path.dirname(os.path.abspath(path)) if path is not None else None
+        if folder is not None and not os.path.isdir(folder):
+            # before the fit: a release recorded in a ledger but never saved
+            raise DataError(f"cannot write {path} ({option}): no folder {folder}")
     X, y, name, bounds, encoding, ids = _load(args)
     if args.plot is not None:
         try:  # fail before the fit, not after

@@ -409,6 +409,23 @@ def test_bounds_per_encoded_column_or_per_numeric_feature(capsys, tmp_path):
     assert models[0]["bounds_X"] == [[0.0, 0.0, 0.0, -5.0], [10.0, 1.0, 1.0, 5.0]]
     _assert_one_line_error(capsys, [*common, "--bounds-x", "0,0,0", "1,1,1"],
                            "one value per numeric feature (2) or per encoded column (4)")
+    # without text columns too: the option's name, not the estimator's parameter
+    _assert_one_line_error(capsys, [*common, "--features", "a,b", "--bounds-x", "0,0,0",
+                                    "1,1,1"], "--bounds-x needs one value per numeric "
+                                              "feature (2), got 3")
+
+
+def test_paths_that_cannot_be_written_fail_before_the_fit(capsys, tmp_path):
+    """Not after a release is recorded in the ledger."""
+    csv = tmp_path / "table.csv"
+    _table(csv, n=100, ids=range(100))
+    ledger = tmp_path / "ledger.sqlite"
+    for option in ("--save-model", "--plot"):
+        _assert_one_line_error(
+            capsys, [str(csv), *TABLE_ARGS, "--ledger", str(ledger), "--id-column", "person",
+                     option, str(tmp_path / "missing" / "out")],
+            f"({option}): no folder")
+        assert not ledger.exists()
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
