@@ -199,9 +199,13 @@ def main(argv=None):
     print(f"ledger   : {args.ledger}")
     print(f"releases : {len(result['releases'])}")
     for r in result["releases"]:
-        print(f"  {r['id']:>4}  {r['time']}  {r['name'] or '-'}  {r['mechanism']} "
-              f"({r['family']}), {r['n_rows']} rows, {r['n_people']} people, "
-              f"guarantee ({r['dp_epsilon']:.3g}, {r['dp_delta']:.2g})-DP")
+        # the command's names already say the mechanism; the family is in --json
+        name = r["name"] or r["mechanism"]
+        if r["mechanism"] not in name:
+            name += f" ({r['mechanism']})"
+        print(f"  {r['id']:>4}  {r['time'].replace('T', ' ').replace('+00:00', ' UTC')}  "
+              f"{name}: {r['n_rows']} rows, {r['n_people']} people, "
+              f"({r['dp_epsilon']:.3g}, {r['dp_delta']:.2g})-DP")
     print(f"people   : {result['people']}")
     if result["totals"] is not None:
         t = result["totals"]

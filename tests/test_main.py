@@ -607,6 +607,17 @@ def test_bundled_data_ledger_keys_are_row_numbers(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)["curator_only"]
     assert report["ledger"]["releases"] == 1 and report["ledger"]["release_id"] == 1
     assert any("already recorded" in w for w in report["warnings"])
+    # the summary names each release once, its mechanism when the name lacks it
+    X_ = X[:300]
+    est = sklearn_pdp.AdaSSPRegressor(epsilon=3.0, random_state=1,
+                                      **DIABETES_BOUNDS).fit(X_, y[:300])
+    record_from_cli(path, est, np.arange(300), name="q2")
+    assert main(["ledger", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    releases = [line for line in lines if line.startswith("     ")]
+    assert len(releases) == 2
+    assert releases[0].count("AdaSSPRegressor") == 1 and " UTC  " in releases[0]
+    assert "q2 (AdaSSPRegressor): 300 rows, 300 people, (3, 1e-06)-DP" in releases[1]
 
 
 def test_ledger_charges_a_person_with_several_rows_once(tmp_path, capsys):
