@@ -597,8 +597,8 @@ def _text(r):
         ("  90% of people", f"at most {q['q90']:.3g}"),
         ("  99% of people", f"at most {q['q99']:.3g}"),
         ("  most exposed", f"{q['max']:.3g}"),
-        ("  below a tenth", f"{c['fraction_below_tenth_of_dp']:.1%} of the people lose "
-                            "less than a tenth of the DP epsilon"),
+        ("  a tenth or less", f"{c['fraction_below_tenth_of_dp']:.1%} of the people lose "
+                               "at most a tenth of the DP epsilon"),
         # a threshold at a tenth of the DP epsilon repeats the line above
         *((f"  at most {t}", f"{frac:.1%} of the people")
           for t, frac in c["fraction_below"].items()

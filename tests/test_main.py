@@ -47,7 +47,8 @@ def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path):
     assert res.returncode == 0, res.stderr
     for words in ("MAY BE PUBLISHED", "intercept", "DP epsilon 1 at delta 1e-06",
                   "noise", "secure", "FOR THE CURATOR ONLY", "per-instance epsilon",
-                  "median", "90% of people", "less than a tenth", "least squares"):
+                  "median", "90% of people", "at most a tenth of the DP epsilon",
+                  "least squares"):
         assert words in _flat(res.stdout)
     # the released numbers come before the curator's
     assert res.stdout.index("intercept") < res.stdout.index("FOR THE CURATOR ONLY")
@@ -481,7 +482,7 @@ def test_text_report_fits_the_width_and_says_each_share_once(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert max(map(len, lines)) <= TEXT_WIDTH
     # at DP epsilon 1 the threshold 0.1 is the tenth of the DP epsilon: one line
-    assert sum("less than a tenth" in line for line in lines) == 1
+    assert sum("at most a tenth of the DP epsilon" in line for line in lines) == 1
     assert not any(line.strip().startswith("at most 0.1 ") for line in lines)
     assert any(line.strip().startswith("at most 1 ") for line in lines)
     assert main(["--random-state", "0", "--epsilon", "3"]) == 0
