@@ -17,7 +17,6 @@ ledger FILE`` summarises a ledger.
 """
 
 import argparse
-import json
 import os
 import re
 import sqlite3
@@ -30,7 +29,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder
 
 from ._ledger import LedgerError, PrivacyLedger
-from ._ledger_cli import describe_summary, record_from_cli, summarise_record
+from ._ledger_cli import describe_summary, record_from_cli, strict_json, summarise_record
 from ._report import PDPReport
 from .exceptions import BoundsWarning, FallbackWarning, PrivacyLeakWarning
 
@@ -50,6 +49,10 @@ EXPERT = ("gamma", "alpha", "kappa")
 DIABETES_BOUNDS = {"bounds_X": (-0.2, 0.2), "y_bound": (0.0, 400.0)}
 # above this DP epsilon the guarantee protects practically no one
 MEANINGLESS_EPSILON = 10.0
+# the text report: labels padded to at most this width (a longer one is not
+# padded), values wrapped to this many columns
+LABEL_WIDTH = 22
+TEXT_WIDTH = 100
 PLOT_HINT = 'pip install matplotlib (or, from a checkout, pip install ".[plot]")'
 
 
@@ -197,7 +200,9 @@ def _parser():
              "features; a key on several rows is one person); needs --ledger",
     )
     parser.add_argument("--json", action="store_true",
-                        help="print a machine-readable JSON report instead of text")
+                        help="print a machine-readable JSON report instead of text "
+                             '(strict JSON: an infinite epsilon is the string "inf", '
+                             "a number not evaluated is null)")
     parser.add_argument(
         "--plot", metavar="FILE",
         help="write the report's plot to this PNG file (needs matplotlib; the "
@@ -310,6 +315,22 @@ def _load(args):
         if "" in values:
             raise DataError(f"column {column!r} of {args.csv} has empty values")
         if column not in declared:
+            words = sorted({v for v in values if _numeric([v]) is None})
+            if sum(_numeric([v]) is None for v in values) < len(values) / 2:
+                raise DataError(
+                    f"column {column!r} of {args.csv} is mostly numbers, but not "
+                    f"{', '.join(map(repr, words[:3]))}{' ...' if len(words) > 3 else ''}: "
+                    "fill or drop missing values (or declare the column's categories "
+                    "with --categories if it is text)")
+            distinct = len(set(values))
+            # a key such as a name or an id, not a category: one-hot encoding it
+            # would add a column per person (slow, and no model to speak of)
+            if distinct > len(values) / 2:
+                raise DataError(
+                    f"column {column!r} of {args.csv} has a different text on "
+                    f"most rows ({distinct} values in {len(values)} rows): an identifier, "
+                    "not a category; leave it out with --features (or, with --ledger, "
+                    f"give it as --id-column {column})")
             read.append(column)
             warnings.warn(
                 f"the categories of column {column!r} were not declared, so they are "
@@ -331,19 +352,19 @@ def _feature_bounds(bounds_x, one_hot):
     """``--bounds-x`` for the encoded columns: one-hot columns in [0, 1], the
     values given for the numeric ones (one per numeric feature, or one per
     encoded column)."""
-    if not one_hot.any():
-        return bounds_x
     numeric = int((~one_hot).sum())
     result = []
     for given in bounds_x:
         values = np.atleast_1d(np.asarray(given, dtype=float))
-        if values.size == one_hot.size:
-            result.append(values.tolist())
-            continue
-        if values.size not in (1, numeric):
+        if values.size not in (1, numeric, one_hot.size):
+            columns = (f" or per encoded column ({one_hot.size})" if one_hot.any()
+                       else "")
             raise DataError(
-                f"--bounds-x needs one value per numeric feature ({numeric}) or per "
-                f"encoded column ({one_hot.size}), got {values.size}")
+                f"--bounds-x needs one value per numeric feature ({numeric}){columns}, "
+                f"got {values.size}")
+        if values.size == one_hot.size or not one_hot.any():
+            result.append(given)
+            continue
         column = np.empty(one_hot.size)
         column[~one_hot] = values
         column[one_hot] = 0.0 if len(result) == 0 else 1.0
@@ -578,7 +599,8 @@ def _text(r):
                               "than without it (except with probability delta)"))
     if not p["dp_epsilon"] <= MEANINGLESS_EPSILON:
         rows.append(("WARNING", f"a DP epsilon above {MEANINGLESS_EPSILON:g} protects "
-                                "practically no one: lower --epsilon"))
+                                "practically no one: lower --epsilon (or give one "
+                                "instead of --gamma)"))
     b = p["released_bounds"]
     if b is not None:
         ranges = (f"features in [{', '.join(f'{v:.4g}' for v in b['bounds_X'][0])}] to "
@@ -602,17 +624,19 @@ def _text(r):
         ("", ""),
         ("FOR THE CURATOR ONLY", "computed from the private data without privacy: do "
                                  "not publish"),
-        ("per person", "the same bound for each person of the training data, "
-                       "computed from their own data (per-instance epsilon, at "
-                       "most the DP epsilon):"),
+        ("per person", "each person's per-instance epsilon: the guarantee above for "
+                       "the training data as it is, computed from their own record "
+                       "(at most the DP epsilon)"),
         ("  median", f"{q['median']:.3g}"),
         ("  90% of people", f"at most {q['q90']:.3g}"),
         ("  99% of people", f"at most {q['q99']:.3g}"),
         ("  most exposed", f"{q['max']:.3g}"),
-        ("  below a tenth", f"{c['fraction_below_tenth_of_dp']:.1%} of the people lose "
-                            "less than a tenth of the DP epsilon"),
-        *((f"  <= {t}", f"{frac:.1%} of the people")
-          for t, frac in c["fraction_below"].items()),
+        ("  a tenth or less", f"{c['fraction_below_tenth_of_dp']:.1%} of the people lose "
+                               "at most a tenth of the DP epsilon"),
+        # a threshold at a tenth of the DP epsilon repeats the line above
+        *((f"  at most {t}", f"{frac:.1%} of the people")
+          for t, frac in c["fraction_below"].items()
+          if not np.isclose(float(t), p["dp_epsilon"] / 10)),
     ]
     if c.get("ledger"):
         rows.append(("privacy ledger", f"{c['ledger']['file']}: each person's loss in "
@@ -638,6 +662,17 @@ def _text(r):
 
 
 def main(argv=None):
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:  # the reader (such as head) stopped early
+        # Python flushes stdout again at exit: let that flush go nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _command(argv):
     if (sys.argv[1:] if argv is None else list(argv))[:1] == ["ledger"]:
         from ._ledger_cli import main as ledger_main
         return ledger_main((sys.argv[1:] if argv is None else list(argv))[1:])
@@ -655,6 +690,11 @@ def main(argv=None):
 
 def _main(args):
     _check_ledger(args)
+    for option, path in (("--save-model", args.save_model), ("--plot", args.plot)):
+        folder = os.path.dirname(os.path.abspath(path)) if path is not None else None
+        if folder is not None and not os.path.isdir(folder):
+            # before the fit: a release recorded in a ledger but never saved
+            raise DataError(f"cannot write {path} ({option}): no folder {folder}")
     X, y, name, bounds, encoding, ids = _load(args)
     if args.plot is not None:
         try:  # fail before the fit, not after
@@ -681,13 +721,29 @@ def _main(args):
             raise DataError(f"cannot write {args.plot}: {exc.strerror}") from None
         result["plot"] = args.plot
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(strict_json(result))
         return 0
-    rows = _text(result)
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        print(f"{label:<{width}} : {value}" if label else "")
+    print(_layout(_text(result)))
     return 0
+
+
+def _layout(rows):
+    """The text report's rows as lines: labels in a column, long values
+    wrapped under their start (a label too long for the column is not
+    padded)."""
+    import textwrap
+
+    width = max(len(label) for label, _ in rows if len(label) <= LABEL_WIDTH)
+    lines = []
+    for label, value in rows:
+        if not label:
+            lines.append("")
+            continue
+        head = f"{label:<{width}} : "
+        lines += textwrap.wrap(
+            value, TEXT_WIDTH, initial_indent=head, subsequent_indent=" " * (width + 3),
+            break_long_words=False, break_on_hyphens=False) or [head.rstrip()]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

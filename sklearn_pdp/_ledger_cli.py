@@ -11,6 +11,7 @@ import os
 import numpy as np
 
 from ._ledger import LedgerError, PrivacyLedger, record_from_cli
+from ._public import _plain
 
 __all__ = ["describe_record", "describe_summary", "main", "record_from_cli",
            "summarise_record", "summary"]
@@ -27,7 +28,8 @@ def _parser():
     parser.add_argument("--delta", type=float, default=None,
                         help="delta of the totals (default: the sum of the releases' "
                              "deltas, at which every person's total is finite)")
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--json", action="store_true",
+                        help='print JSON (strict: an infinite epsilon is the string "inf")')
     return parser
 
 
@@ -79,6 +81,13 @@ def _quantiles(values):
     with np.errstate(invalid="ignore"):
         found = np.quantile(values, list(_QUANTILES.values()))
     return {k: float(np.inf if np.isnan(v) else v) for k, v in zip(_QUANTILES, found)}
+
+
+def strict_json(result):
+    """``result`` as strict JSON text, indented: an infinite epsilon (no
+    guarantee) is the string ``"inf"``, as in a saved model, never the
+    ``Infinity`` that strict JSON parsers refuse; ``float()`` reads it back."""
+    return json.dumps(_plain(result), indent=2, allow_nan=False)
 
 
 def summarise_record(result):
@@ -185,14 +194,18 @@ def main(argv=None):
     except LedgerError as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(strict_json(result))
         return 0
     print(f"ledger   : {args.ledger}")
     print(f"releases : {len(result['releases'])}")
     for r in result["releases"]:
-        print(f"  {r['id']:>4}  {r['time']}  {r['name'] or '-'}  {r['mechanism']} "
-              f"({r['family']}), {r['n_rows']} rows, {r['n_people']} people, "
-              f"guarantee ({r['dp_epsilon']:.3g}, {r['dp_delta']:.2g})-DP")
+        # the command's names already say the mechanism; the family is in --json
+        name = r["name"] or r["mechanism"]
+        if r["mechanism"] not in name:
+            name += f" ({r['mechanism']})"
+        print(f"  {r['id']:>4}  {r['time'].replace('T', ' ').replace('+00:00', ' UTC')}  "
+              f"{name}: {r['n_rows']} rows, {r['n_people']} people, "
+              f"({r['dp_epsilon']:.3g}, {r['dp_delta']:.2g})-DP")
     print(f"people   : {result['people']}")
     if result["totals"] is not None:
         t = result["totals"]

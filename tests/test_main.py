@@ -12,7 +12,8 @@ from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
 import sklearn_pdp
-from sklearn_pdp.__main__ import DEFAULT_ESTIMATOR, DIABETES_BOUNDS, ESTIMATORS, main
+from sklearn_pdp.__main__ import (DEFAULT_ESTIMATOR, DIABETES_BOUNDS, ESTIMATORS, TEXT_WIDTH,
+                                  main)
 from sklearn_pdp._accounting import gaussian_epsilon
 from sklearn_pdp._ledger_cli import record_from_cli, summarise_record
 from sklearn_pdp._profile import gaussian_ratio
@@ -25,6 +26,11 @@ def _run(*args):
         [sys.executable, "-m", "sklearn_pdp", *args],
         capture_output=True, text=True, timeout=120,
     )
+
+
+def _flat(text):
+    """The text report with its lines joined: long values wrap."""
+    return " ".join(text.split())
 
 
 def _assert_one_line_error(capsys, args, message):
@@ -41,12 +47,13 @@ def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path):
     assert res.returncode == 0, res.stderr
     for words in ("MAY BE PUBLISHED", "intercept", "DP epsilon 1 at delta 1e-06",
                   "noise", "secure", "FOR THE CURATOR ONLY", "per-instance epsilon",
-                  "median", "90% of people", "less than a tenth", "least squares"):
-        assert words in res.stdout
+                  "median", "90% of people", "at most a tenth of the DP epsilon",
+                  "least squares"):
+        assert words in _flat(res.stdout)
     # the released numbers come before the curator's
     assert res.stdout.index("intercept") < res.stdout.index("FOR THE CURATOR ONLY")
     assert res.stdout.index("FOR THE CURATOR ONLY") < res.stdout.index("per person")
-    assert "WARNING" not in res.stdout and "read from the data" not in res.stdout
+    assert "WARNING" not in res.stdout and "read from the data" not in _flat(res.stdout)
     assert plot.read_bytes()[:8] == PNG_SIGNATURE and plot.stat().st_size > 5000
     # the JSON numbers are those of the same fit in-process
     report = json.loads(_run("--json", "--random-state", "0").stdout)
@@ -73,7 +80,7 @@ def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path):
     assert "--random-state 0" in report["noise"] and "not for a release" in report["noise"]
     # 331 rows at epsilon 1: the fit falls back to the private label mean, and says so
     assert public["mean_only"] is est.mean_only_ is True
-    assert "the private label mean alone" in res.stdout
+    assert "the private label mean alone" in _flat(res.stdout)
 
 
 def test_report_says_when_slopes_are_fitted(capsys):
@@ -82,7 +89,7 @@ def test_report_says_when_slopes_are_fitted(capsys):
     assert public["mean_only"] is False and np.any(public["model"]["coef"])
     assert public["zero_slopes"] is False
     assert main(["--epsilon", "3", "--random-state", "0"]) == 0
-    out = capsys.readouterr().out
+    out = _flat(capsys.readouterr().out)
     assert "label mean alone" not in out and "every slope is 0" not in out
 
 
@@ -93,7 +100,7 @@ def test_report_says_when_the_signal_test_released_no_slope(capsys):
     assert public["mean_only"] is False and public["zero_slopes"] is True
     assert not np.any(public["model"]["coef"])
     assert main(["--epsilon", "3", "--random-state", "3"]) == 0
-    assert "every slope is 0" in capsys.readouterr().out
+    assert "every slope is 0" in _flat(capsys.readouterr().out)
 
 
 def test_release_without_seed_draws_fresh_noise_and_a_seed_repeats_it(capsys, tmp_path):
@@ -125,7 +132,7 @@ def test_test_size_zero_fits_every_row_and_skips_the_evaluation(capsys):
     curator = report["curator_only"]
     assert curator["test_r2"] is None and curator["n_test"] == 0
     assert main(["--test-size", "0"]) == 0
-    assert "not evaluated" in capsys.readouterr().out
+    assert "not evaluated" in _flat(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("estimator", sorted(ESTIMATORS))
@@ -204,6 +211,25 @@ def _table(path, n=2000, seed=0, ids=None):
     return X, y
 
 
+def test_an_identifier_column_is_not_one_hot_encoded(capsys, tmp_path):
+    """A text column with a different value on most rows (a person key) left
+    among the features would become one column per person."""
+    csv = tmp_path / "table.csv"
+    _table(csv, n=100, ids=[f"p{i}" for i in range(100)])
+    _assert_one_line_error(capsys, [str(csv), *TABLE_ARGS[:-2]],
+                           "an identifier, not a category; leave it out with --features")
+    # a numeric column with a code for missing values is not a category either
+    na = tmp_path / "na.csv"
+    _table(na, n=100, ids=[*range(4), "NA", *range(5, 100)])
+    _assert_one_line_error(capsys, [str(na), *TABLE_ARGS], "is mostly numbers, but not 'NA'")
+    # a text column with few values is still encoded (its categories read from
+    # the data, with a warning)
+    with pytest.warns(sklearn_pdp.PrivacyLeakWarning, match="--categories colour="):
+        assert main([str(csv), *TABLE_ARGS[:-2], "--features", "a,colour,b",
+                     "--json"]) == 0
+    assert _strict(capsys.readouterr().out)["publishable"]["n_features"] == 4
+
+
 TABLE_ARGS = ("--target", "label", "--bounds-x", "0,-5", "10,5", "--y-bound", "-20,40",
               "--categories", "colour=red,green,blue")
 
@@ -262,7 +288,7 @@ def test_undeclared_categories_are_read_with_a_leak_warning(tmp_path, capsys):
         "a", "colour_green", "colour_red", "b"]
     with pytest.warns(sklearn_pdp.PrivacyLeakWarning):
         assert main(args) == 0
-    assert "categories of 'colour' read from the data" in capsys.readouterr().out
+    assert "categories of 'colour' read from the data" in _flat(capsys.readouterr().out)
 
 
 def test_bounds_read_from_the_data_are_reported(tmp_path):
@@ -384,6 +410,23 @@ def test_bounds_per_encoded_column_or_per_numeric_feature(capsys, tmp_path):
     assert models[0]["bounds_X"] == [[0.0, 0.0, 0.0, -5.0], [10.0, 1.0, 1.0, 5.0]]
     _assert_one_line_error(capsys, [*common, "--bounds-x", "0,0,0", "1,1,1"],
                            "one value per numeric feature (2) or per encoded column (4)")
+    # without text columns too: the option's name, not the estimator's parameter
+    _assert_one_line_error(capsys, [*common, "--features", "a,b", "--bounds-x", "0,0,0",
+                                    "1,1,1"], "--bounds-x needs one value per numeric "
+                                              "feature (2), got 3")
+
+
+def test_paths_that_cannot_be_written_fail_before_the_fit(capsys, tmp_path):
+    """Not after a release is recorded in the ledger."""
+    csv = tmp_path / "table.csv"
+    _table(csv, n=100, ids=range(100))
+    ledger = tmp_path / "ledger.sqlite"
+    for option in ("--save-model", "--plot"):
+        _assert_one_line_error(
+            capsys, [str(csv), *TABLE_ARGS, "--ledger", str(ledger), "--id-column", "person",
+                     option, str(tmp_path / "missing" / "out")],
+            f"({option}): no folder")
+        assert not ledger.exists()
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
@@ -397,8 +440,54 @@ def test_other_warnings_of_the_fit_are_shown(capsys, monkeypatch):
     monkeypatch.setattr(cli, "_estimator",
                         lambda *args: original(*args).set_params(variant="paper"))
     assert main(["--estimator", "projection", "--random-state", "0"]) == 0
-    out = capsys.readouterr().out
+    out = _flat(capsys.readouterr().out)
     assert "warning" in out and "no differential privacy guarantee" in out
+
+
+def _strict(text):
+    """JSON text parsed strictly: ``Infinity`` and ``NaN`` are refused."""
+    def refuse(constant):
+        raise AssertionError(f"not strict JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
+def test_json_report_is_strict_json(capsys, monkeypatch):
+    """A release without a guarantee (the paper's random projection) has an
+    infinite DP epsilon: the string "inf", as in a saved model."""
+    import sklearn_pdp.__main__ as cli
+
+    original = cli._estimator
+    monkeypatch.setattr(cli, "_estimator",
+                        lambda *args: original(*args).set_params(variant="paper"))
+    assert main(["--estimator", "projection", "--random-state", "0", "--json"]) == 0
+    public = _strict(capsys.readouterr().out)["publishable"]
+    assert public["dp_epsilon"] == "inf" and float(public["dp_epsilon"]) == np.inf
+
+
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """``python -m sklearn_pdp | head`` closes the pipe before the report is
+    written: the command stops quietly, as Unix tools do."""
+    proc = subprocess.Popen([sys.executable, "-m", "sklearn_pdp", "--random-state", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # before the command has imported anything
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_text_report_fits_the_width_and_says_each_share_once(capsys):
+    assert main(["--random-state", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= TEXT_WIDTH
+    # at DP epsilon 1 the threshold 0.1 is the tenth of the DP epsilon: one line
+    assert sum("at most a tenth of the DP epsilon" in line for line in lines) == 1
+    assert not any(line.strip().startswith("at most 0.1 ") for line in lines)
+    assert any(line.strip().startswith("at most 1 ") for line in lines)
+    assert main(["--random-state", "0", "--epsilon", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.strip().startswith("at most 0.1 ") for line in lines)
 
 
 # -- the privacy ledger ----------------------------------------------------------
@@ -492,7 +581,7 @@ def test_two_csv_releases_into_one_ledger(tmp_path, capsys):
     assert summary["totals"]["max"] == pytest.approx(totals.max(), rel=1e-9)
     # the text report shows the ledger in the curator's block
     assert main([str(quarters[1][0]), *args[:-1], "--random-state", "1"]) == 0
-    out = capsys.readouterr().out
+    out = _flat(capsys.readouterr().out)
     ledger_part = out[out.index("FOR THE CURATOR ONLY"):]
     for words in ("privacy ledger", "1200 people, 3 releases so far",
                   "this release's loss (delta = 1e-06)",
@@ -519,6 +608,17 @@ def test_bundled_data_ledger_keys_are_row_numbers(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)["curator_only"]
     assert report["ledger"]["releases"] == 1 and report["ledger"]["release_id"] == 1
     assert any("already recorded" in w for w in report["warnings"])
+    # the summary names each release once, its mechanism when the name lacks it
+    X_ = X[:300]
+    est = sklearn_pdp.AdaSSPRegressor(epsilon=3.0, random_state=1,
+                                      **DIABETES_BOUNDS).fit(X_, y[:300])
+    record_from_cli(path, est, np.arange(300), name="q2")
+    assert main(["ledger", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    releases = [line for line in lines if line.startswith("     ")]
+    assert len(releases) == 2
+    assert releases[0].count("AdaSSPRegressor") == 1 and " UTC  " in releases[0]
+    assert "q2 (AdaSSPRegressor): 300 rows, 300 people, (3, 1e-06)-DP" in releases[1]
 
 
 def test_ledger_charges_a_person_with_several_rows_once(tmp_path, capsys):
@@ -594,8 +694,8 @@ def test_ledger_summaries_keep_inf_totals(tmp_path, capsys):
     assert absent["people"] == 142
     assert all(v == np.inf for v in absent["total"].values())
     assert main(["ledger", str(path), "--json"]) == 0
-    totals = json.loads(capsys.readouterr().out)["totals"]
-    assert totals["max"] == np.inf and np.isfinite(totals["median"])
+    totals = _strict(capsys.readouterr().out)["totals"]  # strict JSON: "inf"
+    assert totals["max"] == "inf" and np.isfinite(totals["median"])
 
 
 @pytest.mark.parametrize("estimator", ["ops", "adassp"])
