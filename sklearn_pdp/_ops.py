@@ -109,7 +109,7 @@ class OPSRegressor(PrivateRegressorMixin):
 
     _parameter_constraints: dict = {
         **PrivateRegressorMixin._parameter_constraints,
-        "epsilon": [Interval(Real, 0, None, closed="neither"), None],
+        "epsilon": [Interval(Real, 0, None, closed="right"), None],
         "gamma": [Interval(Real, 0, None, closed="neither"), None],
         "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "delta": [Interval(Real, 0, 1, closed="neither")],
@@ -186,6 +186,8 @@ class OPSRegressor(PrivateRegressorMixin):
         ), self.delta
 
     def _fit_scaled(self, data, rng):
+        if self._unprotected():
+            return self._fit_unprotected(data)
         self.alpha_, self.gamma_ = self._calibrate(data.n_samples, self.n_features_in_)
         self._n = data.n_samples
         self._ridge = Ridge(*data.gram(), self.alpha_, self.fit_intercept)
