@@ -212,7 +212,7 @@ def test_domain_clip_gives_the_rows_the_mechanism_sees():
 
 @pytest.mark.parametrize("n, epsilon", [(800, 1.0), (8000, 0.3), (80_000, 3.0)])
 def test_auto_alpha_rule(n, epsilon):
-    """100 (d + 1) / epsilon (raised only where the budget's floor needs it:
+    """ops_auto_alpha: 100 (d + 1) / epsilon (raised only where the budget's floor needs it:
     not at these sizes), doubled until the posterior noise along a unit
     slope direction, 1 / (alpha gamma), is at most PREDICTION_NOISE."""
     d, delta = 10, 1e-6
@@ -226,7 +226,9 @@ def test_auto_alpha_rule(n, epsilon):
 
     assert noise(alpha) <= PREDICTION_NOISE
     assert doublings < 0.5 or noise(alpha / 2) > PREDICTION_NOISE
-    reg = OPSRegressor(epsilon=epsilon, data_norm=1.0, y_bound=1.0)
+    # the rule is public, for experts: OPSRegressor's "auto" is AdaOPS's
+    # private ridge (tests/test_consistency.py), a number is used as given
+    reg = OPSRegressor(epsilon=epsilon, alpha=alpha, data_norm=1.0, y_bound=1.0)
     assert reg._calibrate(n, d)[0] == alpha
 
 
