@@ -40,6 +40,11 @@ from ._law import ReleaseLaw
 # and rounding down to a cell costs at most 6 deviations on top of the
 # margin's 5 (utility grid: widths 3 to 6 agree within the splits' noise).
 _CELL_WIDTH = 6.0
+# Smallest width of a cell of the conditioning, in units of its sensitivity:
+# at a huge budget the noise is tiny and a row's window would span millions
+# of cells of width _CELL_WIDTH deviations (each one a gamma to calibrate);
+# rounding down by half a row's largest change costs no utility.
+_MIN_CELL_CHANGES = 0.5
 # Growth of the cells without ridge once they are wider than _CELL_WIDTH.
 _FLOOR_RATIO = 1.5
 # Smallest width of a bound cell, in log R.
@@ -126,8 +131,8 @@ class _Calibration:
 
     Cells of the conditioning live on the line of e = (released G) - margin.
     Cell k >= 0 is [E_k, E_(k+1)) with E_0 = h0 and steps max(W, E_k / 2),
-    W = 6 sigma: floor E_k and no ridge (with a fixed floor, the single cell
-    [h0, inf)). Cell -m < 0 is [h0 - m W, h0 - (m - 1) W), the lowest one
+    W = max(6 sigma, s_1 / 2) (s_1: G's sensitivity): floor E_k and no
+    ridge (with a fixed floor, the single cell [h0, inf)). Cell -m < 0 is [h0 - m W, h0 - (m - 1) W), the lowest one
     (-inf, ...): floor ``quiet`` >= h0 and the ridge 4 (quiet - max(lower
     end, 0)) (1 (...) without intercept; 4 is the largest (1 + ||x_bar||)^2,
     and G >= 0 always), so on every cell G + ridge / 4 >= floor when G >= e.
@@ -149,7 +154,7 @@ class _Calibration:
         self.bound_scale = (gaussian_noise_scale(eps_bound, delta_share)
                             if eps_bound > 0 else np.inf)
         self.ridge_factor = 4.0 if intercept else 1.0
-        self.width = _CELL_WIDTH * self.sigma
+        self.width = max(_CELL_WIDTH * self.sigma, _MIN_CELL_CHANGES * self.change)
         self.fixed = fixed_floor is not None
         self._gammas = {}
         if self.fixed:
@@ -534,7 +539,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
 
     _parameter_constraints: dict = {
         **PrivateRegressorMixin._parameter_constraints,
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, 0, None, closed="right")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "kappa": [Interval(Real, 0, None, closed="neither"), None],
         "budget_split": ["array-like", None],
@@ -621,6 +626,8 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         return float(self.epsilon), self.delta
 
     def _fit_scaled(self, data, rng):
+        if self._unprotected():
+            return self._fit_unprotected(data)
         n, d = data.n_samples, self.n_features_in_
         self._cal = cal = self._calibrate(n, d)
         self.dp_epsilon_, self.dp_delta_ = float(self.epsilon), self.delta

@@ -447,6 +447,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         delta : float
             The delta of ``epsilon``.
         """
+        if self._unprotected():
+            return np.inf, self.delta
         fallback = self._mean_only_size(n_features)
         if not fallback:
             return self._budget_guarantee(n_samples, n_features, min_samples)
@@ -547,6 +549,11 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             For a mechanism whose loss cannot (yet) be bounded this way.
         """
         check_is_fitted(self)
+        if getattr(self, "_unprotected_fit_", False):
+            raise ValueError(
+                "A fit with epsilon=inf protects nothing: it has no release law to "
+                "bound per-instance losses with."
+            )
         if _tighten.tightened(self):
             raise NotImplementedError(
                 "published reports of a fit with tighten_bounds are not supported yet.")
@@ -857,6 +864,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         """
         snapshot = copy.copy(self)
         snapshot.__dict__.pop("pdp_losses_", None)
+        if getattr(self, "_unprotected_fit_", False) and name != "_law_statistics":
+            return _unprotected_losses
         if self._mean_release is not None:  # the label mean alone was released
             mean = self._mean_release
             return {"_training_epsilon": mean.epsilon, "_target_epsilon": mean.epsilon,
@@ -869,6 +878,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
     def _release(self, rng, size=None):
         """Fresh draw(s) of the whole release, scaled: the label mean's where
         the fit released it alone, else the mechanism's."""
+        if getattr(self, "_unprotected_fit_", False):  # no noise: least squares itself
+            return self._theta if size is None else np.tile(self._theta, (size, 1))
         if self._mean_release is not None:
             return self._mean_release.release(rng, size)
         return self._mechanism_release(rng, size)
@@ -932,3 +943,40 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         """The epsilon budget of the fallback to the label mean, or None where
         the estimator never falls back (a raw noise level, no budget)."""
         return getattr(self, "epsilon", None)
+
+    def _unprotected(self):
+        """Whether the budget is ``epsilon=inf``: nothing is protected."""
+        epsilon = getattr(self, "epsilon", None)
+        return epsilon is not None and np.isposinf(epsilon)
+
+    def _fit_unprotected(self, data):
+        """``_fit_scaled`` at ``epsilon=inf``: the non-private estimator every
+        mechanism approximates, least squares on the scaled (clipped) data
+        (no ridge; the minimum-norm solution where X^T X is singular or too
+        ill-conditioned to factorise), with a PrivacyLeakWarning. Every
+        row's loss is infinite: the release is a deterministic function of
+        the data."""
+        warnings.warn(
+            "epsilon=inf protects nothing: the fit is least squares on the "
+            "clipped data, without noise (dp_epsilon_ and pdp_losses_ are inf). "
+            "Use it only to test a pipeline.",
+            PrivacyLeakWarning,
+            stacklevel=5,
+        )
+        XtX, Xty = data.gram()
+        self._n = data.n_samples
+        self._unprotected_fit_ = True  # a fitted flag: refits delete it
+        self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
+            data.n_samples, self.n_features_in_)
+        self.alpha_, self.noise_scale_ = 0.0, 0.0
+        try:
+            self._ridge = Ridge(XtX, Xty, 0.0, self.fit_intercept)
+            self._theta = self._ridge.coef
+        except ValueError:  # rank deficient: the minimum-norm solution
+            self._theta = linalg.lstsq(XtX, Xty, check_finite=False)[0]
+        return self._theta
+
+
+def _unprotected_losses(Xs, ys=None):
+    """Per-row losses of a fit at ``epsilon=inf``: infinite."""
+    return np.full(Xs.shape[0], np.inf)

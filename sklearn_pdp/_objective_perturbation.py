@@ -133,7 +133,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
 
     _parameter_constraints: dict = {
         **PrivateRegressorMixin._parameter_constraints,
-        "epsilon": [Interval(Real, 0, None, closed="neither"), None],
+        "epsilon": [Interval(Real, 0, None, closed="right"), None],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "sigma": [Interval(Real, 0, None, closed="neither"), None],
@@ -221,6 +221,8 @@ class ObjPertRegressor(PrivateRegressorMixin):
         ), self.delta
 
     def _fit_scaled(self, data, rng):
+        if self._unprotected():
+            return self._fit_unprotected(data)
         try:
             self.alpha_, self.noise_scale_ = self._noise(data.n_samples, self.n_features_in_)
         except InfeasibleBudget as exc:

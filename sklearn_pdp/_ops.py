@@ -16,6 +16,7 @@ from ._accounting import (
     ops_epsilon,
     ops_gamma,
 )
+from ._adaops import AdaOPSRegressor
 from ._base import (
     InfeasibleBudget,
     PrivateRegressorMixin,
@@ -50,11 +51,10 @@ class OPSRegressor(PrivateRegressorMixin):
     alpha : float or "auto", default="auto"
         Ridge strength on the scaled data (rows of norm <= 1, labels in
         [-1, 1]), as ``Ridge(alpha=alpha)`` would use it there (intercept not
-        penalised). "auto" (needs ``epsilon``): ``100 (d + 1) / epsilon``,
-        raised where the budget needs it and doubled until the posterior
-        noise along a unit slope direction is at most 1e-4
-        (``ops_auto_alpha``). ``alpha=0`` gives no data-independent
-        guarantee.
+        penalised). "auto" (needs ``epsilon``): chosen privately from the
+        data, as :class:`AdaOPSRegressor` with the default ``budget_split``
+        does (see Notes); a number is used as given (experts).
+        ``alpha=0`` gives no data-independent guarantee.
     gamma : float or None, default=None
         Posterior scaling, for experts, only with ``epsilon=None``: the draw
         has covariance (gamma H)^{-1}; ``dp_epsilon_`` is then whatever it
@@ -73,6 +73,10 @@ class OPSRegressor(PrivateRegressorMixin):
         The ridge strength used.
     gamma_ : float
         The posterior scaling used.
+    floor_, residual_bound_ : float
+        With ``alpha="auto"`` only: the released cells' floor on the
+        conditioning and bound on any target's residual (scaled data), as
+        :class:`AdaOPSRegressor` reports them.
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
         row (maximum of both directions of the hockey-stick divergence).
@@ -91,7 +95,19 @@ class OPSRegressor(PrivateRegressorMixin):
 
     Notes
     -----
-    The guarantee is the exact loss at the worst corner of the domain
+    With ``alpha="auto"`` and a budget, OPS with a ridge chosen privately
+    from the data is AdaOPS: a fifth of the budget releases a noisy lower
+    bound on the data's conditioning (smallest eigenvalue of the scatter),
+    which fixes the ridge and the leverage bound, a fifth a noisy bound on
+    the largest residual, and the rest the posterior sample calibrated to
+    them. The fit is :class:`AdaOPSRegressor`'s, and ``pdp_losses_`` the
+    exact loss of that whole release (a mixture over the released cells,
+    the same for every ``random_state``). The former public rule
+    (``ops_auto_alpha``, a function of n, d and epsilon) shrank the slopes
+    to a third on well-conditioned data (doc/mechanisms/ops.rst).
+
+    With a numeric ``alpha``, the guarantee is the exact loss at the worst
+    corner of the domain
     (largest leverage and residual, :func:`sklearn_pdp._accounting.domain_bounds`):
     with an unpenalised intercept, leverage ``1/(n - 1) + 4/alpha`` and
     residual ``2 + sqrt(n/alpha)``. The fitted estimator keeps the
@@ -116,7 +132,7 @@ class OPSRegressor(PrivateRegressorMixin):
 
     _parameter_constraints: dict = {
         **PrivateRegressorMixin._parameter_constraints,
-        "epsilon": [Interval(Real, 0, None, closed="neither"), None],
+        "epsilon": [Interval(Real, 0, None, closed="right"), None],
         "gamma": [Interval(Real, 0, None, closed="neither"), None],
         "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "delta": [Interval(Real, 0, 1, closed="neither")],
@@ -159,14 +175,9 @@ class OPSRegressor(PrivateRegressorMixin):
                 f"posterior scaling, for experts); got epsilon={self.epsilon!r}, "
                 f"gamma={self.gamma!r}."
             )
-        if self.alpha == "auto":
-            if self.epsilon is None:
-                raise ValueError("alpha='auto' needs epsilon; give alpha with gamma.")
-            alpha = ops_auto_alpha(
-                self.epsilon, self.delta, n_samples, n_features, self.fit_intercept
-            )
-        else:
-            alpha = float(self.alpha)
+        if self.alpha == "auto":  # with a budget, the fit is AdaOPS's (_fit_adaops)
+            raise ValueError("alpha='auto' needs epsilon; give alpha with gamma.")
+        alpha = float(self.alpha)
         if self.epsilon is None:
             return alpha, float(self.gamma)
         gamma = self._gamma(alpha, n_samples)
@@ -180,7 +191,7 @@ class OPSRegressor(PrivateRegressorMixin):
                 f"OPSRegressor cannot meet epsilon={self.epsilon} at alpha={alpha:.4g} "
                 f"with n_samples={n_samples}: its loss at the worst leverage stays "
                 "above the budget however much noise it adds. "
-                + (f"alpha={auto:.4g} (the ridge of alpha='auto') meets it." if auto
+                + (f"alpha={auto:.4g} (the public rule ops_auto_alpha) meets it." if auto
                    else "No alpha meets it at this size; raise epsilon."),
                 ridge=auto,
             )
@@ -194,7 +205,19 @@ class OPSRegressor(PrivateRegressorMixin):
         except ValueError:
             return None
 
+    def _private_ridge(self):
+        """Whether ``alpha="auto"`` chooses the ridge privately from the data:
+        with a budget, the fit is AdaOPS's (see Notes)."""
+        return self.alpha == "auto" and self.epsilon is not None and self.gamma is None
+
+    def _adaops(self):
+        """The AdaOPS mechanism with this estimator's budget."""
+        return AdaOPSRegressor(epsilon=self.epsilon, delta=self.delta,
+                               fit_intercept=self.fit_intercept)
+
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
+        if self._private_ridge():
+            return self._adaops()._mechanism_guarantee(n_samples, n_features, min_samples)
         if self.epsilon is not None:
             # calibrated at the fitted size, verified there: the budget holds
             # at every size it accepts (each refusal is raised here)
@@ -208,6 +231,10 @@ class OPSRegressor(PrivateRegressorMixin):
         ), self.delta
 
     def _fit_scaled(self, data, rng):
+        if self._unprotected():
+            return self._fit_unprotected(data)
+        if self._private_ridge():
+            return self._fit_adaops(data, rng)
         try:
             self.alpha_, self.gamma_ = self._calibrate(data.n_samples, self.n_features_in_)
         except InfeasibleBudget as exc:
@@ -221,8 +248,23 @@ class OPSRegressor(PrivateRegressorMixin):
         self.noise_scale_ = 1.0 / np.sqrt(self.gamma_)
         return self._release(rng)
 
+    def _fit_adaops(self, data, rng):
+        """The fit of ``alpha="auto"`` with a budget: AdaOPS's release (the
+        conditioning's cell, the residual bound's cell, one posterior
+        sample), whose exact per-row losses of the whole release it reports."""
+        ada = self._adaops_ = self._adaops()
+        ada.n_features_in_, ada._scaler = self.n_features_in_, self._scaler
+        theta = ada._fit_scaled(data, rng)
+        ada._mean_release, ada._theta = None, theta
+        for name in ("alpha_", "gamma_", "noise_scale_", "floor_", "residual_bound_",
+                     "dp_epsilon_", "dp_delta_", "_n", "_ridge"):
+            setattr(self, name, getattr(ada, name))
+        return theta
+
     def _mechanism_release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled coordinates)."""
+        if hasattr(self, "_adaops_"):
+            return self._adaops_._mechanism_release(rng, size)
         return self._ridge.coef + self._ridge.sample(rng, self.noise_scale_, size)
 
     def _training_epsilon(self, Xs, ys):
@@ -231,6 +273,8 @@ class OPSRegressor(PrivateRegressorMixin):
     def _training_stages(self):
         """:meth:`_training_epsilon` as a :class:`TwoStageRows`: the leverage
         and the residual of each row (one product), then its exact loss."""
+        if hasattr(self, "_adaops_"):
+            return self._adaops_._training_epsilon
         ridge = self._ridge
 
         def statistics(Xs, ys):
@@ -244,6 +288,8 @@ class OPSRegressor(PrivateRegressorMixin):
         return TwoStageRows(statistics, finish, 2)
 
     def _target_epsilon(self, Xs, ys):
+        if hasattr(self, "_adaops_"):
+            return self._adaops_._target_epsilon(Xs, ys)
         # an added row is not a neighbour the calibration covered: uncapped
         return ops_target_epsilon(self._ridge, Xs, ys, self.delta, self.gamma_)
 
@@ -262,7 +308,14 @@ class OPSRegressor(PrivateRegressorMixin):
             domain and the released (scaled) coefficients: see
             :class:`sklearn_pdp._law.ReleaseLaw`.
         """
+        if hasattr(self, "_adaops_"):
+            return self._adaops_._mechanism_law()
         return OPSLaw(gamma=self.gamma_, **self._law_public())
+
+    def _law_statistics(self, Xs, ys, add=False):
+        if hasattr(self, "_adaops_"):
+            return self._adaops_._law_statistics(Xs, ys, add)
+        return super()._law_statistics(Xs, ys, add)
 
 
 class OPSLaw(ReleaseLaw):

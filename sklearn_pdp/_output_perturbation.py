@@ -170,7 +170,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
 
     _parameter_constraints: dict = {
         **PrivateRegressorMixin._parameter_constraints,
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, 0, None, closed="right")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "noise": [StrOptions({"gaussian", "laplace"})],
         # alpha > 0: the sensitivity comes from strong convexity
@@ -235,6 +235,8 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         return float(self.epsilon), float(self.delta) if self.noise == "gaussian" else 0.0
 
     def _fit_scaled(self, data, rng):
+        if self._unprotected():
+            return self._fit_unprotected(data)
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
             data.n_samples, self.n_features_in_
         )

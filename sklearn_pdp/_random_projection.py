@@ -183,7 +183,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
 
     _parameter_constraints: dict = {
         **PrivateRegressorMixin._parameter_constraints,
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, 0, None, closed="right")],
         "n_components": [
             Interval(Integral, 1, None, closed="left"),
             StrOptions({"log", "linear", "full"}),
@@ -298,6 +298,8 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         return (float(self.epsilon) if self.variant == "dp" else np.inf), self.delta
 
     def _fit_scaled(self, data, rng):
+        if self._unprotected():
+            return self._fit_unprotected(data)
         if self.variant == "paper":
             warnings.warn(
                 "variant='paper' has no differential privacy guarantee: the "

@@ -205,7 +205,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
 
     _parameter_constraints: dict = {
         **PrivateRegressorMixin._parameter_constraints,
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, 0, None, closed="right")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "budget_split": ["array-like", None],
     }
@@ -297,6 +297,8 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         return float(self.epsilon), self.delta
 
     def _fit_scaled(self, data, rng):
+        if self._unprotected():
+            return self._fit_unprotected(data)
         n = data.n_samples
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(n, self.n_features_in_)
         XtX, Xty = data.gram()

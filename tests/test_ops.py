@@ -213,7 +213,7 @@ def test_domain_clip_gives_the_rows_the_mechanism_sees():
 
 @pytest.mark.parametrize("n, epsilon", [(800, 1.0), (8000, 0.3), (80_000, 3.0)])
 def test_auto_alpha_rule(n, epsilon):
-    """100 (d + 1) / epsilon (raised only where the budget's floor needs it:
+    """ops_auto_alpha: 100 (d + 1) / epsilon (raised only where the budget's floor needs it:
     not at these sizes), doubled until the posterior noise along a unit
     slope direction, 1 / (alpha gamma), is at most PREDICTION_NOISE."""
     d, delta = 10, 1e-6
@@ -227,7 +227,9 @@ def test_auto_alpha_rule(n, epsilon):
 
     assert noise(alpha) <= PREDICTION_NOISE
     assert doublings < 0.5 or noise(alpha / 2) > PREDICTION_NOISE
-    reg = OPSRegressor(epsilon=epsilon, data_norm=1.0, y_bound=1.0)
+    # the rule is public, for experts: OPSRegressor's "auto" is AdaOPS's
+    # private ridge (tests/test_consistency.py), a number is used as given
+    reg = OPSRegressor(epsilon=epsilon, alpha=alpha, data_norm=1.0, y_bound=1.0)
     assert reg._calibrate(n, d)[0] == alpha
 
 
@@ -264,11 +266,14 @@ def _rank_deficient(case, n=400, seed=0):
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.BoundsWarning")  # the clipped column
 @pytest.mark.parametrize("case", ["duplicated", "constant", "one_hot", "clipped_to_a_constant"])
 def test_exact_losses_on_rank_deficient_data_both_directions(case):
-    """Brute force with the fitted (alpha_, gamma_): the ridge keeps H
+    """Brute force with the fitted (alpha_, gamma_): a ridge keeps H
     nonsingular, so every loss is exact, for removing a training row and
     for adding a target."""
     X, y = _rank_deficient(case)
-    params = dict(epsilon=3.0, bounds_X=(-1, 1), y_bound=(-3, 3), random_state=0)
+    # a public fixed ridge: the automatic one is AdaOPS's (tests/test_adaops.py)
+    alpha = ops_auto_alpha(3.0, 1e-6, len(y), X.shape[1], True)
+    params = dict(epsilon=3.0, alpha=alpha, bounds_X=(-1, 1), y_bound=(-3, 3),
+                  random_state=0)
     reg = OPSRegressor(**params).fit(X, y)
     assert not reg.mean_only_
     Xs, ys = reg.domain_scaler().scale(X, y)
@@ -294,20 +299,23 @@ def test_exact_losses_on_rank_deficient_data_both_directions(case):
 
 
 def test_a_given_alpha_that_cannot_meet_the_budget_falls_back():
-    """alpha=0.01 cannot meet epsilon=1 at any noise: the ridge of
-    alpha='auto' is released, with a warning naming both alphas; the
-    guarantee is the budget, and a plain GridSearchCV over alpha runs."""
+    """alpha=0.01 cannot meet epsilon=1 at any noise: the ridge of the public
+    rule ops_auto_alpha (a function of n, d and the budget) is released,
+    with a warning naming both alphas; the guarantee is the budget, and a
+    plain GridSearchCV over alpha runs."""
     rng = np.random.RandomState(0)
     X = rng.uniform(-1, 1, size=(3000, 2))
     y = X @ [0.5, -0.5] + 0.1 * rng.normal(size=3000)
     params = dict(data_norm=1.5, y_bound=1.5, random_state=0)
-    with pytest.warns(FallbackWarning, match=r"at alpha=0.01 .* alpha=\S+ \(the ridge "
-                      r"of alpha='auto'\) meets it\. It is used instead"):
+    with pytest.warns(FallbackWarning, match=r"at alpha=0.01 .* alpha=\S+ \(the public "
+                      r"rule ops_auto_alpha\) meets it"):
         reg = OPSRegressor(alpha=0.01, **params).fit(X, y)
-    auto = OPSRegressor(**params).fit(X, y)
-    assert reg.alpha_ == auto.alpha_ > 0.01 and reg.gamma_ == auto.gamma_
-    assert_allclose(reg.pdp_losses_, auto.pdp_losses_, rtol=0)
-    assert not reg.mean_only_ and reg.mean_only_reason_ is None
+    public = ops_auto_alpha(1.0, 1e-6, 3000, 2, True)
+    assert reg.alpha_ == pytest.approx(public) and reg.alpha_ > 0.01
+    ruled = OPSRegressor(alpha=reg.alpha_, **params).fit(X, y)
+    assert reg.gamma_ == ruled.gamma_
+    assert_allclose(reg.pdp_losses_, ruled.pdp_losses_, rtol=0)
+    assert not reg.mean_only_
     assert reg.dp_epsilon_ == 1.0 and reg.dp_guarantee(3000, 2) == (1.0, 1e-6)
     assert np.all(reg.pdp_losses_ <= 1.0)
     with warnings.catch_warnings():

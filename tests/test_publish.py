@@ -23,6 +23,7 @@ from sklearn_pdp._accounting import (
     gaussian_epsilon,
     objpert_dp_epsilon,
     objpert_epsilon,
+    ops_auto_alpha,
     ops_dp_epsilon,
     ops_epsilon,
     ops_mixture_epsilon,
@@ -39,9 +40,21 @@ from sklearn_pdp.model_selection import PrivateGridSearchCV
 # mechanisms whose loss is a function of the leverage and residual
 RIDGE_LAWS = [OPSRegressor, OutputPerturbationRegressor, ObjPertRegressor]
 SUPPORTED = RIDGE_LAWS + [AdaOPSRegressor, AdaSSPRegressor, RandomProjectionRegressor]
+# OPS's alpha="auto" releases AdaOPS's law: the ridge laws' OPS has a fixed
+# ridge, the former public rule's (ops_auto_alpha at the defaults)
+RIDGE_PARAMS = {OPSRegressor: {"alpha": 300.0}}
+
+
+def _ridge_params(cls, n, d=5):
+    """A fixed ridge for OPS (the former public rule at this size)."""
+    if cls is not OPSRegressor:
+        return {}
+    return {"alpha": ops_auto_alpha(1.0, 1e-6, n, d, True)}
 # every published law, as (class, parameters): radius 1 leaves the test
 # data's constraint inactive, radius 0.3 makes it bind
-LAWS = [pytest.param(cls, {}, id=cls.__name__) for cls in SUPPORTED] + [
+LAWS = [pytest.param(cls, RIDGE_PARAMS.get(cls, {}), id=cls.__name__) for cls in SUPPORTED] + [
+    pytest.param(OPSRegressor, {}, id="OPSRegressor-auto"),
+] + [
     pytest.param(OutputPerturbationRegressor, {"radius": r}, id=f"radius={r}")
     for r in (1.0, 0.3)
 ]
@@ -75,7 +88,7 @@ def _in_sample_stats(est, X, y):
 def test_law_reproduces_the_estimators_losses(cls):
     # the release law's loss at the exact statistics is the estimator's own
     X, y = _data(1500)
-    est = cls(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    est = cls(data_norm=1.0, y_bound=1.0, random_state=0, **RIDGE_PARAMS.get(cls, {})).fit(X, y)
     _, _, stats, _ = _in_sample_stats(est, X, y)
     assert_allclose(est.release_law().epsilon(est.delta, stats), est.pdp_losses_, rtol=1e-6)
 
@@ -189,7 +202,7 @@ def test_residual_margin_has_its_coverage(cls):
     # |x^T (coef - theta_hat)| exceeds the margin with probability beta for
     # the Gaussian laws (exactly: a two-sided normal quantile)
     X, y = _data(800, d=3)
-    est = cls(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    est = cls(data_norm=1.0, y_bound=1.0, random_state=0, **RIDGE_PARAMS.get(cls, {})).fit(X, y)
     law = est.release_law()
     Xs, _, stats, ridge = _in_sample_stats(est, X, y)
     runs, beta = 20000, 0.1
@@ -262,7 +275,7 @@ def test_model_part_of_the_bound_is_tight(cls):
     # without the publication's own (exact, shared) cost the bound stays
     # within a small factor of the model's exact loss for a typical row
     X, y = _data(20000)
-    report = _report(cls, X, y)
+    report = _report(cls, X, y, **_ridge_params(cls, 20000))
     law = report.published_.law
     Xs, ys, stats, _ = _in_sample_stats(report.estimator_, X, y)
     upper = report.published_.upper_statistics(Xs)
@@ -300,7 +313,7 @@ def test_pickle_holds_no_rows():
     sizes = []
     for n in (2000, 8000):
         X, y = _data(n)
-        published = _report(OPSRegressor, X, y).published_
+        published = _report(OPSRegressor, X, y, alpha=300.0).published_
         sizes.append(len(pickle.dumps(published)))
         arrays = [v for v in vars(published).values() if isinstance(v, np.ndarray)]
         arrays += [v for v in vars(published.law).values() if isinstance(v, np.ndarray)]

@@ -338,7 +338,12 @@ class _Open:
         # past _NEWTON_STEPS only bisection: Newton can creep towards the
         # root from one side on a mixture of losses (AdaOPS)
         bad = ~np.isfinite(guess) | (guess <= lo) | (guess >= hi) | (iteration >= _NEWTON_STEPS)
-        fallback = np.where(np.isfinite(hi), 0.5 * (lo + hi), np.maximum(2.0 * lo, 1.0))
+        # a wide bracket is halved on the log scale (a huge budget gives
+        # losses in the thousands, and a Newton step may have set hi near
+        # 1e30: halving linearly would take a hundred steps)
+        with np.errstate(invalid="ignore", over="ignore"):
+            middle = np.where((lo > 0) & (hi > 4.0 * lo), np.sqrt(lo * hi), 0.5 * (lo + hi))
+        fallback = np.where(np.isfinite(hi), middle, np.maximum(2.0 * lo, 1.0))
         self.x = np.where(try_zero, 0.0, np.where(bad, fallback, guess))
 
 

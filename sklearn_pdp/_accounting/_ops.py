@@ -255,7 +255,11 @@ _AUTO_ALPHA_SCALE = 100.0
 
 @lru_cache(maxsize=64)
 def ops_auto_alpha(epsilon, delta, n_samples, n_features, intercept):
-    """The ridge of ``alpha="auto"``: a function of public quantities only.
+    """A data-independent ridge for OPS: a function of public quantities only.
+
+    ``OPSRegressor``'s ``alpha="auto"`` was this rule; it now chooses the
+    ridge privately from the data (AdaOPS's release). The rule stays for
+    experts who want a ridge fixed in advance (``alpha=ops_auto_alpha(...)``).
 
     ``100 (d + 1) / epsilon``. OPS is calibrated at the worst leverage
     ``~ 4 / alpha`` and residual ``~ sqrt(n / alpha)`` of the domain, so
