@@ -274,6 +274,40 @@ def test_saved_model_predicts_exactly_as_the_fitted_estimator(tmp_path):
     assert not est.mean_only_ and np.any(est.coef_)
 
 
+def test_saved_model_predicts_on_the_raw_table(tmp_path, capsys):
+    """The saved model holds the declared encoding: it predicts on the table
+    as read (text as text, the label among the columns) exactly as the
+    release does on the encoded rows, and still on the encoded columns."""
+    pd = pytest.importorskip("pandas")
+    path, model = tmp_path / "table.csv", tmp_path / "model.json"
+    X, y = _table(path, n=800)
+    assert main([str(path), *TABLE_ARGS, "--epsilon", "2", "--test-size", "0",
+                 "--save-model", str(model), "--json"]) == 0
+    released = json.loads(capsys.readouterr().out)["publishable"]["model"]
+    loaded = sklearn_pdp.PublicLinearModel.from_json(model)
+    document = json.loads(model.read_text())
+    assert document["encoding"] == {
+        "columns": ["a", "colour", "b"], "categories": {"colour": ["red", "green", "blue"]},
+        "drop": "first", "read_from_data": []}
+    table = pd.read_csv(path)
+    expected = X @ np.array(released["coef"]) + released["intercept"]
+    np.testing.assert_allclose(loaded.predict(table), expected, rtol=1e-12, atol=1e-12)
+    assert np.any(released["coef"])
+    encoded = pd.DataFrame(X, columns=released["feature_names"])
+    # (a DataFrame's columns are Fortran-ordered: the sums may round apart)
+    np.testing.assert_allclose(loaded.predict(encoded), loaded.predict(table), rtol=1e-14)
+    # the columns in another order, without the label: the same
+    np.testing.assert_array_equal(loaded.predict(table[["b", "colour", "a"]]),
+                                  loaded.predict(table))
+    with pytest.raises(ValueError, match="column 'colour'.*declared categories: red, green"):
+        loaded.predict(table.assign(colour="purple"))
+    with pytest.raises(ValueError, match="column 'a' must be numeric"):
+        loaded.predict(table.assign(a="ten"))
+    # neither the raw nor the encoded columns: scikit-learn's feature name check
+    with pytest.raises(ValueError, match="feature names"):
+        loaded.predict(table.drop(columns="b"))
+
+
 def test_undeclared_categories_are_read_with_a_leak_warning(tmp_path, capsys):
     path = tmp_path / "table.csv"
     _table(path, n=400)
@@ -289,6 +323,15 @@ def test_undeclared_categories_are_read_with_a_leak_warning(tmp_path, capsys):
     with pytest.warns(sklearn_pdp.PrivacyLeakWarning):
         assert main(args) == 0
     assert "categories of 'colour' read from the data" in _flat(capsys.readouterr().out)
+    # a saved model holds them (it predicts on the raw table), marked and said
+    model = tmp_path / "model.json"
+    with pytest.warns(sklearn_pdp.PrivacyLeakWarning):
+        assert main([*args, "--save-model", str(model)]) == 0
+    out = _flat(capsys.readouterr().out)
+    assert "it holds the categories of 'colour', read from the data" in out
+    encoding = json.loads(model.read_text())["encoding"]
+    assert encoding["categories"] == {"colour": ["blue", "green", "red"]}
+    assert encoding["read_from_data"] == ["colour"]
 
 
 def test_bounds_read_from_the_data_are_reported(tmp_path):
