@@ -633,6 +633,37 @@ def test_two_csv_releases_into_one_ledger(tmp_path, capsys):
         assert words in ledger_part
 
 
+def test_ledger_text_rounds_epsilons_up_and_json_keeps_them(tmp_path, capsys):
+    """The ledger's text shows 3 significant digits, never below a value
+    (beyond float noise); --json the numbers as computed."""
+    import re
+
+    from sklearn_pdp._ledger_cli import shown, summary
+
+    path = tmp_path / "ledger.sqlite"
+    assert main(["--ledger", str(path), "--test-size", "0", "--random-state", "0",
+                 "--json"]) == 0
+    capsys.readouterr()
+    X, y = load_diabetes(return_X_y=True)
+    est = sklearn_pdp.AdaSSPRegressor(random_state=0, **DIABETES_BOUNDS).fit(X, y)
+    assert main(["ledger", str(path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    with sklearn_pdp.PrivacyLedger(path) as ledger:  # the ledger's own float, unrounded
+        assert document["releases"][0]["dp_epsilon"] == summary(ledger)["releases"][0][
+            "dp_epsilon"] == pytest.approx(est.dp_epsilon_, rel=1e-12)
+    assert document["totals"]["max"] == pytest.approx(est.pdp_losses_.max(), rel=1e-9)
+    assert main(["ledger", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert not re.search(r"\d\.\d{4,}", text), text  # no long decimals
+    assert f"({shown(est.dp_epsilon_)}, 1e-06)-DP" in text
+    assert f"max {shown(document['totals']['max'])}" in text
+    for value in (est.dp_epsilon_, *est.pdp_losses_[:50]):
+        assert float(shown(value)) >= value * (1 - 1e-9)
+        assert float(shown(value)) <= value * (1 + 1e-2)
+    assert shown(1.0000000000000016) == shown(0.9999999999999103) == "1"
+    assert shown(1.0049) == "1.01"
+
+
 def test_bundled_data_ledger_keys_are_row_numbers(tmp_path, capsys):
     path = tmp_path / "ledger.sqlite"
     assert main(["--ledger", str(path), "--test-size", "0", "--epsilon", "3",
