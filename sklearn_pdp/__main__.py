@@ -26,10 +26,10 @@ import warnings
 import numpy as np
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import OneHotEncoder
 
 from ._ledger import LedgerError, PrivacyLedger
 from ._ledger_cli import describe_summary, record_from_cli, strict_json, summarise_record
+from ._public import one_hot_encoder
 from ._report import PDPReport
 from .exceptions import BoundsWarning, FallbackWarning, PrivacyLeakWarning
 
@@ -249,17 +249,16 @@ def _one_hot(column, values, declared, source):
     if len(set(declared)) < 2:
         raise DataError(f"column {column!r} needs at least two distinct categories, "
                         f"got {declared}")
-    # declared categories: the encoder learns nothing from the rows
-    encoder = OneHotEncoder(categories=[list(declared)], drop="first",
-                            sparse_output=False, dtype=np.float64)
+    encoder = one_hot_encoder(declared)
     encoded = encoder.fit_transform(np.asarray(values, dtype=object)[:, None])
     return encoded, list(encoder.get_feature_names_out([column]))
 
 
 def _load(args):
     """Features, labels, a name for the data, its declared bounds, the
-    encoding (feature names, one-hot mask, categories read from the data) and
-    the person key of each row (None without ``--ledger``)."""
+    encoding (feature names, one-hot mask, categories read from the data, and
+    the encoding of the saved model: None for the bundled data) and the
+    person key of each row (None without ``--ledger``)."""
     if args.csv is None:
         if (args.target is not None or args.features is not None or args.categories
                 or args.id_column is not None):
@@ -272,7 +271,7 @@ def _load(args):
         # the bundled data's people: their row numbers in it (a fixed table)
         ids = None if args.ledger is None else np.arange(len(y))
         return X, y, "diabetes (scikit-learn)", DIABETES_BOUNDS, (
-            names, np.zeros(len(names), dtype=bool), []), ids
+            names, np.zeros(len(names), dtype=bool), [], None), ids
     if args.target is None:
         raise DataError("--target is required with a CSV file")
     header, body = _read_csv(args)
@@ -300,7 +299,7 @@ def _load(args):
     if y is None:
         raise DataError(f"the target column {args.target!r} of {args.csv} has "
                         "non-numeric or empty values")
-    blocks, names, one_hot, read = [], [], [], []
+    blocks, names, one_hot, read, categories = [], [], [], [], {}
     for column in features:
         values = [row[header.index(column)] for row in body]
         numbers = None if column in declared else _numeric(values)
@@ -337,15 +336,19 @@ def _load(args):
                 "read from the data: a rare category reveals that someone has it, and "
                 "the privacy guarantees do not cover this. Declare them with "
                 f"--categories {column}=a,b,c.", PrivacyLeakWarning, stacklevel=2)
-        encoded, encoded_names = _one_hot(
-            column, values, declared.get(column) or sorted(set(values)), args.csv)
+        categories[column] = declared.get(column) or sorted(set(values))
+        encoded, encoded_names = _one_hot(column, values, categories[column], args.csv)
         blocks.append(encoded)
         names += encoded_names
         one_hot += [True] * len(encoded_names)
     if not np.all(np.isfinite(y)):
         raise DataError(f"column {args.target!r} of {args.csv} contains missing or "
                         "infinite values")
-    return np.hstack(blocks), y, args.csv, {}, (names, np.array(one_hot), read), ids
+    # how the saved model encodes the raw table (PublicLinearModel.encoding)
+    model_encoding = {"columns": features, "categories": categories, "drop": "first",
+                      "read_from_data": read}
+    return np.hstack(blocks), y, args.csv, {}, (
+        names, np.array(one_hot), read, model_encoding), ids
 
 
 def _feature_bounds(bounds_x, one_hot):
@@ -427,7 +430,7 @@ def _messages(caught, category):
 def _report(args, X, y, name, bounds, encoding):
     """Fit the release on a training split; the numbers of the report, in a
     publishable block and a block for the curator only."""
-    names, one_hot, categories_read = encoding
+    names, one_hot, categories_read, model_encoding = encoding
     est = _estimator(args, bounds, one_hot)
     X_train, X_test, y_train, y_test, train, test = _split(args, X, y)
     # delta is the estimator's (set above): its own error names a bad value
@@ -441,7 +444,8 @@ def _report(args, X, y, name, bounds, encoding):
         except (ValueError, TypeError, NotImplementedError) as exc:
             raise DataError(str(exc)) from None
     fitted = report.estimator_
-    public = fitted.public_model().set_params(feature_names=names)
+    public = fitted.public_model().set_params(feature_names=names,
+                                              encoding=model_encoding)
     s = report.summary_
     eps = np.asarray(report.pdp_losses_)
     published = None
@@ -618,7 +622,13 @@ def _text(r):
                      f"{q['q90']:.3g}, 99th {q['q99']:.3g}; the guarantee above "
                      "includes what publishing them costs"))
     if r.get("saved_model"):
-        rows.append(("saved model", r["saved_model"]))
+        read = [entry for entry in c["read_from_data"] if entry.startswith("categories")]
+        rows.append(("saved model", r["saved_model"] + (
+            "" if p["data"] != r["saved_model_table"] else
+            ": sklearn_pdp.PublicLinearModel.from_json(FILE).predict takes the table's "
+            "own columns (text as text) or the encoded ones") + (
+                                        f"; it holds the {', '.join(read)}, read from the "
+                                        "data (see the note below)" if read else "")))
     q = c["pdp_epsilon"]
     rows += [
         ("", ""),
@@ -713,6 +723,8 @@ def _main(args):
         except OSError as exc:
             raise DataError(f"cannot write {args.save_model}: {exc.strerror}") from None
         result["saved_model"] = args.save_model
+        # the table whose raw columns the saved model encodes (None: the bundled data)
+        result["saved_model_table"] = None if public.encoding is None else args.csv
     if args.plot is not None:
         axes = report.plot(leverage=True)
         try:

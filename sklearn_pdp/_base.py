@@ -902,17 +902,19 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         epsilon = float(self._mean_fallback_budget())
         size = self._mean_only_size(n_features)
         rule = self._mean_only_rate * (n_features + 1)
+        slopes = f"{n_features} slope{'' if n_features == 1 else 's'}"
         # the base rule's size; a larger one is a mechanism's own (random
         # projection: its sketch's label mean)
-        why = (f"n_samples * epsilon = {n_samples * epsilon:.4g} is at most "
-               f"{self._mean_only_rate:g} (n_features + 1) = {rule:g}"
-               if size == mean_only_size(epsilon, n_features, self._mean_only_rate)
-               else f"n_samples = {n_samples} is at most {size}, the largest size "
-               f"at which it releases the label mean alone at epsilon = {epsilon:g} "
-               f"and n_features = {n_features}")
-        return (f"{why}: too little for slopes. They are fitted from epsilon >= "
-                f"{_ceil(self._slopes_epsilon(n_samples, n_features))} at n_samples = "
-                f"{n_samples}, or from n_samples >= {size + 1} at epsilon = {epsilon:g}")
+        rule_text = (f" (its rule: rows times epsilon, here {n_samples * epsilon:.4g}, "
+                     f"must exceed {self._mean_only_rate:g} per slope and intercept, here "
+                     f"{rule:g})"
+                     if size == mean_only_size(epsilon, n_features, self._mean_only_rate)
+                     else "")
+        return (f"{n_samples} rows at epsilon {epsilon:g} are too few for {slopes}: "
+                f"this estimator fits slopes from epsilon "
+                f"{_ceil(self._slopes_epsilon(n_samples, n_features))} (at {n_samples} "
+                f"rows) or from {size + 1} rows (at epsilon {epsilon:g}); below that it "
+                f"releases the private label mean{rule_text}")
 
     def _slopes_epsilon(self, n_samples, n_features):
         """An epsilon (within 1e-6 relative of the smallest) from which a fit

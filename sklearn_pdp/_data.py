@@ -602,9 +602,20 @@ def validate_rows(estimator, X, y="no_validation", *, reset):
     no_y = isinstance(y, str) and y == "no_validation"
     if is_dask_array(X) or is_dask_array(y):
         return _validate_dask(estimator, X, None if no_y else y, reset, required=not no_y)
-    if no_y:
-        return validate_data(estimator, X, reset=reset, dtype=np.float64), None
-    X, y = validate_data(estimator, X, y, reset=reset, dtype=np.float64, y_numeric=True)
+    try:
+        if no_y:
+            return validate_data(estimator, X, reset=reset, dtype=np.float64), None
+        X, y = validate_data(estimator, X, y, reset=reset, dtype=np.float64,
+                             y_numeric=True)
+    except ValueError as exc:
+        if "could not convert string to float" not in str(exc):
+            raise
+        # scikit-learn's text first (its checks match it), then the way out
+        raise ValueError(
+            f"{exc}. A text column must be encoded first: one-hot encode it with "
+            "declared categories (OneHotEncoder(categories=...), see the "
+            "'Preparing a table without leaking' page of the sklearn-pdp documentation)."
+        ) from exc
     # y_numeric converts only object arrays: strings and complex end here
     if y.dtype.kind not in "biuf":
         raise ValueError(f"y must contain real numbers, got dtype {y.dtype}.")

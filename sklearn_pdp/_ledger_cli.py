@@ -1,7 +1,9 @@
 """``python -m sklearn_pdp ledger LEDGER.sqlite``: summarise a privacy ledger.
 
 Prints the recorded releases and the distribution of every person's total
-loss over them (doc/ledger.rst); ``--json`` prints the same as JSON.
+loss over them (doc/ledger.rst); ``--json`` prints the same as JSON. The text
+shows every epsilon rounded up to 3 significant digits (``--json`` keeps the
+values as computed, to the last bit of the float).
 """
 
 import argparse
@@ -10,6 +12,7 @@ import os
 
 import numpy as np
 
+from ._base import _ceil
 from ._ledger import LedgerError, PrivacyLedger, record_from_cli
 from ._public import _plain
 
@@ -17,6 +20,16 @@ __all__ = ["describe_record", "describe_summary", "main", "record_from_cli",
            "summarise_record", "summary"]
 
 _QUANTILES = {"median": 0.5, "q90": 0.9, "q99": 0.99, "max": 1.0}
+# relative excess of an epsilon over a round number that is the float error
+# of its accounting (a budget of 1 met as 1.0000000000000016), not a loss
+_FLOAT_NOISE = 1e-9
+
+
+def shown(epsilon, digits=3):
+    """An epsilon for the text: rounded up to ``digits`` significant digits
+    (never below the value, up to float noise), so 1.0000000000000016 shows
+    as 1 and 0.8749997 as 0.875."""
+    return _ceil(float(epsilon) * (1.0 - _FLOAT_NOISE), digits)
 
 
 def _parser():
@@ -29,7 +42,9 @@ def _parser():
                         help="delta of the totals (default: the sum of the releases' "
                              "deltas, at which every person's total is finite)")
     parser.add_argument("--json", action="store_true",
-                        help='print JSON (strict: an infinite epsilon is the string "inf")')
+                        help="print JSON, with every number as computed (the text "
+                             "rounds epsilons up to 3 significant digits); strict: an "
+                             'infinite epsilon is the string "inf"')
     return parser
 
 
@@ -140,7 +155,7 @@ def describe_summary(summary):
     def spread(values):
         if values is None:
             return "nobody"
-        return ", ".join(f"{k} {v:.3g}" for k, v in values.items())
+        return ", ".join(f"{k} {shown(v)}" for k, v in values.items())
 
     lines = [("ledger release", str(summary["release_id"]))]
     if summary["releases"] is not None:
@@ -205,12 +220,12 @@ def main(argv=None):
             name += f" ({r['mechanism']})"
         print(f"  {r['id']:>4}  {r['time'].replace('T', ' ').replace('+00:00', ' UTC')}  "
               f"{name}: {r['n_rows']} rows, {r['n_people']} people, "
-              f"({r['dp_epsilon']:.3g}, {r['dp_delta']:.2g})-DP")
+              f"({shown(r['dp_epsilon'])}, {r['dp_delta']:.2g})-DP")
     print(f"people   : {result['people']}")
     if result["totals"] is not None:
         t = result["totals"]
-        print(f"total epsilon per person at delta = {result['delta']:.3g}: median "
-              f"{t['median']:.3g}, q90 {t['q90']:.3g}, q99 {t['q99']:.3g}, max {t['max']:.3g}")
-        print(f"sum of the releases' guarantees: epsilon = {result['dp_sum']:.3g} at "
+        print(f"total epsilon per person at delta = {result['delta']:.3g}: "
+              + ", ".join(f"{k} {shown(v)}" for k, v in t.items()))
+        print(f"sum of the releases' guarantees: epsilon = {shown(result['dp_sum'])} at "
               f"delta = {result['dp_delta_sum']:.3g}")
     return 0

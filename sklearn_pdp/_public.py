@@ -6,7 +6,8 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import validate_data
+from sklearn.preprocessing import OneHotEncoder
+from sklearn.utils.validation import check_array, validate_data
 
 from ._data import DomainScaler
 
@@ -47,6 +48,16 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         Whether :meth:`predict` clips rows to ``bounds`` first, as the
         estimator did: True where the bounds were themselves released
         (``tighten_bounds``), so that they are public.
+    encoding : dict, default=None
+        How the features are made from the columns of the raw table (the
+        command line sets it for a CSV): ``columns``, the raw feature columns
+        in order; ``categories``, for each text column its categories in
+        order, each one-hot encoded but the first (``drop="first"``: the
+        intercept carries it), numeric columns used as they are; ``drop``,
+        ``"first"``; ``read_from_data``, the text columns whose categories
+        were not declared but read from the private data (the feature names
+        show them too; the command line warns). With it, :meth:`predict`
+        also takes a DataFrame with the raw columns.
 
     Attributes
     ----------
@@ -87,7 +98,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, coef, intercept, dp_epsilon, dp_delta, mechanism, feature_names=None,
-                 bounds=None, params=None, version=None, clip=False):
+                 bounds=None, params=None, version=None, clip=False, encoding=None):
         self.coef = coef
         self.intercept = intercept
         self.dp_epsilon = dp_epsilon
@@ -98,6 +109,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         self.params = params
         self.version = version
         self.clip = clip
+        self.encoding = encoding
 
     # The release is given, not fitted: the fitted attributes read the
     # parameters, so that there is one copy of each number.
@@ -119,14 +131,25 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples (checked against the number and names of the features).
+        X : array-like of shape (n_samples, n_features) or DataFrame
+            Samples (checked against the number and names of the features);
+            with an ``encoding``, also a DataFrame holding the raw columns
+            (other columns, such as the label, are left out), encoded as the
+            release was.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        columns = list(getattr(X, "columns", []))
+        if self.encoding is not None and all(c in columns for c in self.encoding["columns"]):
+            X, names = encode_table(X, self.encoding)
+            if names != [str(name) for name in self.feature_names_in_]:
+                raise ValueError(f"the encoding gives the features {names}, not the "
+                                 f"released {list(self.feature_names_in_)}.")
+            X = check_array(X, dtype=np.float64)
+        else:
+            X = validate_data(self, X, reset=False, dtype=np.float64)
         if self.clip:
             bounds_X = self.bounds.get("bounds_X")
             X = DomainScaler(
@@ -170,6 +193,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
             "bounds": self.bounds,
             "params": self.params,
             "clip": bool(self.clip),
+            "encoding": self.encoding,
         }
         text = json.dumps(_plain(document), indent=2, allow_nan=False)
         if path is None:
@@ -205,6 +229,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
             document["estimator"], document.get("feature_names"),
             document.get("bounds"), document.get("params"),
             document.get("sklearn_pdp_version"), bool(document.get("clip", False)),
+            document.get("encoding"),
         )
 
     def __sklearn_is_fitted__(self):
@@ -221,6 +246,42 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
 FORMAT = "sklearn-pdp public linear model 1"
 # never in a published model: a seed makes the noise recoverable
 _PRIVATE_PARAMS = ("random_state", "n_jobs")
+
+
+def one_hot_encoder(categories):
+    """The encoder of one text column with declared categories: one column
+    per category but the first (the intercept carries it)."""
+    # declared categories: the encoder learns nothing from the rows
+    return OneHotEncoder(categories=[list(categories)], drop="first",
+                         sparse_output=False, dtype=np.float64)
+
+
+def encode_table(table, encoding):
+    """The encoded features of a table (a DataFrame, or a mapping of column
+    name to values) and their names, as ``encoding`` of
+    :class:`PublicLinearModel` says."""
+    blocks, names = [], []
+    for column in encoding["columns"]:
+        categories = encoding["categories"].get(column)
+        if categories is None:
+            try:
+                blocks.append(np.asarray(table[column], dtype=np.float64)[:, None])
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"column {column!r} must be numeric: {exc}") from None
+            names.append(column)
+            continue
+        # the categories of a CSV are its texts: a numeric column read by
+        # pandas compares as text
+        values = np.asarray(table[column]).astype(str).astype(object)[:, None]
+        encoder = one_hot_encoder(categories).fit(
+            np.asarray(categories, dtype=object)[:, None])
+        try:
+            blocks.append(encoder.transform(values))
+        except ValueError as exc:
+            raise ValueError(f"column {column!r}: {exc} (its declared categories: "
+                             f"{', '.join(categories)})") from None
+        names += [str(name) for name in encoder.get_feature_names_out([column])]
+    return np.hstack(blocks), names
 
 
 def _plain(value):

@@ -406,6 +406,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         if kind == "box":
             dist.boxplot(eps[shown], widths=0.5)
             dist.set_yscale("log")
+            _decimal_labels(dist.yaxis)
             dist.set_ylabel(r"per-instance $\varepsilon$")
             to_axis = float
         else:  # a density of the log values: a violin on a log axis distorts
@@ -416,9 +417,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         if np.isfinite(self.dp_epsilon_):
             dist.axhline(to_axis(self.dp_epsilon_), color="C3", linestyle="--",
                          label=rf"DP $\varepsilon$ = {self.dp_epsilon_:.3g}")
-            # above the axes, where no box or whisker can be
-            dist.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False,
-                        fontsize="small")
+            # inside, where it covers the fewest points (above, it crowded the
+            # subtitle)
+            dist.legend(loc="best", fontsize="small")
         else:
             dist.set_title("no data-independent DP guarantee", fontsize="small")
         dist.set_title(
@@ -441,10 +442,12 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             spread = hat[shown][hat[shown] > 0]
             if spread.size and spread.max() > 10 * spread.min():
                 axes[1].set_xscale("log")
+                _decimal_labels(axes[1].xaxis)
                 axes[1].xaxis.set_minor_formatter(NullFormatter())
             else:  # few labels, so that long decimals do not collide
                 axes[1].xaxis.set_major_locator(MaxNLocator(4))
             axes[1].set_yscale("log")
+            _decimal_labels(axes[1].yaxis)
             axes[1].set_xlabel("|label| (scaled to [-1, 1]): the mean's loss depends on it alone"
                                if mean_only else "leverage (how unusual the row's features are)")
             axes[1].set_ylabel(r"per-instance $\varepsilon$")
@@ -464,6 +467,21 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+
+def _decimal_labels(axis):
+    """Plain decimals (0.6, 2, 10) on a log axis instead of 6x10^-1, on the
+    ticks matplotlib's log formatter labels (minor ones only on a short
+    range, so that they do not crowd)."""
+    from matplotlib.ticker import LogFormatter
+
+    class DecimalLogFormatter(LogFormatter):
+        def __call__(self, x, pos=None):
+            return f"{x:.4g}" if super().__call__(x, pos) else ""
+
+    axis.set_major_formatter(DecimalLogFormatter())
+    axis.set_minor_formatter(DecimalLogFormatter(labelOnlyBase=False,
+                                                 minor_thresholds=(2, 0.5)))
 
 
 def _pdp_delta(est):

@@ -323,12 +323,13 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         # sqrt(v margin sqrt(2 d)) (times n, cross is a sum over the rows)
         level = float(np.sqrt(self._cross_noise_var(noisy)[0] * _SIGNAL_MARGIN * np.sqrt(2 * d)))
         return (
-            "the noisy X^T y shows no signal above its noise (the signal test, "
-            "post-processing: the losses are those of the whole release). Slopes "
-            "need a covariance between the scaled features (rows in the unit "
-            "ball) and the scaled labels (in [-1, 1]) of norm above about "
-            f"{level / self._n:.3g}; it falls as 1 / (n_samples * epsilon), and "
-            "tighter bounds (a wider spread within them) raise the covariance"
+            "the link between the features and the label is too weak to show "
+            "through the privacy noise (a test that is part of the release: the "
+            "per-person losses cover it). Slopes need, with features and label "
+            "mapped into their declared bounds, a covariance above about "
+            f"{level / self._n:.3g}; that threshold halves with twice the rows or "
+            "twice the epsilon, and tighter bounds (the data spread wider within "
+            "them) raise the covariance"
         )
 
     def _noisy(self, rng, size=1):

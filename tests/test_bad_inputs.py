@@ -140,6 +140,12 @@ FIT_ERRORS = {
     "complex_X": (X0 + 1j, Y0, ValueError, "Complex data not supported"),
     "string_y": (X0, np.array(["a"] * len(Y0)), ValueError, "y must contain real numbers"),
     "complex_y": (X0, Y0 + 1j, ValueError, "Complex data not supported"),
+    # scikit-learn's words first, then the way out
+    "text_column": (
+        pd.DataFrame({"a": X0[:, 0], "region": ["south"] * len(Y0)}), Y0, ValueError,
+        "could not convert string to float: 'south'. A text column must be encoded "
+        r"first: one-hot encode it with declared categories",
+    ),
 }
 
 

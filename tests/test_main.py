@@ -274,6 +274,40 @@ def test_saved_model_predicts_exactly_as_the_fitted_estimator(tmp_path):
     assert not est.mean_only_ and np.any(est.coef_)
 
 
+def test_saved_model_predicts_on_the_raw_table(tmp_path, capsys):
+    """The saved model holds the declared encoding: it predicts on the table
+    as read (text as text, the label among the columns) exactly as the
+    release does on the encoded rows, and still on the encoded columns."""
+    pd = pytest.importorskip("pandas")
+    path, model = tmp_path / "table.csv", tmp_path / "model.json"
+    X, y = _table(path, n=800)
+    assert main([str(path), *TABLE_ARGS, "--epsilon", "2", "--test-size", "0",
+                 "--save-model", str(model), "--json"]) == 0
+    released = json.loads(capsys.readouterr().out)["publishable"]["model"]
+    loaded = sklearn_pdp.PublicLinearModel.from_json(model)
+    document = json.loads(model.read_text())
+    assert document["encoding"] == {
+        "columns": ["a", "colour", "b"], "categories": {"colour": ["red", "green", "blue"]},
+        "drop": "first", "read_from_data": []}
+    table = pd.read_csv(path)
+    expected = X @ np.array(released["coef"]) + released["intercept"]
+    np.testing.assert_allclose(loaded.predict(table), expected, rtol=1e-12, atol=1e-12)
+    assert np.any(released["coef"])
+    encoded = pd.DataFrame(X, columns=released["feature_names"])
+    # (a DataFrame's columns are Fortran-ordered: the sums may round apart)
+    np.testing.assert_allclose(loaded.predict(encoded), loaded.predict(table), rtol=1e-14)
+    # the columns in another order, without the label: the same
+    np.testing.assert_array_equal(loaded.predict(table[["b", "colour", "a"]]),
+                                  loaded.predict(table))
+    with pytest.raises(ValueError, match="column 'colour'.*declared categories: red, green"):
+        loaded.predict(table.assign(colour="purple"))
+    with pytest.raises(ValueError, match="column 'a' must be numeric"):
+        loaded.predict(table.assign(a="ten"))
+    # neither the raw nor the encoded columns: scikit-learn's feature name check
+    with pytest.raises(ValueError, match="feature names"):
+        loaded.predict(table.drop(columns="b"))
+
+
 def test_undeclared_categories_are_read_with_a_leak_warning(tmp_path, capsys):
     path = tmp_path / "table.csv"
     _table(path, n=400)
@@ -289,6 +323,15 @@ def test_undeclared_categories_are_read_with_a_leak_warning(tmp_path, capsys):
     with pytest.warns(sklearn_pdp.PrivacyLeakWarning):
         assert main(args) == 0
     assert "categories of 'colour' read from the data" in _flat(capsys.readouterr().out)
+    # a saved model holds them (it predicts on the raw table), marked and said
+    model = tmp_path / "model.json"
+    with pytest.warns(sklearn_pdp.PrivacyLeakWarning):
+        assert main([*args, "--save-model", str(model)]) == 0
+    out = _flat(capsys.readouterr().out)
+    assert "it holds the categories of 'colour', read from the data" in out
+    encoding = json.loads(model.read_text())["encoding"]
+    assert encoding["categories"] == {"colour": ["blue", "green", "red"]}
+    assert encoding["read_from_data"] == ["colour"]
 
 
 def test_bounds_read_from_the_data_are_reported(tmp_path):
@@ -588,6 +631,37 @@ def test_two_csv_releases_into_one_ledger(tmp_path, capsys):
                   "each person's total over the ledger : at delta = 3e-06",
                   "held out (200 people)"):
         assert words in ledger_part
+
+
+def test_ledger_text_rounds_epsilons_up_and_json_keeps_them(tmp_path, capsys):
+    """The ledger's text shows 3 significant digits, never below a value
+    (beyond float noise); --json the numbers as computed."""
+    import re
+
+    from sklearn_pdp._ledger_cli import shown, summary
+
+    path = tmp_path / "ledger.sqlite"
+    assert main(["--ledger", str(path), "--test-size", "0", "--random-state", "0",
+                 "--json"]) == 0
+    capsys.readouterr()
+    X, y = load_diabetes(return_X_y=True)
+    est = sklearn_pdp.AdaSSPRegressor(random_state=0, **DIABETES_BOUNDS).fit(X, y)
+    assert main(["ledger", str(path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    with sklearn_pdp.PrivacyLedger(path) as ledger:  # the ledger's own float, unrounded
+        assert document["releases"][0]["dp_epsilon"] == summary(ledger)["releases"][0][
+            "dp_epsilon"] == pytest.approx(est.dp_epsilon_, rel=1e-12)
+    assert document["totals"]["max"] == pytest.approx(est.pdp_losses_.max(), rel=1e-9)
+    assert main(["ledger", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert not re.search(r"\d\.\d{4,}", text), text  # no long decimals
+    assert f"({shown(est.dp_epsilon_)}, 1e-06)-DP" in text
+    assert f"max {shown(document['totals']['max'])}" in text
+    for value in (est.dp_epsilon_, *est.pdp_losses_[:50]):
+        assert float(shown(value)) >= value * (1 - 1e-9)
+        assert float(shown(value)) <= value * (1 + 1e-2)
+    assert shown(1.0000000000000016) == shown(0.9999999999999103) == "1"
+    assert shown(1.0049) == "1.01"
 
 
 def test_bundled_data_ledger_keys_are_row_numbers(tmp_path, capsys):

@@ -244,8 +244,9 @@ def _thresholds(reason):
     reason."""
     import re
 
-    found = re.search(r"from epsilon >= ([0-9.e+-]+) at n_samples = (\d+), or from "
-                      r"n_samples >= (\d+) at epsilon = ([0-9.e+-]+)$", reason)
+    found = re.search(r"fits slopes from epsilon ([0-9.e+-]+) \(at (\d+) rows\) or from "
+                      r"(\d+) rows \(at epsilon ([0-9.e+-]+)\); below that it releases "
+                      r"the private label mean", reason)
     assert found, reason
     return float(found.group(1)), int(found.group(3))
 
@@ -273,7 +274,10 @@ def test_fallback_warns_why_with_the_public_thresholds(cls):
     assert not cls(epsilon=eps, random_state=0, **BOUNDS).fit(X_big, y_big).mean_only_
     with pytest.warns(FallbackWarning):
         assert cls(epsilon=eps, **BOUNDS).fit(X_big[1:], y_big[1:]).mean_only_
-    assert f"n_samples * epsilon = {n * eps:g} is at most {RATES[cls]}" in reg.mean_only_reason_
+    assert reg.mean_only_reason_.startswith(f"{n} rows at epsilon {eps:g} are too few for "
+                                            f"{d} slopes")
+    assert (f"rows times epsilon, here {n * eps:g}, must exceed {RATES[cls]} per slope and "
+            f"intercept, here {RATES[cls] * (d + 1):g})") in reg.mean_only_reason_
 
 
 def test_slopes_released_have_no_reason_and_no_warning():
@@ -307,8 +311,10 @@ def test_adassp_zero_slopes_warn_and_say_why():
         with pytest.warns(FallbackWarning, match="released zero slopes") as record:
             reg = AdaSSPRegressor(epsilon=eps, random_state=1, **BOUNDS).fit(X, y)
         assert np.isinf(reg.alpha_) and np.all(reg.coef_ == 0) and not reg.mean_only_
-        assert "no signal" in reg.mean_only_reason_ in str(record[0].message)
-        levels.append(float(reg.mean_only_reason_.split("norm above about ")[1].split(";")[0]))
+        assert "too weak to show through the privacy noise" in reg.mean_only_reason_ in str(
+            record[0].message)
+        levels.append(float(reg.mean_only_reason_.split("covariance above about ")[1]
+                            .split(";")[0]))
     # (about: the noise of the cross term also scales the released label sum)
     assert levels[1] == pytest.approx(levels[0] / 2, rel=0.1)
 

@@ -166,3 +166,27 @@ def test_secure_noise_is_the_default_and_ignores_the_global_seed():
             legacy.append(clone(est).fit(X, y).coef_)
     assert_array_equal(*legacy)
     assert sklearn_pdp.get_config()["secure_noise"] is True
+
+
+def test_encoding_predicts_on_raw_columns_and_survives_json():
+    """With an encoding, the model encodes a table's raw columns (declared
+    categories, the first dropped; numeric columns as they are) and reads the
+    same from its JSON; numbers given as text categories compare as text."""
+    encoding = {"columns": ["grade", "x"], "categories": {"grade": ["1", "2", "3"]},
+                "drop": "first", "read_from_data": []}
+    model = PublicLinearModel([2.0, -1.0, 0.5], 1.0, 1.0, 1e-6, "AdaSSPRegressor",
+                              feature_names=["grade_2", "grade_3", "x"], encoding=encoding)
+    table = pd.DataFrame({"x": [0.0, 2.0, 4.0], "grade": [1, 2, 3], "y": [0, 0, 0]})
+    expected = np.array([1.0, 1.0 + 2.0 + 1.0, 1.0 - 1.0 + 2.0])
+    assert_array_equal(model.predict(table), expected)
+    loaded = PublicLinearModel.from_json(model.to_json())
+    assert loaded.encoding == encoding
+    assert_array_equal(loaded.predict(table), expected)
+    # the encoded columns still work; an encoding that does not give the
+    # released features is an error
+    encoded = pd.DataFrame([[0, 0, 0.0], [1, 0, 2.0], [0, 1, 4.0]],
+                           columns=["grade_2", "grade_3", "x"], dtype=float)
+    assert_allclose(loaded.predict(encoded), expected)
+    wrong = model.set_params(feature_names=["grade_2", "grade_4", "x"])
+    with pytest.raises(ValueError, match="not the released"):
+        wrong.predict(table)

@@ -229,6 +229,35 @@ def test_plot_on_given_axes_and_bad_arguments(agg):
         report.plot(kind="bar")
 
 
+def test_plot_labels_log_axes_in_decimals_and_keeps_the_legend_inside(agg):
+    """Log axes read 0.6, not 6x10^-1; the DP epsilon's legend lies inside
+    the distribution's axes, clear of the subtitle above them."""
+    from sklearn.datasets import load_diabetes
+
+    from sklearn_pdp import AdaSSPRegressor
+
+    X, y = load_diabetes(return_X_y=True)
+    report = PDPReport(AdaSSPRegressor(epsilon=3.0, bounds_X=(-0.2, 0.2),
+                                       y_bound=(0.0, 400.0), random_state=0)).fit(X, y)
+    axes = report.plot(leverage=True)
+    figure = axes[0].figure
+    figure.canvas.draw()
+    labels = []
+    for ax in axes:
+        labels += [t.get_text() for t in ax.get_yticklabels(minor=True)
+                   + ax.get_yticklabels() if t.get_text()]
+    assert labels
+    for text in labels:  # every shown label a plain number (matplotlib's minus sign)
+        float(text.replace("\u2212", "-"))
+    # per-instance epsilons below 1 on this fit: labelled as decimals
+    assert any(0.1 <= float(t) < 1 for t in labels), labels
+    renderer = figure.canvas.get_renderer()
+    legend = axes[0].get_legend().get_window_extent(renderer)
+    inside = axes[0].get_window_extent(renderer)
+    assert inside.x0 <= legend.x0 and legend.x1 <= inside.x1
+    assert inside.y0 <= legend.y0 and legend.y1 <= inside.y1
+
+
 def test_plot_without_matplotlib_names_the_extra(monkeypatch):
     X, y = _data()
     report = PDPReport(_ops()).fit(X, y)

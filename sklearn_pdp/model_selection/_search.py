@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._sklearn import HasMethods, Interval, _fit_context
 from .._base import PrivateRegressorMixin, noise_generator, warn_large_delta
 from .._law import ReleaseLaw
-from .._data import is_dask_array, label_range
+from .._data import is_dask_array, label_range, validate_rows
 from .._public import public_model
 from .._accounting._exponential import exponential_log_proba, select
 from ..exceptions import FallbackWarning
@@ -375,7 +375,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "PrivateGridSearchCV needs in-memory data, got a Dask array; "
                 "call .compute() on X and y if they fit in memory."
             )
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        # the shared validation: its errors point the way (a text column)
+        X, y = validate_rows(self, X, y, reset=True)
         warn_large_delta(self.delta, X.shape[0], stacklevel=3)
         search_epsilon = self._budgets()[0][0]
         common = self._common_params(X, y)
