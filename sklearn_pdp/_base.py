@@ -753,10 +753,10 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         )
         # one warning for every reason a mechanism records (in _fit_scaled)
         if self.mean_only_reason_ is not None:
-            released = ("the label mean alone (the whole budget on it)" if self.mean_only_
-                        else "zero slopes: its model is the private label mean"
+            released = ("the private label mean alone" if self.mean_only_
+                        else "zero slopes (its model is the private label mean)"
                         if not np.any(self.coef_) else "less than it was asked for")
-            warnings.warn(f"{type(self).__name__} released {released}: "
+            warnings.warn(f"{type(self).__name__} released {released}. Why: "
                           f"{self.mean_only_reason_}.", FallbackWarning, stacklevel=3)
         warn_clipping(getattr(data, "clipped", None), stacklevel=3)
         return self

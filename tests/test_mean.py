@@ -260,7 +260,7 @@ def test_fallback_warns_why_with_the_public_thresholds(cls):
 
     n, d, eps = 200, 3, 1.0
     X, y = _data(n, d)
-    with pytest.warns(FallbackWarning, match="released the label mean alone") as record:
+    with pytest.warns(FallbackWarning, match="released the private label mean alone") as record:
         reg = cls(epsilon=eps, random_state=0, **BOUNDS).fit(X, y)
     assert reg.mean_only_ and str(record[0].message).endswith(reg.mean_only_reason_ + ".")
     assert record[0].filename == __file__  # points at the user's call
