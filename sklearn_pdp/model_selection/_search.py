@@ -122,7 +122,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     estimator : estimator object
         A private regressor of this package (it has ``y_bound`` and
         ``data_norm`` and reports ``pdp_losses_``, ``dp_epsilon_`` and
-        ``dp_delta_``). Its parameters not in the grid are kept.
+        ``dp_delta_``). Its parameters not in the grid are kept. With its
+        ``tighten_bounds``, the search releases tighter bounds once, before
+        the parts, with ``tighten_share`` of ``epsilon`` (and, for
+        :class:`~sklearn_pdp.AdaSSPRegressor`, a tenth of ``delta``), and
+        runs on them with the rest; every fit gets ``tighten_bounds=False``
+        (doc/mechanisms/tightening.rst).
     param_grid : dict or list of dicts
         As in :class:`~sklearn.model_selection.GridSearchCV`. It may not set
         ``y_bound`` (the selection's sensitivity is computed from one bound)
@@ -215,7 +220,17 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         largest delta.
     data_norm_, y_bound_ : float
         The bounds given to every fit (the estimator's, or read once from the
-        data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`).
+        data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`;
+        with tightening, the released ones, to which ``predict`` clips
+        new rows).
+    declared_bounds_, bounds_epsilon_ : tuple, float
+        With tightening only: the declared ``(data_norm, bounds_X, y_bound)``
+        and the pure epsilon of the bounds' release, part of ``dp_epsilon_``.
+        Each row's exact loss for that release is added to ``pdp_losses_``;
+        the search's term then bounds the selection by the worst label's
+        (the label range is released) and the refits by a loss valid for
+        every released bound (their guarantee, or AdaSSP's largest over the
+        plausible bounds), so that no term conditions on the draw.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
