@@ -327,6 +327,37 @@ def test_search_auto_on_little_data_is_the_plain_search():
     assert search.bounds_X_[1][0] == 60.0
 
 
+def test_search_tightens_data_norm_and_chooses_without_data():
+    """A declared data_norm is tightened by one norm quantile before the
+    parts; parts too small for the grid (a uniform choice) fit every
+    candidate on all the data with what the bounds left."""
+    X, y, bounds, y_bound = _table(6000)
+    searches = [PrivateGridSearchCV(
+        AdaSSPRegressor(data_norm=200.0, y_bound=y_bound, tighten_bounds=True),
+        {"budget_split": [None]}, epsilon=1.0, random_state=seed).fit(X, y) for seed in (0, 1)]
+    search = searches[0]
+    assert search.bounds_release_.source == ["norm", "y", "y"]
+    assert search.data_norm_ < 200.0 and search.bounds_X_ is None
+    assert search.best_estimator_.data_norm_ == search.data_norm_
+    assert search.dp_epsilon_ <= 1.0 and search.dp_delta_ <= 1e-6
+    assert np.array_equal(searches[1].pdp_losses_, search.pdp_losses_)
+    grid = {"fit_intercept": [True, False], "budget_split": [None, (1, 1, 1, 1)]}
+    with pytest.warns(Warning, match="uniformly at random"):
+        small = PrivateGridSearchCV(
+            AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True),
+            grid, epsilon=1.0, random_state=0).fit(X[:60], y[:60])
+    assert small.selection_epsilon_ == 0.0 and small.bounds_epsilon_ == pytest.approx(0.1)
+    assert [f.epsilon for f in small._full_fits] == [pytest.approx(0.9)] * 4
+    assert small.dp_epsilon_ <= 1.0 and small.dp_delta_ <= 1e-6
+    # mean-only fits (too little data for slopes) charge their guarantee
+    assert any(r is None for r in small._box_rows)
+    model = np.max([np.full(60, f.dp_epsilon_) if r is None else bounded_loss(
+        f, r, X[:60], y[:60], False, f.delta, f.dp_epsilon_)
+        for f, r in zip(small._full_fits, small._box_rows)], axis=0)
+    assert np.allclose(small.pdp_losses_,
+                       small.bounds_release_.row_epsilon(X[:60], y[:60]) + model)
+
+
 def test_dask_input_gives_the_same_release():
     """Quantiles from per-block histograms: the same counts, bounds (same
     seed), losses and predictions as in memory, lazily."""
