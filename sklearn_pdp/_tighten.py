@@ -401,9 +401,12 @@ def box_rows(release, model, X):
 
 def bounded_loss(model, rows, X, y, add, delta, guarantee):
     """A row's largest loss for ``model`` at ``delta`` over the plausible
-    released bounds of ``rows`` (:class:`_BoxRows`), capped at ``guarantee``."""
+    released bounds of ``rows`` (:class:`_BoxRows`), capped at ``guarantee``
+    for a training row; not for an added one (``add``), whose row can move
+    the release more than the noise was sized for (AdaSSP's eigenvalue)."""
     Z, ys, eigen2 = rows.bound(X, y, add)
-    return np.minimum(model._box_epsilon(Z, ys, eigen2, delta), guarantee)
+    eps = model._box_epsilon(Z, ys, eigen2, delta)
+    return eps if add else np.minimum(eps, guarantee)
 
 
 class _BoxRows:
