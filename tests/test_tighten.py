@@ -237,6 +237,9 @@ def test_unsupported_uses_raise_clear_errors():
     search = PrivateGridSearchCV(est, {"budget_split": [None]}, epsilon=1.0, refit=False)
     with pytest.raises(NotImplementedError, match="tighten_bounds"):
         PDPReport(search, publish_epsilon=0.5).fit(X, y)
+    report = PDPReport(search).fit(X, y)  # unpublished: the search's losses
+    assert hasattr(report.estimator_, "bounds_release_")
+    assert np.array_equal(report.pdp_losses_, report.estimator_.pdp_losses_)
     with pytest.raises(NotImplementedError, match="tighten_bounds"):
         PDPReport(est, publish_epsilon=0.5).fit(X, y)
     report = PDPReport(est).fit(X, y)
