@@ -293,6 +293,7 @@ def test_search_tightens_once_inside_its_budget(cls, grid, refit):
         assert np.allclose(search.pdp_losses_, expected)
     assert np.all(search.pdp_losses_ <= search.dp_epsilon_ + 1e-12)
     other = searches[1]
+    assert other.y_bound_ != search.y_bound_  # other released bounds, same losses
     assert np.array_equal(other.pdp_losses_, search.pdp_losses_)
     assert other.dp_epsilon_ == search.dp_epsilon_ and other.dp_delta_ == search.dp_delta_
     # targets: the bounds' loss of adding them, and the search's
