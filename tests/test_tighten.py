@@ -233,6 +233,12 @@ def test_unsupported_uses_raise_clear_errors():
     with pytest.raises(ValueError, match="tighten_share"):
         AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True,
                         tighten_share=1.5).fit(X, y)
+    search = PrivateGridSearchCV(AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound,
+                                                 tighten_share=2.0, tighten_bounds=True),
+                                 {"budget_split": [None]})
+    with pytest.raises(ValueError, match="tighten_share"):
+        search.fit(X, y)
+    assert not hasattr(search, "bounds_release_")  # refused before any release
     est = AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True)
     search = PrivateGridSearchCV(est, {"budget_split": [None]}, epsilon=1.0, refit=False)
     with pytest.raises(NotImplementedError, match="tighten_bounds"):

@@ -590,6 +590,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         resolved = self.data_norm_, self.bounds_X_, self.y_bound_
         release = None
         if _tighten.tightening_on(self.estimator):
+            # (tighten_share) before any private release
+            clone(self.estimator)._validate_params()
             release = _tighten.plan_release(self.estimator, resolved, X.shape[0],
                                             self.epsilon, self.delta)
         if release is None:
