@@ -393,8 +393,10 @@ def model_loss(estimator, X, y, add):
 def box_rows(release, model, X):
     """The :class:`_BoxRows` of a ``model`` fitted on bounds drawn from
     ``release`` (its training rows ``X``), or None when the model charges
-    its guarantee (no ``_box_epsilon``, no share of delta kept, mean only)."""
-    if not (hasattr(model, "_box_epsilon") and release.event_) or model.mean_only_:
+    its guarantee (no ``_box_epsilon``, no share of delta kept, mean only,
+    or bounds it tightened itself: a search's grid may set ``tighten_bounds``)."""
+    if not (hasattr(model, "_box_epsilon") and release.event_) or model.mean_only_ or (
+            tightened(model)):
         return None
     return _BoxRows(release, release.plausible(release.event_), model.domain_scaler()).fit(X)
 

@@ -351,6 +351,14 @@ def test_search_tightens_data_norm_and_chooses_without_data():
     assert search.best_estimator_.data_norm_ == search.data_norm_
     assert search.dp_epsilon_ <= 1.0 and search.dp_delta_ <= 1e-6
     assert np.array_equal(searches[1].pdp_losses_, search.pdp_losses_)
+    # a grid that tightens again inside the fits: each such refit charges
+    # its own guarantee (its bounds are not the search's)
+    twice = PrivateGridSearchCV(
+        AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True),
+        {"tighten_bounds": [False, True]}, epsilon=1.0, random_state=0).fit(X, y)
+    assert [r is None for r in twice._box_rows] == [False, True]
+    assert hasattr(twice._full_fits[1], "bounds_release_")
+    assert twice.dp_epsilon_ <= 1.0 and np.all(twice.pdp_losses_ <= twice.dp_epsilon_)
     grid = {"fit_intercept": [True, False], "budget_split": [None, (1, 1, 1, 1)]}
     with pytest.warns(Warning, match="uniformly at random"):
         small = PrivateGridSearchCV(
