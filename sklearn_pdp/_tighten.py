@@ -284,6 +284,46 @@ class BoundsRelease:
         return np.maximum(up, down)
 
 
+def plan_release(estimator, resolved, n_samples, epsilon, delta):
+    """The :class:`BoundsRelease` of ``estimator``'s declared ranges with its
+    share of the total ``epsilon``, or None where tightening does not apply
+    ("auto" on too little data, nothing declared). ``resolved``: the bounds
+    of ``resolve_bounds`` (those read from the data are not tightened).
+
+    Its ``event_`` is the share of ``delta`` kept, for a model that bounds
+    its rows' losses over the plausible released bounds (AdaSSP), for the
+    bounds falling outside them (0 for the others)."""
+    declared = (
+        None if estimator.data_norm is None else resolved[0],
+        resolved[1],
+        None if estimator.y_bound is None else resolved[2],
+    )
+    release = BoundsRelease(*declared, n_samples, _share(estimator) * epsilon)
+    if not (release.worthwhile or release.n_quantiles and _always(estimator.tighten_bounds)):
+        return None
+    release.event_ = _EVENT_SHARE * delta if hasattr(estimator, "_box_epsilon") else 0.0
+    return release
+
+
+def remaining_epsilon(epsilon, spent):
+    """``epsilon - spent``, rounded down so that ``spent`` plus it is at most ``epsilon``."""
+    rest = epsilon - spent
+    while rest + spent > epsilon:  # rounding
+        rest = np.nextafter(rest, 0.0)
+    return float(rest)
+
+
+def released_bounds(drawn, resolved):
+    """The bound parameters of the model stage: the drawn bounds
+    (:meth:`BoundsRelease.draw`), the resolved ones where none was drawn."""
+    data_norm, bounds_X, y_bound = drawn
+    return {
+        "data_norm": (data_norm or resolved[0]) if bounds_X is None else None,
+        "bounds_X": bounds_X,
+        "y_bound": resolved[2] if y_bound is None else y_bound,
+    }
+
+
 def fit_tightened(estimator, X, y):
     """``fit`` with the bounds tightened first, or False when it does not apply.
 
@@ -298,32 +338,16 @@ def fit_tightened(estimator, X, y):
 
     # stack: resolve_bounds, fit_tightened, fit, fit wrapper, the user's call
     resolved = estimator.resolve_bounds(X, y, stacklevel=5)
-    declared = (
-        None if estimator.data_norm is None else resolved[0],
-        resolved[1],
-        None if estimator.y_bound is None else resolved[2],
-    )
-    n = X.shape[0]
-    share = _share(estimator)
-    release = BoundsRelease(*declared, n, share * estimator.epsilon)
-    if not (release.worthwhile or release.n_quantiles and _always(estimator.tighten_bounds)):
+    release = plan_release(estimator, resolved, X.shape[0], estimator.epsilon, estimator.delta)
+    if release is None:
         return False
     release.fit(X, y)
     rng = noise_generator(estimator.random_state)
-    data_norm, bounds_X, y_bound = release.draw(rng)
-    model_epsilon = estimator.epsilon - release.epsilon
-    while model_epsilon + release.epsilon > estimator.epsilon:  # rounding
-        model_epsilon = np.nextafter(model_epsilon, 0.0)
-    # a model that bounds its rows' losses over the plausible bounds keeps
-    # a share of delta for the bounds falling outside them
-    sharp = hasattr(estimator, "_box_epsilon")
-    event = _EVENT_SHARE * estimator.delta if sharp else 0.0
+    model_epsilon = remaining_epsilon(estimator.epsilon, release.epsilon)
+    event = release.event_
     model = clone(estimator).set_params(
-        epsilon=float(model_epsilon), tighten_bounds=False,
-        delta=estimator.delta - event,
-        data_norm=(data_norm or resolved[0]) if bounds_X is None else None,
-        bounds_X=bounds_X,
-        y_bound=resolved[2] if y_bound is None else y_bound,
+        epsilon=model_epsilon, tighten_bounds=False, delta=estimator.delta - event,
+        **released_bounds(release.draw(rng), resolved),
     )
     model.set_params(random_state=rng)
     with warnings.catch_warnings():
@@ -340,10 +364,9 @@ def fit_tightened(estimator, X, y):
     estimator.model_epsilon_ = model.dp_epsilon_
     estimator.dp_epsilon_ = release.epsilon + model.dp_epsilon_
     estimator.dp_delta_ = model.dp_delta_ + event
-    release.event_ = event
-    if sharp and not model.mean_only_:
-        rows = _BoxRows(release, release.plausible(event), model.domain_scaler())
-        release.model_rows_ = rows.fit(X)
+    rows = box_rows(release, model, X)
+    if rows is not None:
+        release.model_rows_ = rows
     estimator.pdp_losses_ = release.row_epsilon(X, y) + model_loss(estimator, X, y, add=False)
     return True
 
@@ -362,9 +385,30 @@ def model_loss(estimator, X, y, add):
                                 drop_axis=1, dtype=np.float64)
         return X.map_blocks(lambda b, yb: model_loss(estimator, b, yb[:, 0], add),
                             y[:, None], drop_axis=1, dtype=np.float64)
+    return bounded_loss(estimator, rows, X, y, add,
+                        estimator.delta - estimator.bounds_release_.event_,
+                        estimator.model_epsilon_)
+
+
+def box_rows(release, model, X):
+    """The :class:`_BoxRows` of a ``model`` fitted on bounds drawn from
+    ``release`` (its training rows ``X``), or None when the model charges
+    its guarantee (no ``_box_epsilon``, no share of delta kept, mean only,
+    or bounds it tightened itself: a search's grid may set ``tighten_bounds``)."""
+    if not (hasattr(model, "_box_epsilon") and release.event_) or model.mean_only_ or (
+            tightened(model)):
+        return None
+    return _BoxRows(release, release.plausible(release.event_), model.domain_scaler()).fit(X)
+
+
+def bounded_loss(model, rows, X, y, add, delta, guarantee):
+    """A row's largest loss for ``model`` at ``delta`` over the plausible
+    released bounds of ``rows`` (:class:`_BoxRows`), capped at ``guarantee``
+    for a training row; not for an added one (``add``), whose row can move
+    the release more than the noise was sized for (AdaSSP's eigenvalue)."""
     Z, ys, eigen2 = rows.bound(X, y, add)
-    eps = estimator._box_epsilon(Z, ys, eigen2, estimator.delta - estimator.bounds_release_.event_)
-    return np.minimum(eps, estimator.model_epsilon_)
+    eps = model._box_epsilon(Z, ys, eigen2, delta)
+    return eps if add else np.minimum(eps, guarantee)
 
 
 class _BoxRows:

@@ -16,7 +16,7 @@ from sklearn_pdp import (
     RandomProjectionRegressor,
 )
 from sklearn_pdp._accounting._exponential import quantile_log_proba, quantile_loss_table
-from sklearn_pdp._tighten import BoundsRelease, model_loss
+from sklearn_pdp._tighten import BoundsRelease, bounded_loss, model_loss
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 
@@ -233,13 +233,147 @@ def test_unsupported_uses_raise_clear_errors():
     with pytest.raises(ValueError, match="tighten_share"):
         AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True,
                         tighten_share=1.5).fit(X, y)
+    search = PrivateGridSearchCV(AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound,
+                                                 tighten_share=2.0, tighten_bounds=True),
+                                 {"budget_split": [None]})
+    with pytest.raises(ValueError, match="tighten_share"):
+        search.fit(X, y)
+    assert not hasattr(search, "bounds_release_")  # refused before any release
     est = AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True)
-    with pytest.raises(NotImplementedError, match="tighten"):
-        PrivateGridSearchCV(est, {"budget_split": [None]}, epsilon=1.0).fit(X, y)
+    search = PrivateGridSearchCV(est, {"budget_split": [None]}, epsilon=1.0, refit=False)
+    with pytest.raises(NotImplementedError, match="tighten_bounds"):
+        PDPReport(search, publish_epsilon=0.5).fit(X, y)
+    report = PDPReport(search).fit(X, y)  # unpublished: the search's losses
+    assert hasattr(report.estimator_, "bounds_release_")
+    assert np.array_equal(report.pdp_losses_, report.estimator_.pdp_losses_)
     with pytest.raises(NotImplementedError, match="tighten_bounds"):
         PDPReport(est, publish_epsilon=0.5).fit(X, y)
     report = PDPReport(est).fit(X, y)
     assert np.array_equal(report.pdp_losses_, report.estimator_.pdp_losses_)
+
+
+@pytest.mark.parametrize("cls, grid", [(AdaSSPRegressor, {"fit_intercept": [True, False]}),
+                                       (OPSRegressor, {"alpha": [1.0, 10.0]})])
+@pytest.mark.parametrize("refit", [True, False])
+def test_search_tightens_once_inside_its_budget(cls, grid, refit):
+    """The bounds are released once, before the parts, with the estimator's
+    share of the search's total; every fit then takes the released bounds,
+    and each record's loss is the bounds' exact one plus the search's, valid
+    for every released bound."""
+    X, y, bounds, y_bound = _table(6000)
+    est = cls(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True)
+    searches = [PrivateGridSearchCV(est, grid, epsilon=1.0, refit=refit,
+                                    random_state=seed).fit(X, y) for seed in (0, 3)]
+    search = searches[0]
+    rel = search.bounds_release_
+    assert search.bounds_epsilon_ == pytest.approx(0.1) == rel.epsilon
+    assert search.dp_epsilon_ <= 1.0 and search.dp_delta_ <= 1e-6
+    assert search.declared_bounds_[1][1][0] == 60.0 and search.bounds_X_[1][0] < 30.0
+    # the rest of the budget, split between the search and the refit
+    rest = 0.9 * (0.5 if refit else 1.0)
+    fits = [*search._part_fits, *search._full_fits]
+    for fit in fits:
+        assert fit.tighten_bounds is False and not hasattr(fit, "bounds_release_")
+        assert np.array_equal(fit.bounds_X_[1], search.bounds_X_[1])
+        assert fit.y_bound_ == search.y_bound_
+    assert search._part_fits[0].epsilon == pytest.approx(rest)
+    n, d = X.shape
+    # the search stage: a candidate's guarantee or the worst label's
+    # selection bound (the label range is tightened), for every release
+    train = search._training_guarantee(search._part_fits, n, d)[0]
+    expected = rel.row_epsilon(X, y) + max(train, search.selection_epsilon_)
+    if refit:
+        exact = np.max([f.pdp_losses_ for f in search._full_fits], axis=0)
+        part = search.pdp_losses_ - expected
+        # at least the refits' exact losses at the bounds that were released
+        assert np.all(part >= exact - 1e-12)
+        if cls is AdaSSPRegressor:
+            assert part.min() < part.max() <= max(f.dp_epsilon_ for f in search._full_fits)
+            rows = search._box_rows
+            assert np.allclose(part, np.max([bounded_loss(
+                f, r, X, y, False, f.delta, f.dp_epsilon_) for f, r in zip(
+                    search._full_fits, rows)], axis=0))
+        else:
+            assert np.allclose(part, max(f.dp_epsilon_ for f in search._full_fits))
+    else:
+        assert np.allclose(search.pdp_losses_, expected)
+    assert np.all(search.pdp_losses_ <= search.dp_epsilon_ + 1e-12)
+    other = searches[1]
+    assert other.y_bound_ != search.y_bound_  # other released bounds, same losses
+    assert np.array_equal(other.pdp_losses_, search.pdp_losses_)
+    assert other.dp_epsilon_ == search.dp_epsilon_ and other.dp_delta_ == search.dp_delta_
+    # targets: the bounds' loss of adding them, and the search's
+    targets = search.pdp_epsilon(X[:20], y[:20])
+    assert np.all(targets >= rel.row_epsilon(X[:20], y[:20], add=True) + train - 1e-12)
+    assert np.all(search.pdp_epsilon(X[:20]) >= targets - 1e-12)
+    # predictions clip new rows to the released bounds, as the public model
+    far = X[:5] * 10.0
+    lower, upper = search.bounds_X_
+    best = search.best_estimator_
+    assert np.allclose(search.predict(far), np.clip(far, lower, upper) @ best.coef_
+                       + best.intercept_)
+    public = search.public_model()
+    assert public.clip and np.allclose(public.predict(far), search.predict(far))
+
+
+def test_search_auto_on_little_data_is_the_plain_search():
+    """"auto" that does not tighten leaves the search as without it: the same
+    seeds, release and losses; a refit without tightening drops the release."""
+    X, y, bounds, y_bound = _table(400)
+    grid = {"budget_split": [None]}
+    runs = [PrivateGridSearchCV(AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound,
+                                                tighten_bounds=mode),
+                                grid, epsilon=0.3, random_state=0).fit(X, y)
+            for mode in ("auto", False)]
+    assert not hasattr(runs[0], "bounds_release_")
+    assert runs[0].best_estimator_.tighten_bounds is False
+    assert np.array_equal(runs[0].pdp_losses_, runs[1].pdp_losses_)
+    assert np.array_equal(runs[0].best_estimator_.coef_, runs[1].best_estimator_.coef_)
+    search = runs[1].set_params(estimator=AdaSSPRegressor(
+        bounds_X=bounds, y_bound=y_bound, tighten_bounds=True)).fit(X, y)
+    assert hasattr(search, "bounds_release_") and search.dp_epsilon_ <= 0.3
+    search.set_params(estimator=AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound)).fit(X, y)
+    assert not hasattr(search, "bounds_release_")
+    assert search.bounds_X_[1][0] == 60.0
+
+
+def test_search_tightens_data_norm_and_chooses_without_data():
+    """A declared data_norm is tightened by one norm quantile before the
+    parts; parts too small for the grid (a uniform choice) fit every
+    candidate on all the data with what the bounds left."""
+    X, y, bounds, y_bound = _table(6000)
+    searches = [PrivateGridSearchCV(
+        AdaSSPRegressor(data_norm=200.0, y_bound=y_bound, tighten_bounds=True),
+        {"budget_split": [None]}, epsilon=1.0, random_state=seed).fit(X, y) for seed in (0, 1)]
+    search = searches[0]
+    assert search.bounds_release_.source == ["norm", "y", "y"]
+    assert search.data_norm_ < 200.0 and search.bounds_X_ is None
+    assert search.best_estimator_.data_norm_ == search.data_norm_
+    assert search.dp_epsilon_ <= 1.0 and search.dp_delta_ <= 1e-6
+    assert np.array_equal(searches[1].pdp_losses_, search.pdp_losses_)
+    # a grid that tightens again inside the fits: each such refit charges
+    # its own guarantee (its bounds are not the search's)
+    twice = PrivateGridSearchCV(
+        AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True),
+        {"tighten_bounds": [False, True]}, epsilon=1.0, random_state=0).fit(X, y)
+    assert [r is None for r in twice._box_rows] == [False, True]
+    assert hasattr(twice._full_fits[1], "bounds_release_")
+    assert twice.dp_epsilon_ <= 1.0 and np.all(twice.pdp_losses_ <= twice.dp_epsilon_)
+    grid = {"fit_intercept": [True, False], "budget_split": [None, (1, 1, 1, 1)]}
+    with pytest.warns(Warning, match="uniformly at random"):
+        small = PrivateGridSearchCV(
+            AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True),
+            grid, epsilon=1.0, random_state=0).fit(X[:60], y[:60])
+    assert small.selection_epsilon_ == 0.0 and small.bounds_epsilon_ == pytest.approx(0.1)
+    assert [f.epsilon for f in small._full_fits] == [pytest.approx(0.9)] * 4
+    assert small.dp_epsilon_ <= 1.0 and small.dp_delta_ <= 1e-6
+    # mean-only fits (too little data for slopes) charge their guarantee
+    assert any(r is None for r in small._box_rows)
+    model = np.max([np.full(60, f.dp_epsilon_) if r is None else bounded_loss(
+        f, r, X[:60], y[:60], False, f.delta, f.dp_epsilon_)
+        for f, r in zip(small._full_fits, small._box_rows)], axis=0)
+    assert np.allclose(small.pdp_losses_,
+                       small.bounds_release_.row_epsilon(X[:60], y[:60]) + model)
 
 
 def test_dask_input_gives_the_same_release():

@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._sklearn import HasMethods, Interval, _fit_context
 from .._base import PrivateRegressorMixin, noise_generator, warn_large_delta
+from .. import _tighten
 from .._law import ReleaseLaw
 from .._data import is_dask_array, label_range, validate_rows
 from .._public import public_model
@@ -121,7 +122,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     estimator : estimator object
         A private regressor of this package (it has ``y_bound`` and
         ``data_norm`` and reports ``pdp_losses_``, ``dp_epsilon_`` and
-        ``dp_delta_``). Its parameters not in the grid are kept.
+        ``dp_delta_``). Its parameters not in the grid are kept. With its
+        ``tighten_bounds``, the search releases tighter bounds once, before
+        the parts, with ``tighten_share`` of ``epsilon`` (and, for
+        :class:`~sklearn_pdp.AdaSSPRegressor`, a tenth of ``delta``), and
+        runs on them with the rest; every fit gets ``tighten_bounds=False``
+        (doc/mechanisms/tightening.rst).
     param_grid : dict or list of dicts
         As in :class:`~sklearn.model_selection.GridSearchCV`. It may not set
         ``y_bound`` (the selection's sensitivity is computed from one bound)
@@ -214,7 +220,17 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         largest delta.
     data_norm_, y_bound_ : float
         The bounds given to every fit (the estimator's, or read once from the
-        data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`).
+        data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`;
+        with tightening, the released ones, to which ``predict`` clips
+        new rows).
+    declared_bounds_, bounds_epsilon_ : tuple, float
+        With tightening only: the declared ``(data_norm, bounds_X, y_bound)``
+        and the pure epsilon of the bounds' release, part of ``dp_epsilon_``.
+        Each row's exact loss for that release is added to ``pdp_losses_``;
+        the search's term then bounds the selection by the worst label's
+        (the label range is released) and the refits by a loss valid for
+        every released bound (their guarantee, or AdaSSP's largest over the
+        plausible bounds), so that no term conditions on the draw.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -308,18 +324,14 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def _common_params(self, X, y):
-        """Bounds and budget shared by every fit, resolved once for all."""
+    def _common_params(self, X, y, root):
+        """Bounds and budget shared by every fit, resolved once for all
+        (the bounds released first with ``tighten_bounds``: ``root`` seeds
+        their draw)."""
         if not isinstance(self.estimator, PrivateRegressorMixin):
             raise ValueError(
                 "estimator must be a private regressor of sklearn_pdp, got "
                 f"{type(self.estimator).__name__}."
-            )
-        tighten = self.estimator.get_params().get("tighten_bounds", False)
-        if isinstance(tighten, str) or tighten:
-            raise NotImplementedError(
-                "PrivateGridSearchCV does not tighten bounds yet: set the "
-                "estimator's tighten_bounds=False (and declare tight bounds)."
             )
         # a warning's stacklevel 5: here, _common_params, fit, the fit
         # wrapper, the user's line
@@ -330,6 +342,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             "data_norm": self.data_norm_,
             "bounds_X": self.bounds_X_,
             "y_bound": self.y_bound_,
+            **self._release_bounds(X, y, root),
         }
         # the search's share of delta less what bounds the part sizes
         epsilon, delta = self._budgets()[0]
@@ -378,18 +391,17 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         # the shared validation: its errors point the way (a text column)
         X, y = validate_rows(self, X, y, reset=True)
         warn_large_delta(self.delta, X.shape[0], stacklevel=3)
-        search_epsilon = self._budgets()[0][0]
-        common = self._common_params(X, y)
-        grid, estimators = self._candidates(common)
-        m, (n, d) = len(grid), X.shape
-
         # All randomness is fixed before any fit, so results do not depend on
-        # n_jobs: seeds of the split, the selection, the refit, the candidates.
-        # 256 bits of the search's generator seed them all, so that under
-        # secure_noise no draw is easier to guess than that generator.
+        # n_jobs: seeds of the bounds, the split, the selection, the refit,
+        # the candidates. 256 bits of the search's generator seed them all, so
+        # that under secure_noise no draw is easier to guess than that generator.
         root = np.random.SeedSequence(
             noise_generator(self.random_state).randint(2**32, size=8, dtype=np.uint64)
         )
+        common = self._common_params(X, y, root)
+        search_epsilon = self._budgets()[0][0]
+        grid, estimators = self._candidates(common)
+        m, (n, d) = len(grid), X.shape
         split_seed, select_seed, refit_seed, *seeds = root.spawn(m + 3)
         seeded = "random_state" in self.estimator.get_params(deep=False)
         try:
@@ -407,7 +419,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             self.selection_epsilon_ = 0.0
             self._part_fits, self._parts = [], None
             log_proba = np.full(m, -np.log(m))
-            self._fit_all_data(estimators, self._budget_params(self.epsilon, self.delta),
+            self._fit_all_data(estimators, self._budget_params(*self._model_budget()),
                                refit_seed if seeded else None, X, y)
         else:
             self.selection_epsilon_ = search_epsilon
@@ -420,7 +432,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             self.dp_epsilon_ = max(search_epsilon, train_epsilon)
             self.dp_delta_ = train_delta
             self.pdp_losses_ = np.maximum(
-                train_epsilon, selection_epsilon(search_epsilon, y, self.y_bound_)
+                train_epsilon, self._selection_bound(search_epsilon, y)
             )
             if self.refit:
                 search = self.dp_epsilon_, self.dp_delta_, self.pdp_losses_
@@ -434,6 +446,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 self._full_fits = []
                 self.best_estimator_ = self._part_fits[self.best_index_]
         self.best_params_ = grid[self.best_index_]
+        if self._tightened():  # the bounds stage composes with the rest
+            release = self.bounds_release_
+            self.dp_epsilon_ += release.epsilon
+            self.dp_delta_ += release.event_
+            self.pdp_losses_ = release.row_epsilon(X, y) + self.pdp_losses_
         self.pdp_delta_ = self.dp_delta_
         if seeded:
             # the search seeded every fit itself: show the estimator's own value
@@ -500,18 +517,22 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         )
         self.dp_epsilon_ = max(est.dp_epsilon_ for est in self._full_fits)
         self.dp_delta_ = max(est.dp_delta_ for est in self._full_fits)
-        self.pdp_losses_ = reduce(np.maximum, (est.pdp_losses_ for est in self._full_fits))
+        if self._tightened():
+            self._box_rows = [_tighten.box_rows(self.bounds_release_, est, X)
+                              for est in self._full_fits]
+        self.pdp_losses_ = self._full_fit_losses(X, y, add=False)
         self.best_estimator_ = self._full_fits[self.best_index_]
 
     def _budgets(self):
         """``(epsilon, delta)`` of the search (selection and candidates) and
-        of the refit (None without one): ``refit_share`` of the total goes
-        to the refit."""
+        of the refit (None without one): ``refit_share`` of the total (less
+        the bounds' release) goes to the refit."""
+        epsilon, delta = self._model_budget()
         if not self.refit:
-            return (self.epsilon, self.delta), None
+            return (epsilon, delta), None
         share = self.refit_share
-        return ((1 - share) * self.epsilon, (1 - share) * self.delta), (
-            share * self.epsilon, share * self.delta)
+        return ((1 - share) * epsilon, (1 - share) * delta), (
+            share * epsilon, share * delta)
 
     def _budget_params(self, epsilon, delta):
         """The budget the search sets on its estimators: ``epsilon`` where
@@ -557,6 +578,71 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             max(delta for _, delta in bounds) + failure,
         )
 
+    def _release_bounds(self, X, y, root):
+        """Tighten the resolved bounds once, before the parts, with the
+        estimator's ``tighten_share`` of the search's total budget
+        (doc/mechanisms/tightening.rst): sets ``bounds_release_`` and the
+        bounds every fit then takes (the released ones), returned with
+        ``tighten_bounds=False`` for the fits themselves."""
+        for name in ("bounds_release_", "declared_bounds_", "bounds_epsilon_", "_box_rows"):
+            vars(self).pop(name, None)
+        if "tighten_bounds" not in self.estimator.get_params(deep=False):
+            return {}
+        resolved = self.data_norm_, self.bounds_X_, self.y_bound_
+        release = None
+        if _tighten.tightening_on(self.estimator):
+            # (tighten_share) before any private release
+            clone(self.estimator)._validate_params()
+            release = _tighten.plan_release(self.estimator, resolved, X.shape[0],
+                                            self.epsilon, self.delta)
+        if release is None:
+            return {"tighten_bounds": False}
+        release.fit(X, y)
+        # its own seed, spawned only here: searches without tightening
+        # keep their other seeds
+        drawn = release.draw(np.random.default_rng(root.spawn(1)[0]))
+        bounds = _tighten.released_bounds(drawn, resolved)
+        self.declared_bounds_ = resolved
+        self.bounds_release_, self.bounds_epsilon_ = release, release.epsilon
+        self.data_norm_, self.bounds_X_, self.y_bound_ = (
+            bounds["data_norm"], bounds["bounds_X"], bounds["y_bound"])
+        return {**bounds, "tighten_bounds": False}
+
+    def _tightened(self):
+        return hasattr(self, "bounds_release_")
+
+    def _model_budget(self):
+        """``(epsilon, delta)`` of the search and refit: the total less the
+        bounds' release (its epsilon, and the share of delta it keeps)."""
+        if not self._tightened():
+            return self.epsilon, self.delta
+        release = self.bounds_release_
+        return (_tighten.remaining_epsilon(self.epsilon, release.epsilon),
+                self.delta - release.event_)
+
+    def _selection_bound(self, epsilon, y, n_rows=None):
+        """Each record's selection bound (:func:`selection_epsilon`). With a
+        tightened label range the scaled label depends on the released
+        range: the worst label's, valid for every release."""
+        if y is None or self._tightened() and "y" in self.bounds_release_.source:
+            return np.full(len(y) if n_rows is None else n_rows, float(epsilon))
+        return selection_epsilon(epsilon, y, self.y_bound_)
+
+    def _full_fit_losses(self, X, y, add):
+        """Per record, the largest of the fits on all the data: their exact
+        losses, or with tightened bounds one valid for every released bound
+        (the guarantee, or AdaSSP's largest over the plausible bounds,
+        :func:`~sklearn_pdp._tighten.bounded_loss`)."""
+        if not self._tightened():
+            return reduce(np.maximum, (
+                est.pdp_epsilon(X, y) if add else est.pdp_losses_ for est in self._full_fits))
+        out = np.zeros(X.shape[0])
+        for est, rows in zip(self._full_fits, self._box_rows):
+            loss = (est.dp_epsilon_ if rows is None else
+                    _tighten.bounded_loss(est, rows, X, y, add, est.delta, est.dp_epsilon_))
+            out = np.maximum(out, loss)
+        return out
+
     def pdp_epsilon(self, X, y=None):
         """Per-instance epsilon, at ``pdp_delta_``, of adding new targets.
 
@@ -590,12 +676,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 self._part_fits, n_samples, self.n_features_in_
             )
             eps += np.maximum(
-                train_epsilon, selection_epsilon(self.selection_epsilon_, y, self.y_bound_)
+                train_epsilon, self._selection_bound(self.selection_epsilon_, y, X.shape[0])
             )
         if self._full_fits:
-            eps = eps + reduce(
-                np.maximum, (est.pdp_epsilon(X, y) for est in self._full_fits)
-            )
+            eps = eps + self._full_fit_losses(X, y, add=True)
+        if self._tightened():
+            eps = eps + self.bounds_release_.row_epsilon(X, y, add=True)
         return eps
 
     def release_law(self):
@@ -620,6 +706,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             published quantities.
         """
         check_is_fitted(self)
+        if self._tightened():
+            raise NotImplementedError(
+                "published reports of a search with tighten_bounds are not "
+                "supported yet (doc/mechanisms/tightening.rst).")
         if self._full_fits:
             raise NotImplementedError(
                 "PrivateGridSearchCV with refit=True (or a choice without data): "
@@ -664,9 +754,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             Predictions of the selected (refit) model.
         """
         check_is_fitted(self)
-        return self.best_estimator_.predict(
-            validate_data(self, X, reset=False, dtype=np.float64)
-        )
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        if self._tightened():  # new rows clipped to the released bounds
+            X = self.best_estimator_.domain_scaler().clip(X)
+        return self.best_estimator_.predict(X)
 
     def public_model(self, decimals=None):
         """The selected model alone, under the guarantee of the whole search.
@@ -691,7 +782,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             best.coef_, best.intercept_, (self.dp_epsilon_, self.dp_delta_),
             f"PrivateGridSearchCV({type(best).__name__})",
             getattr(self, "feature_names_in_", None), decimals,
-            selected.bounds, selected.params,
+            selected.bounds, selected.params, self._tightened(),
         )
 
     @available_if(_estimator_has("score"))
