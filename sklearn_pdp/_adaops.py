@@ -963,9 +963,22 @@ class AdaOPSLaw(ReleaseLaw):
         stats = (released["stats"] if alpha == self.alpha
                  else published.upper_statistics(Xs, alpha,
                                                  self.scatter_floor(published, floor)))
-        slopes = np.linalg.norm(self.coef[: self.coef.size - int(self.intercept)])
+        penalised = self.coef.copy()
+        if self.intercept:
+            penalised[-1] = 0.0
+        slopes = np.linalg.norm(penalised)
         moved = abs(alpha - self.alpha) * (slopes + released["noise"])
-        residual = released["residual"] + moved * np.sqrt(stats["inverse_norm2"])
+        shift = moved * np.sqrt(stats["inverse_norm2"])
+        if alpha != self.alpha:
+            # or Cauchy-Schwarz in H^-1's inner product: |x^T H^-1 P theta*|
+            # <= sqrt(x^T H^-1 x) (||P theta||_{H^-1} + noise / sqrt(lambda_min(H)))
+            norm = published.upper_statistics(
+                penalised[None, :], alpha, self.scatter_floor(published, floor))["leverage"][0]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                along = np.sqrt(norm) + released["noise"] / np.sqrt(stats["lowest"])
+            shift = np.fmin(shift, abs(alpha - self.alpha) * along
+                            * np.sqrt(stats["leverage"]))
+        residual = released["residual"] + shift
         mu, r = leave_one_out(stats["leverage"], residual)
         lipschitz_norm = np.sqrt(2.0) if self.intercept else 1.0
         R = lipschitz(self.coef, self.intercept)
