@@ -820,7 +820,9 @@ class AdaOPSLaw(ReleaseLaw):
     Gaussian mechanism whose ratio is ``cells`` (the row's upper changes of G
     and of log R over their noise), and given any pair of cells within the
     row's window the sample by the OPS loss at upper statistics and the
-    largest gamma of the window (``ops``: one (mu, r, gamma) per ridge);
+    largest gamma of its bound cells (``ops``: one (mu, r, gamma) per
+    conditioning cell; a cell's statistics may assume the lower bound on G
+    that its presence in the data's window implies, :meth:`cell_floor`);
     the pairs outside the window have mass at most
     ``_PUBLISHED_WINDOW_SHARE * delta``, spent from delta.
 
@@ -911,7 +913,7 @@ class AdaOPSLaw(ReleaseLaw):
         ratio2 = np.zeros(Xs.shape[0])
         ops, bounds = [], {}
         for k in range(first, last + 1):
-            key = cal.ridge(k), max(low, float(cal.edges(k)[0]) + cal.margin - reach)
+            key = cal.ridge(k), self.cell_floor(k, low)
             if key not in bounds:
                 alpha, floor = key
                 bounds[key] = self.ridge_bounds(published, Xs, alpha, released, floor)
@@ -920,6 +922,14 @@ class AdaOPSLaw(ReleaseLaw):
             ops.append((bounds[key]["mu"], bounds[key]["r"], k_gamma))
         change = self.conditioning_change(published, Xs, high)
         return {"cells": np.hypot(change / cal.sigma, ratio2), "ops": ops}
+
+    def cell_floor(self, k, low):
+        """A lower bound on the data's G wherever cell k is in its window
+        (:meth:`published_statistics`): G - margin + reach reaches the
+        cell's lower edge; ``low`` (the conditioning interval's) otherwise."""
+        cal = self.cal
+        reach = -ndtri(_PUBLISHED_WINDOW_SHARE * self.delta / 4.0) * cal.sigma + cal.change
+        return max(low, float(cal.edges(k)[0]) + cal.margin - reach)
 
     def _released_bounds(self, published, Xs, ys, floor=None):
         """What every ridge's bounds start from: the rows' upper statistics

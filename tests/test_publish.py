@@ -460,7 +460,7 @@ def test_adaops_published_bound_coverage(runs):
         ok = (low <= est._G <= high) & (law.conditioning_change(published, Xr, high) >= shift)
         released = law._released_bounds(published, Xr, yr)
         for k, ((mu, r, (step, _)), log_R) in truth.items():
-            b = law.ridge_bounds(published, Xr, cal.ridge(k), released)
+            b = law.ridge_bounds(published, Xr, cal.ridge(k), released, law.cell_floor(k, low))
             ok &= (b["mu"] >= mu) & (b["r"] >= np.abs(r)) & (b["log_step"] >= np.abs(step))
             ok &= (np.log(b["R_low"]) <= log_R) & (log_R <= np.log(b["R_high"]))
         held += ok
