@@ -820,7 +820,9 @@ class AdaOPSLaw(ReleaseLaw):
     Gaussian mechanism whose ratio is ``cells`` (the row's upper changes of G
     and of log R over their noise), and given any pair of cells within the
     row's window the sample by the OPS loss at upper statistics and the
-    largest gamma of the window (``ops``: one (mu, r, gamma) per ridge);
+    largest gamma of its bound cells (``ops``: one (mu, r, gamma) per
+    conditioning cell; a cell's statistics may assume the lower bound on G
+    that its presence in the data's window implies, :meth:`cell_floor`);
     the pairs outside the window have mass at most
     ``_PUBLISHED_WINDOW_SHARE * delta``, spent from delta.
 
@@ -902,31 +904,43 @@ class AdaOPSLaw(ReleaseLaw):
         # of either data set of a pair of neighbours
         reach = z_window * cal.sigma + cal.change
         first, last = cal.index([low - cal.margin - reach, high - cal.margin + reach])
-        groups = {}  # ridge -> its cells (all cells without ridge share one)
-        for k in range(first, last + 1):
-            groups.setdefault(cal.ridge(k), []).append(k)
-        released = self._released_bounds(published, Xs, ys)
+        # A cell k is in the data's window only if G - margin + reach reaches
+        # its lower edge: its statistics may assume G >= that edge + margin
+        # - reach (a cell outside the window is in delta's share), each cell
+        # with its own floor and gamma. The released cell's bounds, which
+        # every ridge's start from, assume only G >= low.
+        released = self._released_bounds(published, Xs, ys, low)
         ratio2 = np.zeros(Xs.shape[0])
-        ops = []
-        for alpha, cells in groups.items():
-            bounds = self.ridge_bounds(published, Xs, alpha, released)
-            gamma = np.zeros(Xs.shape[0])
-            for k in cells:
-                k_ratio, k_gamma = self._bound_cells(k, bounds, z_window)
-                ratio2 = np.maximum(ratio2, k_ratio)
-                gamma = np.maximum(gamma, k_gamma)
-            ops.append((bounds["mu"], bounds["r"], gamma))
+        ops, bounds = [], {}
+        for k in range(first, last + 1):
+            key = cal.ridge(k), self.cell_floor(k, low)
+            if key not in bounds:
+                alpha, floor = key
+                bounds[key] = self.ridge_bounds(published, Xs, alpha, released, floor)
+            k_ratio, k_gamma = self._bound_cells(k, bounds[key], z_window)
+            ratio2 = np.maximum(ratio2, k_ratio)
+            ops.append((bounds[key]["mu"], bounds[key]["r"], k_gamma))
         change = self.conditioning_change(published, Xs, high)
         return {"cells": np.hypot(change / cal.sigma, ratio2), "ops": ops}
 
-    def _released_bounds(self, published, Xs, ys):
+    def cell_floor(self, k, low):
+        """A lower bound on the data's G wherever cell k is in its window
+        (:meth:`published_statistics`): G - margin + reach reaches the
+        cell's lower edge; ``low`` (the conditioning interval's) otherwise."""
+        cal = self.cal
+        reach = -ndtri(_PUBLISHED_WINDOW_SHARE * self.delta / 4.0) * cal.sigma + cal.change
+        return max(low, float(cal.edges(k)[0]) + cal.margin - reach)
+
+    def _released_bounds(self, published, Xs, ys, floor=None):
         """What every ridge's bounds start from: the rows' upper statistics
         against the released cell's H, their observed residuals plus the
         sample's noise along them (two-sided beta/4), and a bound on the
         norm of the sample's noise theta - theta_hat (chi-square, beta/8,
-        through lambda_min(H) >= ``lowest``)."""
+        through lambda_min(H) >= ``lowest``). ``floor``: a lower bound on
+        the data's G (:meth:`scatter_floor`)."""
         beta = published.beta
-        stats = published.upper_statistics(Xs, self.alpha)
+        stats = published.upper_statistics(Xs, self.alpha,
+                                           self.scatter_floor(published, floor))
         margin = ndtri(1.0 - beta / 8.0) * np.sqrt(stats["leverage"] / self.gamma)
         with np.errstate(divide="ignore"):
             noise = np.sqrt(chi2.isf(beta / 8.0, self.coef.size)
@@ -934,7 +948,17 @@ class AdaOPSLaw(ReleaseLaw):
         return {"stats": stats, "residual": published.observed_residual(Xs, ys) + margin,
                 "noise": noise}
 
-    def ridge_bounds(self, published, Xs, alpha, released):
+    def scatter_floor(self, published, floor):
+        """A lower bound on lambda_min of the centred scatter matrix (of
+        X^T X without intercept) from one on G: G (1 + ||x_bar||)^2, with
+        ||x_bar|| at least the noisy mean's norm less its error. None for
+        ``floor`` None."""
+        if floor is None or not self.intercept:
+            return floor
+        centre, error = published.feature_mean()
+        return floor * (1.0 + max(np.linalg.norm(centre) - error, 0.0)) ** 2
+
+    def ridge_bounds(self, published, Xs, alpha, released, floor=None):
         """Upper bounds, for the fit at ridge ``alpha``, on each row's OPS
         statistics against the smaller data set (``mu``, ``r``), on its
         change of log R (``log_step``), and the data's R (``R_low``,
@@ -943,19 +967,38 @@ class AdaOPSLaw(ReleaseLaw):
         ``theta_hat_alpha - theta_hat* = (alpha* - alpha) H_alpha^{-1} P theta_hat*``
         and ``||P theta_hat*|| <= ||P theta|| + noise``; removing a row
         moves the fit by ``H^{-1} x r`` (Sherman-Morrison, leave-one-out r),
-        hence R = 1 + |b| + ||beta|| by at most sqrt(2) times its norm.
+        hence R = 1 + |b| + ||beta|| by at most sqrt(2) times its norm. Below
+        the released ridge R >= 1 + ||beta*|| >= 1 + ||beta|| - noise.
         """
         stats = (released["stats"] if alpha == self.alpha
-                 else published.upper_statistics(Xs, alpha))
-        slopes = np.linalg.norm(self.coef[: self.coef.size - int(self.intercept)])
+                 else published.upper_statistics(Xs, alpha,
+                                                 self.scatter_floor(published, floor)))
+        penalised = self.coef.copy()
+        if self.intercept:
+            penalised[-1] = 0.0
+        slopes = np.linalg.norm(penalised)
         moved = abs(alpha - self.alpha) * (slopes + released["noise"])
-        residual = released["residual"] + moved * np.sqrt(stats["inverse_norm2"])
+        shift = moved * np.sqrt(stats["inverse_norm2"])
+        if alpha != self.alpha:
+            # or Cauchy-Schwarz in H^-1's inner product: |x^T H^-1 P theta*|
+            # <= sqrt(x^T H^-1 x) (||P theta||_{H^-1} + noise / sqrt(lambda_min(H)))
+            norm = published.upper_statistics(
+                penalised[None, :], alpha, self.scatter_floor(published, floor))["leverage"][0]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                along = np.sqrt(norm) + released["noise"] / np.sqrt(stats["lowest"])
+            shift = np.fmin(shift, abs(alpha - self.alpha) * along
+                            * np.sqrt(stats["leverage"]))
+        residual = released["residual"] + shift
         mu, r = leave_one_out(stats["leverage"], residual)
         lipschitz_norm = np.sqrt(2.0) if self.intercept else 1.0
         R = lipschitz(self.coef, self.intercept)
         with np.errstate(divide="ignore", invalid="ignore"):
             distance = released["noise"] + (moved / stats["lowest"] if moved > 0 else 0.0)
             R_low = max(R - lipschitz_norm * distance, 1.0)
+            if alpha < self.alpha:
+                # less ridge never shrinks the slopes: their fit is
+                # (S + alpha)^-1 (S + alpha*) beta*, eigenvalues >= 1
+                R_low = max(R_low, 1.0 + slopes - released["noise"])
             step = lipschitz_norm * np.sqrt(stats["inverse_norm2"]) * np.abs(r)
             log_step = np.where(step < R_low, -np.log1p(-step / R_low), np.inf)
         return {"mu": mu, "r": r, "log_step": log_step, "R_low": R_low,

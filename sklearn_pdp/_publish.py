@@ -45,6 +45,9 @@ _QUANTILES = {"median": 0.5, "q90": 0.9, "q99": 0.99}
 _SUMMARY_PARTS = 5
 # Relative resolution of the private quantiles' grid (values are rounded up to it)
 _GRID_STEP = 1e-3
+# Weights lam of the noisy Gram's bound in the mixtures lam A + (1 - lam) B
+# of upper_statistics (1: the Gram's bound alone).
+_MIX_GRID = np.linspace(0.0, 1.0, 11)
 
 
 def gram_noise_bound(n_coef, beta):
@@ -202,19 +205,26 @@ class PublishedReport:
         return (self.noisy_gram[:d, d] / n,
                 self.noise_scale * self.noise_bound() / n)
 
-    def upper_statistics(self, Xs, alpha=None):
+    def upper_statistics(self, Xs, alpha=None, floor=None):
         """Upper bounds on the in-sample leverage and ||H^{-1} x||^2 of each row.
 
         H = Z^T Z + alpha P with the law's ridge, or ``alpha`` (a mechanism
         whose release may use another, AdaOPS). On the event
         ||noise|| <= s = noise_scale * t (probability >= 1 - beta/2),
-        H >= H_low = G~ + alpha P - s I, so x^T H^{-1} x <= x^T H_low^{-1} x,
-        and ||H^{-1} x||^2 <= x^T H^{-1} x / lambda_min(H) <= mu_up / lambda_min(H_low).
+        H >= A = G~ + alpha P - s I, so x^T H^{-1} x <= x^T A^{-1} x,
+        and ||H^{-1} x||^2 <= x^T H^{-1} x / lambda_min(H) <= mu_up / lambda_min(A).
         Also ||H^{-1} x|| <= ||H~^{-1} x|| / (1 - s ||H~^{-1}||) with H~ = G~ + alpha P
         (H^{-1} x = H~^{-1} x + H~^{-1} (H~ - H) H^{-1} x); the smaller bound is used.
+
+        ``floor``, a lower bound on lambda_min of the centred scatter matrix
+        (of X^T X without intercept) certified by the caller, gives a second
+        lower bound B <= H (:meth:`floor_bound`), and H >= lam A + (1 - lam) B
+        for every lam in [0, 1]: the bounds are the smallest over a public
+        grid of lam (where the Gram's noise swamps a weak direction, B still
+        bounds it).
         The in-sample leverage of a row is below 1: larger bounds mean "unbounded".
-        Also ``lowest``, the lower bound lambda_min(H_low) on lambda_min(H)
-        (0 when the bound is not positive).
+        Also ``lowest``, the lower bound on lambda_min(H) (0 when no bound is
+        positive).
         """
         law = self.law
         alpha = law.alpha if alpha is None else alpha
@@ -222,20 +232,57 @@ class PublishedReport:
         shift = self.noise_scale * self.noise_bound()
         H_tilde = self.noisy_gram + alpha * penalty(p, law.intercept)
         eig_tilde = linalg.eigvalsh(H_tilde)[0]
-        lowest = eig_tilde - shift
+        lower = H_tilde - shift * np.eye(p)
+        B = None if floor is None else self.floor_bound(floor + alpha)
+        mixes = [lower] if B is None else [lam * lower + (1.0 - lam) * B for lam in _MIX_GRID]
         norm2 = np.einsum("ij,ij->i", Xs, Xs)
+        leverage = inverse_norm2 = np.full(Xs.shape[0], np.inf)
+        lowest = 0.0
+        for M in mixes:
+            eig = linalg.eigvalsh(M)[0]
+            if not eig > 0:
+                continue
+            chol = linalg.cholesky(M, lower=True)
+            W = linalg.solve_triangular(chol, Xs.T, lower=True)
+            mu = np.einsum("ij,ij->j", W, W)
+            leverage = np.minimum(leverage, mu)
+            inverse_norm2 = np.minimum(inverse_norm2, mu / eig)
+            lowest = max(lowest, eig)
+        if eig_tilde > shift:
+            V = linalg.solve(H_tilde, Xs.T, assume_a="pos")
+            neumann = np.einsum("ij,ij->j", V, V) / (1.0 - shift / eig_tilde) ** 2
+            inverse_norm2 = np.minimum(inverse_norm2, neumann)
         if not lowest > 0:
-            inf = np.full(Xs.shape[0], np.inf)
-            return {"leverage": inf, "inverse_norm2": inf, "norm2": norm2, "lowest": 0.0}
-        chol = linalg.cholesky(H_tilde - shift * np.eye(p), lower=True)
-        W = linalg.solve_triangular(chol, Xs.T, lower=True)
-        leverage = np.einsum("ij,ij->j", W, W)
-        V = linalg.solve(H_tilde, Xs.T, assume_a="pos")
-        neumann = np.einsum("ij,ij->j", V, V) / (1.0 - shift / eig_tilde) ** 2
-        inverse_norm2 = np.minimum(leverage / lowest, neumann)
+            inverse_norm2 = np.full(Xs.shape[0], np.inf)
         leverage = np.where(leverage < 1.0, leverage, np.inf)
         return {"leverage": leverage, "inverse_norm2": inverse_norm2, "norm2": norm2,
                 "lowest": lowest}
+
+    def floor_bound(self, kappa):
+        """A public B <= Z^T Z + alpha P from kappa <= lambda_min(S) + alpha,
+        S the centred scatter matrix (X^T X without intercept, B = kappa I).
+
+        With an intercept, in coordinates centred at the noisy feature mean c
+        (``||x_bar - c|| <= e``, :meth:`feature_mean`), which leave the
+        leverage and the slope penalty unchanged, H = diag(S + alpha I, 0)
+        + n u u^T with u = (x_bar - c, 1); by the Schur complement
+        n u u^T >= diag(-n e^2 I, n / 2), so H >= diag((kappa - n e^2) I, n / 2)
+        there, which is B = [[k' I + m c c^T, m c], [m c^T, m]] (m = n / 2)
+        in the original coordinates. None when k' <= 0.
+        """
+        law = self.law
+        if not law.intercept:
+            return kappa * np.eye(self.noisy_gram.shape[0]) if kappa > 0 else None
+        centre, error = self.feature_mean()
+        n = law.n_samples
+        kappa = kappa - n * error**2
+        if not kappa > 0:
+            return None
+        m = 0.5 * n
+        c = np.append(centre, 1.0)
+        B = m * np.outer(c, c)
+        B[:-1, :-1] += kappa * np.eye(centre.size)
+        return B
 
     def __repr__(self):
         return (f"PublishedReport({type(self.law).__name__}, dp_epsilon="

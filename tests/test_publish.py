@@ -460,7 +460,7 @@ def test_adaops_published_bound_coverage(runs):
         ok = (low <= est._G <= high) & (law.conditioning_change(published, Xr, high) >= shift)
         released = law._released_bounds(published, Xr, yr)
         for k, ((mu, r, (step, _)), log_R) in truth.items():
-            b = law.ridge_bounds(published, Xr, cal.ridge(k), released)
+            b = law.ridge_bounds(published, Xr, cal.ridge(k), released, law.cell_floor(k, low))
             ok &= (b["mu"] >= mu) & (b["r"] >= np.abs(r)) & (b["log_step"] >= np.abs(step))
             ok &= (np.log(b["R_low"]) <= log_R) & (log_R <= np.log(b["R_high"]))
         held += ok
@@ -667,3 +667,63 @@ def test_law_cap_covers_added_rows(make):
     targets *= 1.5 / np.linalg.norm(targets, axis=1, keepdims=True)
     added = est.pdp_epsilon(targets)
     assert np.all(added <= law.cap_epsilon(est.delta) * (1 + 1e-9))
+
+
+def _skewed(n=20000, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, 5)) * [1, 1, .5, .3, .1]
+    return X, X @ rng.normal(size=5) + 0.5 * rng.normal(size=n)
+
+
+@pytest.mark.parametrize("bounds, publish_epsilon", [
+    ("data_norm", 0.2), ("bounds_X", 0.2), ("bounds_X", 0.1)])
+def test_adaops_published_bound_at_its_defaults(bounds, publish_epsilon):
+    """Features of unequal scales, bounds the data's own: the released cell
+    has a large ridge, but the window reaches cells without ridge, where the
+    noisy Gram alone certifies no leverage (its noise, 248, above their
+    lambda_min): each cell's statistics use the floor on G its presence in
+    the window implies. Every bound covers its exact loss, and the median
+    ratio is at most 3 (it was 8.4 and 8.6 at 0.2, each bound the DP epsilon)."""
+    X, y = _skewed()
+    kw = (dict(data_norm=np.linalg.norm(X, axis=1).max(), y_bound=np.abs(y).max())
+          if bounds == "data_norm" else dict(bounds_X=(X.min(0), X.max(0)),
+                                             y_bound=(y.min(), y.max())))
+    report = PDPReport(AdaOPSRegressor(**kw, random_state=0),
+                       publish_epsilon=publish_epsilon, random_state=0).fit(X, y)
+    law = report.published_.law
+    assert law.cal.ridge(law.cell) > 100  # a cell with ridge was released
+    bound = report.published_.epsilon(X, y)
+    assert np.all(bound >= report.pdp_losses_)
+    assert np.median(bound / report.pdp_losses_) <= 3.0
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_floor_bound_is_below_the_regularised_gram(fit_intercept):
+    """With the scatter's true lambda_min as floor (the largest one a caller
+    can certify) and the Gram noise on its event, B <= Z^T Z + alpha P, and
+    the mixed bounds cover the exact leverage and ||H^{-1} x||^2 where the
+    noisy Gram alone bounds nothing (its noise above the weak direction)."""
+    X, y = _skewed()
+    report = PDPReport(AdaOPSRegressor(data_norm=np.linalg.norm(X, axis=1).max(),
+                                       y_bound=np.abs(y).max(), fit_intercept=fit_intercept,
+                                       random_state=0),
+                       publish_epsilon=0.2, random_state=0).fit(X, y)
+    est, published = report.estimator_, report.published_
+    Z = published.law.scaler.scale(X)  # the constant feature included
+    Xs = Z[:, :5]
+    assert np.linalg.norm(published.noisy_gram - est._XtX, 2) <= (
+        published.noise_scale * published.noise_bound())  # the Gram noise's event
+    centred = Xs - Xs.mean(axis=0) if fit_intercept else Xs
+    floor = np.linalg.eigvalsh(centred.T @ centred)[0]
+    alpha = 1e-3
+    H = est._XtX + alpha * penalty(Z.shape[1], fit_intercept)
+    B = published.floor_bound(floor + alpha)
+    assert np.linalg.eigvalsh(H - B)[0] >= -1e-9 * len(X)
+    without = published.upper_statistics(Z, alpha)
+    assert np.all(np.isinf(without["leverage"]))
+    upper = published.upper_statistics(Z, alpha, floor)
+    exact = np.linalg.solve(H, Z.T)
+    assert np.all(upper["leverage"] >= np.einsum("ij,ji->i", Z, exact))
+    assert np.all(upper["inverse_norm2"] >= np.einsum("ij,ij->j", exact, exact))
+    assert 0 < upper["lowest"] <= np.linalg.eigvalsh(H)[0]
+    assert np.isfinite(upper["leverage"]).mean() > 0.99

@@ -546,3 +546,39 @@ def test_invalid_candidate_is_an_error_not_a_fallback():
         warnings.simplefilter("error", FallbackWarning)
         with pytest.raises(ValueError, match="'gamma' parameter of OPSRegressor"):
             _search(param_grid={"gamma": [-1.0, 2.0]}).fit(X, y)
+
+
+def test_candidates_warnings_are_emitted_once_per_kind(monkeypatch):
+    """Every candidate fit (parts and refit) falls back: one FallbackWarning
+    per kind of message (the parts' sizes differ in their numbers) for the
+    whole search, with the number of fits that raised it, at the caller's
+    line; a warning of another category from the fits is kept, once."""
+    fit = OPSRegressor.fit
+
+    def noisy(self, X, y):
+        warnings.warn("a library's own warning", DeprecationWarning)
+        return fit(self, X, y)
+
+    monkeypatch.setattr(OPSRegressor, "fit", noisy)
+    X, y = _data(n=300)
+    grid = {"fit_intercept": [True, False]}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        PrivateGridSearchCV(OPSRegressor(alpha=0.01, **BOUNDS), grid, epsilon=1.0,
+                            random_state=0).fit(X, y)
+    fallbacks = [str(w.message) for w in caught if w.category is FallbackWarning]
+    assert len(fallbacks) == 2  # the mean-only release and the ridge raised to ops_auto_alpha
+    assert sum("released the label mean alone" in m for m in fallbacks) == 1
+    assert sum("cannot meet epsilon" in m for m in fallbacks) == 1
+    assert all(m.endswith("(2 of 4 candidate fits of the search; 2 variants with other "
+                          "numbers, the first shown)") for m in fallbacks)
+    assert {w.filename for w in caught if w.category is FallbackWarning} == {__file__}
+    others = [str(w.message) for w in caught if w.category is DeprecationWarning]
+    assert others == ["a library's own warning (4 of 4 candidate fits of the search)"]
+    # the user's filters apply to the emitted warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("error", FallbackWarning)
+        with pytest.raises(FallbackWarning, match="candidate fits of the search"):
+            PrivateGridSearchCV(OPSRegressor(alpha=0.01, **BOUNDS), grid, epsilon=1.0,
+                                random_state=0).fit(X, y)

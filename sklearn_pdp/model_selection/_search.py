@@ -7,6 +7,7 @@ the squared error of clipped predictions, and one candidate is picked by the
 exponential mechanism (doc/mechanisms/tuning.rst).
 """
 
+import re
 import warnings
 from copy import deepcopy
 from functools import reduce
@@ -87,8 +88,35 @@ def validation_losses(estimator, X, y, y_bound):
     return ((pred - np.clip(y, low, high)) / ((high - low) / 2)) ** 2
 
 
+# A number in a warning: the candidates' warnings differ by them only
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+
+
 def _fit(estimator, X, y):
-    return estimator.fit(X, y)
+    """Fit ``estimator``; return it with the warnings its fit raised, as
+    (category, message) pairs: the search emits each distinct one once
+    (:func:`_emit_warnings`) instead of once per candidate."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator.fit(X, y)
+    return estimator, [(w.category, str(w.message)) for w in caught]
+
+
+def _emit_warnings(records, n_fits, stacklevel):
+    """Emit the candidates' warnings once per kind, in the order first
+    raised: a kind is a category and a message up to its numbers (the parts'
+    sizes differ), shown by its first message with the number of fits that
+    raised it. The user's filters apply to the emitted warnings as usual."""
+    kinds = {}
+    for category, message in records:
+        kind = kinds.setdefault((category, _NUMBER.sub("#", message)), [message, 0, set()])
+        kind[1] += 1
+        kind[2].add(message)
+    for (category, _), (message, count, variants) in kinds.items():
+        note = (f"; {len(variants)} variants with other numbers, the first shown"
+                if len(variants) > 1 else "")
+        warnings.warn(f"{message} ({count} of {n_fits} candidate fits of the search{note})",
+                      category, stacklevel=stacklevel + 1)
 
 
 def _estimator_has(attr):
@@ -404,6 +432,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         m, (n, d) = len(grid), X.shape
         split_seed, select_seed, refit_seed, *seeds = root.spawn(m + 3)
         seeded = "random_state" in self.estimator.get_params(deep=False)
+        # the candidates' warnings, emitted once each (not once per fit)
+        self._fit_warnings = [[], 0]
         try:
             # from n, m and the parameters only, before any private fit
             train_epsilon, train_delta = self._training_guarantee(estimators, n, d)
@@ -445,6 +475,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             else:
                 self._full_fits = []
                 self.best_estimator_ = self._part_fits[self.best_index_]
+        records, n_fits = self._fit_warnings
+        del self._fit_warnings
+        _emit_warnings(records, n_fits, stacklevel=3)
         self.best_params_ = grid[self.best_index_]
         if self._tightened():  # the bounds stage composes with the rest
             release = self.bounds_release_
@@ -482,7 +515,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if seeds is not None:
             for est, seed in zip(estimators, seeds):
                 est.set_params(random_state=_random_state(seed))
-        fitted = Parallel(n_jobs=self.n_jobs)(
+        fitted = self._fit_candidates(
             delayed(_fit)(est, X[parts == k], y[parts == k])
             for k, est in enumerate(estimators)
         )
@@ -502,6 +535,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self._part_fits, self._parts = fitted, parts
         return log_proba
 
+    def _fit_candidates(self, tasks):
+        """Run the candidates' fits; their warnings are collected in
+        ``_fit_warnings`` (emitted once each at the end of ``fit``)."""
+        results = Parallel(n_jobs=self.n_jobs)(tasks)
+        self._fit_warnings[1] += len(results)
+        for _, records in results:
+            self._fit_warnings[0].extend(records)
+        return [est for est, _ in results]
+
     def _fit_all_data(self, estimators, params, seed, X, y):
         """Fit every candidate on all the data with ``params``; the selected
         one is ``best_estimator_``. The selected index is released, so the
@@ -512,9 +554,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if seed is not None:
             for est in fits:
                 est.set_params(random_state=_random_state(seed))
-        self._full_fits = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit)(est, X, y) for est in fits
-        )
+        self._full_fits = self._fit_candidates(delayed(_fit)(est, X, y) for est in fits)
         self.dp_epsilon_ = max(est.dp_epsilon_ for est in self._full_fits)
         self.dp_delta_ = max(est.dp_delta_ for est in self._full_fits)
         if self._tightened():
