@@ -568,7 +568,7 @@ def test_candidates_warnings_are_emitted_once_per_kind(monkeypatch):
                             random_state=0).fit(X, y)
     fallbacks = [str(w.message) for w in caught if w.category is FallbackWarning]
     assert len(fallbacks) == 2  # the mean-only release and the ridge raised to ops_auto_alpha
-    assert sum("released the label mean alone" in m for m in fallbacks) == 1
+    assert sum("released the private label mean alone" in m for m in fallbacks) == 1
     assert sum("cannot meet epsilon" in m for m in fallbacks) == 1
     assert all(m.endswith("(2 of 4 candidate fits of the search; 2 variants with other "
                           "numbers, the first shown)") for m in fallbacks)
