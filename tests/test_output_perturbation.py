@@ -414,14 +414,15 @@ def test_chunked_passes_do_not_depend_on_chunk_size(radius):
 
 
 def test_auto_alpha_is_a_public_rule_and_falls_back_to_the_mean():
-    """alpha="auto" depends on (n, d, epsilon, delta) only; a ridge shrinks the
-    slopes, never the intercept."""
+    """alpha="auto" with pure (norm-exponential) noise depends on (n, d,
+    epsilon, delta) only (Gaussian noise releases its ridge privately:
+    test_private_ridge_*); a ridge shrinks the slopes, never the intercept."""
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(2000, 3))
     y = 30 + X @ [1.0, -1.0, 0.5] + rng.normal(size=2000)
     fits = [
-        OutputPerturbationRegressor(epsilon=1.0, bounds_X=(-1, 1), y_bound=(0, 40),
-                                    random_state=s).fit(X + shift, y)
+        OutputPerturbationRegressor(epsilon=1.0, noise="laplace", bounds_X=(-1, 1),
+                                    y_bound=(0, 40), random_state=s).fit(X + shift, y)
         for s, shift in ((0, 0.0), (1, 0.1))
     ]
     assert fits[0].alpha_ == fits[1].alpha_ == output_perturbation_auto_alpha(
