@@ -600,8 +600,11 @@ _BOUND_DELTA_SHARE = 0.5
 # Public grid of lower bounds: 0 and _CELL_LOW * _CELL_RATIO^k.
 _CELL_LOW = 1e-2
 _CELL_RATIO = 2.0 ** 0.125
-# Public grid of candidate ridges, per unit of n (d + 1) below and absolute above.
+# Number of candidate ridges (a public geometric grid).
 _ALPHA_GRID = 400
+# Largest noise variance of a prediction at a unit row (labels in [-1, 1])
+# that the private ridge allows, as AdaOPS's target.
+_NOISE_TARGET = 1e-3
 
 
 class AdaptiveRidge:
@@ -683,8 +686,15 @@ class AdaptiveRidge:
 
     def alpha(self, cell):
         lower = self.floor(cell)
+        noise2 = self._noise(lower, self.alphas) ** 2
         bias = (self.alphas / (lower + self.alphas)) ** 2
-        return float(self.alphas[np.argmin(bias + self.coords * self._noise(lower, self.alphas) ** 2)])
+        best = np.argmin(bias + self.coords * noise2)
+        # labels that vary little: no smaller ridge than the one whose noise
+        # at a unit row (with the constant) is at the target (noise2 falls)
+        quiet = np.flatnonzero((1.0 + self.intercept) * noise2 <= _NOISE_TARGET)
+        if quiet.size:
+            best = max(best, quiet[0])
+        return float(self.alphas[best])
 
     def sensitivity(self, cell):
         return float(conditional_sensitivity(self.floor(cell), self.alpha(cell),
