@@ -69,8 +69,15 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         it there (sum of squared errors convention, intercept not penalised).
         The sensitivity, hence the noise, shrinks like 1/alpha^1.5 (about
         sqrt(n) / alpha^1.5 without ``radius``): useful values grow with the
-        sample size. "auto": :func:`output_perturbation_auto_alpha`, a rule in
-        the public (n, d, epsilon, delta).
+        sample size. "auto" with Gaussian noise and no ``radius``: a private,
+        data-adaptive ridge (:class:`AdaptiveRidge`): a tenth of the budget's
+        squared Gaussian ratio releases the smallest eigenvalue of the
+        scatter, the noise is calibrated to the sensitivity of every data set
+        at least that well conditioned (half of ``delta`` covers the release's
+        lower bound failing), and the ridge is the one that minimises the
+        slopes' shrinkage plus the noise there. "auto" otherwise:
+        :func:`output_perturbation_auto_alpha`, a rule in the public (n, d,
+        epsilon, delta).
     radius : float, default=None
         Constrain the solution to ``||theta|| <= radius`` (scaled coordinates),
         as rls-out does. The sensitivity is then independent of the sample
@@ -102,7 +109,13 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         coordinates.
     sensitivity_ : float
         The global l2 sensitivity the noise is calibrated to (scaled
-        coordinates).
+        coordinates); with the private ridge, over the data sets at least as
+        well conditioned as the released eigenvalue's cell floor.
+    lowest_eigenvalue_ : float
+        With the private ridge only: the released smallest eigenvalue of the
+        scatter (scaled coordinates) plus its Gaussian noise.
+    eigen_noise_ : float
+        With the private ridge only: the standard deviation of that noise.
     {fitted_bounds}
 
     See Also
@@ -134,9 +147,14 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
     argument with the gradient of row i alone, or the ball's diameter.
 
     Choosing ``alpha`` and ``radius`` (they must not be tuned on the private
-    data, or tuned privately): ``alpha="auto"`` is ``10 (d + 1) n^(1/3) /
-    epsilon^(2/3)``, measured on the utility grid. A radius below the norm of the
-    scaled true coefficients biases the fit.
+    data, or tuned privately): with Gaussian noise and no radius
+    ``alpha="auto"`` is chosen privately (:class:`AdaptiveRidge`; each row's
+    loss is then that of the joint release of the eigenvalue and the
+    coefficients, at ``delta``, and ``privacy_profile`` gives only these
+    (epsilon, delta) pairs); otherwise it is ``10 (d + 1) n^(1/3) /
+    epsilon^(2/3)``, measured on the utility grid, or larger (the public
+    rule). A radius below the norm of the scaled true coefficients biases
+    the fit.
 
     The fitted estimator keeps the non-private ridge solution for
     :meth:`pdp_epsilon`; publish ``coef_``, ``intercept_`` or predictions, not
