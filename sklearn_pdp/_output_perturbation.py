@@ -644,7 +644,10 @@ class AdaptiveRidge:
        change of the ridge solution by one row over data sets whose
        lambda_min(S) is at least L_k (:func:`conditional_sensitivity`), and
        alpha_k the candidate ridge that minimises the squared bias factor
-       ``(alpha / (L_k + alpha))^2`` plus the noise variance p sigma_2^2.
+       ``(alpha / (L_k + alpha))^2`` plus the noise variance p sigma_2^2,
+       raised to meet the noise target ``_NOISE_TARGET`` at a unit row, and
+       at most the public rule's (:func:`output_perturbation_auto_alpha`),
+       which is the ridge of the floor cell L = 0.
 
     Guarantee: on the event where L_k bounds lambda_min of the smaller data
     set, both stages are Gaussian mechanisms with ratios at most s_1 and s_2
@@ -678,6 +681,10 @@ class AdaptiveRidge:
         # (Ridge) to where the slopes are all but zero
         low = max(1e-9 * n_samples * order, 1e-6)
         self.alphas = np.geomspace(low, max(1e8, 1e3 * n_samples), _ALPHA_GRID)
+        # the public rule: the ridge of the floor cell (nothing known of the
+        # conditioning) and the largest of every cell
+        self.public = output_perturbation_auto_alpha(epsilon, delta, n_samples,
+                                                     order - int(intercept), intercept)
 
     def cell(self, released):
         """Cell of a released lambda~: -1 for the floor 0, else the largest
@@ -703,6 +710,8 @@ class AdaptiveRidge:
                                        self.intercept) / self.ratio_output
 
     def alpha(self, cell):
+        if cell < 0:
+            return self.public
         lower = self.floor(cell)
         noise2 = self._noise(lower, self.alphas) ** 2
         bias = (self.alphas / (lower + self.alphas)) ** 2
@@ -712,7 +721,11 @@ class AdaptiveRidge:
         quiet = np.flatnonzero((1.0 + self.intercept) * noise2 <= _NOISE_TARGET)
         if quiet.size:
             best = max(best, quiet[0])
-        return float(self.alphas[best])
+        # never more than the public rule's, whose noise at the global
+        # sensitivity (above the conditional one) meets PREDICTION_NOISE: the
+        # bias factor saturates where the floor is small and would otherwise
+        # ask for a ridge that silences every direction
+        return float(min(self.alphas[best], self.public))
 
     def sensitivity(self, cell):
         return float(conditional_sensitivity(self.floor(cell), self.alpha(cell),

@@ -569,10 +569,12 @@ def test_private_ridge_is_calibrated_to_the_budget(fit_intercept):
     for alpha in (0.1, 3.0, 700.0):
         assert conditional_sensitivity(0.0, alpha, n, fit_intercept) == pytest.approx(
             output_perturbation_sensitivity(alpha, n, intercept=fit_intercept), rel=1e-12)
-    # a better conditioned data set gets less noise and a smaller ridge
+    # a better conditioned data set gets less noise and a smaller ridge; the
+    # floor cell (nothing known) has the public rule's, the largest
     low, high = release.cell(500.0), release.cell(5000.0)
     assert release.noise(high) < release.noise(low)
-    assert release.alpha(high) <= release.alpha(low)
+    assert release.alpha(high) <= release.alpha(low) <= release.alpha(-1)
+    assert release.alpha(-1) == output_perturbation_auto_alpha(1.5, 1e-6, n, d, fit_intercept)
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
