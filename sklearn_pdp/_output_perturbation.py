@@ -447,7 +447,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             coefficients: see :class:`sklearn_pdp._law.ReleaseLaw`.
         """
         check_is_fitted(self)
-        if self._adaptive is not None:
+        if getattr(self, "_adaptive", None) is not None:
             raise NotImplementedError(
                 "published reports of OutputPerturbationRegressor with its private "
                 "ridge (alpha='auto') are not supported yet: give a numeric alpha."
@@ -495,7 +495,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         ))
 
     def _target_epsilon(self, Xs, ys):
-        if self._adaptive is not None:
+        if getattr(self, "_adaptive", None) is not None:
             if ys is None:  # the worst label is an end of [-1, 1] (|residual| grows)
                 return np.maximum(*(self._target_epsilon(Xs, np.full(Xs.shape[0], end))
                                     for end in (-1.0, 1.0)))
