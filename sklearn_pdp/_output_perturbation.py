@@ -27,6 +27,7 @@ from ._base import (
     penalty,
 )
 from ._data import TwoStageRows, squared_norms
+from ._eigen import eigen_change, eigen_max_change, scatter_eigen
 from ._docstrings import fill_doc
 from ._law import ReleaseLaw
 from ._profile import PrivacyProfile
@@ -68,8 +69,15 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         it there (sum of squared errors convention, intercept not penalised).
         The sensitivity, hence the noise, shrinks like 1/alpha^1.5 (about
         sqrt(n) / alpha^1.5 without ``radius``): useful values grow with the
-        sample size. "auto": :func:`output_perturbation_auto_alpha`, a rule in
-        the public (n, d, epsilon, delta).
+        sample size. "auto" with Gaussian noise and no ``radius``: a private,
+        data-adaptive ridge (:class:`AdaptiveRidge`): a tenth of the budget's
+        squared Gaussian ratio releases the smallest eigenvalue of the
+        scatter, the noise is calibrated to the sensitivity of every data set
+        at least that well conditioned (half of ``delta`` covers the release's
+        lower bound failing), and the ridge is the one that minimises the
+        slopes' shrinkage plus the noise there. "auto" otherwise:
+        :func:`output_perturbation_auto_alpha`, a rule in the public (n, d,
+        epsilon, delta).
     radius : float, default=None
         Constrain the solution to ``||theta|| <= radius`` (scaled coordinates),
         as rls-out does. The sensitivity is then independent of the sample
@@ -101,7 +109,13 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         coordinates.
     sensitivity_ : float
         The global l2 sensitivity the noise is calibrated to (scaled
-        coordinates).
+        coordinates); with the private ridge, over the data sets at least as
+        well conditioned as the released eigenvalue's cell floor.
+    lowest_eigenvalue_ : float
+        With the private ridge only: the released smallest eigenvalue of the
+        scatter (scaled coordinates) plus its Gaussian noise.
+    eigen_noise_ : float
+        With the private ridge only: the standard deviation of that noise.
     {fitted_bounds}
 
     See Also
@@ -133,9 +147,14 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
     argument with the gradient of row i alone, or the ball's diameter.
 
     Choosing ``alpha`` and ``radius`` (they must not be tuned on the private
-    data, or tuned privately): ``alpha="auto"`` is ``10 (d + 1) n^(1/3) /
-    epsilon^(2/3)``, measured on the utility grid. A radius below the norm of the
-    scaled true coefficients biases the fit.
+    data, or tuned privately): with Gaussian noise and no radius
+    ``alpha="auto"`` is chosen privately (:class:`AdaptiveRidge`; each row's
+    loss is then that of the joint release of the eigenvalue and the
+    coefficients, at ``delta``, and ``privacy_profile`` gives only these
+    (epsilon, delta) pairs); otherwise it is ``10 (d + 1) n^(1/3) /
+    epsilon^(2/3)``, measured on the utility grid, or larger (the public
+    rule). A radius below the norm of the scaled true coefficients biases
+    the fit.
 
     The fitted estimator keeps the non-private ridge solution for
     :meth:`pdp_epsilon`; publish ``coef_``, ``intercept_`` or predictions, not
@@ -242,6 +261,9 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         )
         XtX, Xty = data.gram()
         self._n = data.n_samples
+        self._adaptive = None
+        if self._is_adaptive():
+            return self._fit_adaptive(XtX, Xty, rng)
         self.alpha_ = (
             output_perturbation_auto_alpha(self.epsilon, self.delta, data.n_samples,
                                            self.n_features_in_, self.fit_intercept)
@@ -277,12 +299,66 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             self.noise_scale_ = self.sensitivity_ / self.epsilon
         return self._release(rng)
 
+    def _is_adaptive(self):
+        """``alpha="auto"`` with Gaussian noise and no radius: the ridge is
+        chosen from a private release of lambda_min (:class:`AdaptiveRidge`)."""
+        return self.alpha == "auto" and self.noise == "gaussian" and self.radius is None
+
+    def _fit_adaptive(self, XtX, Xty, rng):
+        """Release lambda_min(S) + N(0, sigma_1^2), then the ridge solution at
+        the ridge of the released value's cell plus Gaussian noise calibrated
+        to the sensitivity of every data set whose lambda_min is above the
+        cell's lower bound (:class:`AdaptiveRidge`)."""
+        release = AdaptiveRidge(self.epsilon, self.delta, self._n, XtX.shape[0],
+                                self.fit_intercept)
+        self._eig, self._mean = scatter_eigen(XtX, self._n, self.fit_intercept)
+        self._XtX, self._Xty = XtX, Xty
+        self._adaptive = release
+        self.lowest_eigenvalue_ = float(
+            self._eig[0][0] + release.eigen_noise * rng.standard_normal())
+        cell = release.cell(self.lowest_eigenvalue_)
+        self.alpha_ = release.alpha(cell)
+        self.sensitivity_ = release.sensitivity(cell)
+        self.noise_scale_ = release.noise(cell)
+        self.eigen_noise_ = release.eigen_noise
+        self._cells = {}
+        self._ridge = self._cell_ridge(cell)
+        self._center = self._ridge.coef
+        self._inside = True
+        return self._release(rng)
+
+    def _cell_ridge(self, cell):
+        """The non-private ridge solution at a cell's ridge (cached)."""
+        if cell not in self._cells:
+            self._cells[cell] = Ridge(self._XtX, self._Xty, self._adaptive.alpha(cell),
+                                      self.fit_intercept)
+        return self._cells[cell]
+
+    def _adaptive_ratio(self, Xs, ys, in_sample):
+        """Each row's Gaussian ratio bound sqrt(s_1^2 + max_k s_2k^2)
+        (:class:`AdaptiveRidge`): s_1 its exact change of lambda_min over
+        sigma_1, s_2k its exact sensitivity at cell k's ridge over cell k's
+        noise, over every cell the released value reaches with probability
+        above the bound's delta share under this data set or the neighbour."""
+        release = self._adaptive
+        x = Xs[:, : self._mean.shape[0]]
+        first = eigen_change(self._eig, self._mean, self._n, x,
+                             intercept=self.fit_intercept, add=not in_sample)
+        second = np.zeros(Xs.shape[0])
+        for cell in release.reachable(self._eig[0][0]):
+            ratio = ridge_row_sensitivity(self._cell_ridge(cell), Xs, ys, in_sample)
+            second = np.maximum(second, ratio / release.noise(cell))
+        return np.hypot(first / release.eigen_noise, second)
+
     def _training_epsilon(self, Xs, ys):
         return self._training_stages()(Xs, ys)
 
     def _training_stages(self):
         """:meth:`_training_epsilon` as a :class:`TwoStageRows`: the
         sensitivity of each row, then its exact loss."""
+        if getattr(self, "_adaptive", None) is not None:
+            return TwoStageRows(partial(self._adaptive_ratio, in_sample=True),
+                                self._adaptive.epsilon)
         return TwoStageRows(partial(self._row_sensitivity, in_sample=True), self._epsilon)
 
     def _row_sensitivity(self, Xs, ys, in_sample):
@@ -292,13 +368,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         them); otherwise they are added to it.
         """
         stats = self._ridge.row_statistics(Xs, ys, inverse_norm=True)
-        if in_sample:
-            # theta_hat_{-i} = theta_hat - H^{-1} x_i r_i / (1 - mu_i)
-            _, r = leave_one_out(stats["leverage"], stats["residual"])
-            shift = -r
-        else:
-            # theta_hat_{+z} = theta_hat + H^{-1} x r / (1 + mu)
-            shift = stats["residual"] / (1.0 + stats["leverage"])
+        shift = _ridge_shift(stats, in_sample)
         with np.errstate(invalid="ignore"):
             exact = np.abs(shift) * np.sqrt(stats["inverse_norm2"])
         if self.radius is None:
@@ -335,6 +405,13 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         return np.minimum(eps, self.dp_epsilon_) if cap else eps
 
     def _mechanism_profile(self, losses):
+        if getattr(self, "_adaptive", None) is not None:
+            # the lambda release's lower bound fails with probability
+            # delta_bound: only the epsilons at delta are exact bounds
+            return super()._mechanism_profile(losses)
+        return self._fixed_profile(losses)
+
+    def _fixed_profile(self, losses):
         """Gaussian noise: the release is the Gaussian mechanism with each
         row's ratio sensitivity / noise_scale_, recovered from its loss.
         The norm-exponential noise's pure epsilons compose only by basic
@@ -370,6 +447,11 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             coefficients: see :class:`sklearn_pdp._law.ReleaseLaw`.
         """
         check_is_fitted(self)
+        if getattr(self, "_adaptive", None) is not None:
+            raise NotImplementedError(
+                "published reports of OutputPerturbationRegressor with its private "
+                "ridge (alpha='auto') are not supported yet: give a numeric alpha."
+            )
         return OutputPerturbationLaw(
             noise=self.noise, noise_scale=self.noise_scale_, sensitivity=self.sensitivity_,
             dp=(self.dp_epsilon_, self.dp_delta_), radius=self.radius, **self._law_public(),
@@ -413,6 +495,12 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         ))
 
     def _target_epsilon(self, Xs, ys):
+        if getattr(self, "_adaptive", None) is not None:
+            if ys is None:  # the worst label is an end of [-1, 1] (|residual| grows)
+                return np.maximum(*(self._target_epsilon(Xs, np.full(Xs.shape[0], end))
+                                    for end in (-1.0, 1.0)))
+            return self._adaptive.epsilon(self._adaptive_ratio(Xs, ys, in_sample=False),
+                                          cap=False)
         return self._epsilon(self._added_sensitivity(Xs, ys), cap=False)
 
 
@@ -502,6 +590,176 @@ class OutputPerturbationLaw(ReleaseLaw):
         if not worst < target:
             raise ValueError("nothing is left for a publication; raise publish_epsilon.")
         return 1.0 / gaussian_noise_scale(target - worst, delta)
+
+
+def _ridge_shift(stats, in_sample):
+    """The factor s of theta_hat(smaller) - theta_hat(larger) = s H^{-1} x in
+    the row's statistics against ``H`` (Sherman-Morrison)."""
+    if in_sample:
+        # theta_hat_{-i} = theta_hat - H^{-1} x_i r_i / (1 - mu_i)
+        _, r = leave_one_out(stats["leverage"], stats["residual"])
+        return -r
+    # theta_hat_{+z} = theta_hat + H^{-1} x r / (1 + mu)
+    return stats["residual"] / (1.0 + stats["leverage"])
+
+
+def ridge_row_sensitivity(ridge, Xs, ys, in_sample):
+    """Exact ||theta_hat(larger) - theta_hat(smaller)|| of unconstrained ridge
+    for each row, removed (``in_sample``) or added."""
+    stats = ridge.row_statistics(Xs, ys, inverse_norm=True)
+    with np.errstate(invalid="ignore"):
+        return np.abs(_ridge_shift(stats, in_sample)) * np.sqrt(stats["inverse_norm2"])
+
+
+# AdaptiveRidge: share of the squared Gaussian ratio spent on lambda_min, and
+# of delta on the failure of its lower bound.
+_EIGEN_SHARE = 0.1
+_BOUND_DELTA_SHARE = 0.5
+# Public grid of lower bounds: 0 and _CELL_LOW * _CELL_RATIO^k.
+_CELL_LOW = 1e-2
+_CELL_RATIO = 2.0 ** 0.125
+# Number of candidate ridges (a public geometric grid).
+_ALPHA_GRID = 400
+# Largest noise variance of a prediction at a unit row (labels in [-1, 1])
+# that the private ridge allows, as AdaOPS's target.
+_NOISE_TARGET = 1e-3
+
+
+class AdaptiveRidge:
+    """Output perturbation's private ridge (doc/mechanisms/output_perturbation.rst).
+
+    Public parameters of the release, for a budget (epsilon, delta), the size
+    n and the Gram matrix's order. With ``delta_bound = delta / 2`` and the
+    Gaussian ratio mu of (epsilon, delta - delta_bound):
+
+    1. ``lambda~ = lambda_min(S) + sigma_1 N(0, 1)``, S the scatter of the
+       slopes (:func:`scatter_eigen`), ``sigma_1 = c / s_1``, c the largest
+       change of lambda_min by one row, ``s_1^2 = 0.1 mu^2``.
+    2. The lower bound ``lambda~ - z sigma_1 - c`` (z the (1 - delta_bound)
+       normal quantile) rounded down to the public grid gives the cell k and
+       its floor L_k: with probability at least 1 - delta_bound, L_k is below
+       lambda_min of both the data set and any neighbour.
+    3. ``theta = theta_hat(alpha_k) + sigma_2k N(0, I)``, with ``sigma_2k =
+       Delta(L_k, alpha_k) / s_2``, ``s_2^2 = 0.9 mu^2``, Delta the largest
+       change of the ridge solution by one row over data sets whose
+       lambda_min(S) is at least L_k (:func:`conditional_sensitivity`), and
+       alpha_k the candidate ridge that minimises the squared bias factor
+       ``(alpha / (L_k + alpha))^2`` plus the noise variance p sigma_2^2,
+       raised to meet the noise target ``_NOISE_TARGET`` at a unit row, and
+       at most the public rule's (:func:`output_perturbation_auto_alpha`),
+       which is the ridge of the floor cell L = 0.
+
+    Guarantee: on the event where L_k bounds lambda_min of the smaller data
+    set, both stages are Gaussian mechanisms with ratios at most s_1 and s_2
+    (the second adaptively chosen), so the pair is mu-GDP (Dong, Roth and
+    Su's adaptive composition), whose delta(epsilon) is the Gaussian
+    mechanism's; the event fails with probability at most delta_bound, which
+    adds to delta. A row's loss: the same argument with its exact ratios,
+    s_1i = |change of lambda_min| / sigma_1 and the largest s_2ki over the
+    cells the released value reaches with probability above delta_bound
+    (two tails of delta_bound / 2) under the data set or the neighbour;
+    never conditioned on the draw.
+    """
+
+    def __init__(self, epsilon, delta, n_samples, order, intercept):
+        self.delta_bound = _BOUND_DELTA_SHARE * delta
+        self.delta_gauss = delta - self.delta_bound
+        self.budget = float(epsilon)
+        mu = 1.0 / gaussian_noise_scale(epsilon, self.delta_gauss)
+        self.ratio_eigen = np.sqrt(_EIGEN_SHARE) * mu
+        self.ratio_output = np.sqrt(1.0 - _EIGEN_SHARE) * mu
+        self.change = eigen_max_change(n_samples, intercept)
+        self.eigen_noise = self.change / self.ratio_eigen
+        self.margin = -ndtri(self.delta_bound) * self.eigen_noise + self.change
+        # a row's neighbour may also have one more row (pdp_epsilon of new rows)
+        self.reach = (-ndtri(self.delta_bound / 2.0) * self.eigen_noise
+                      + eigen_max_change(n_samples + 1, intercept))
+        self.n_samples = n_samples
+        self.intercept = intercept
+        self.coords = order
+        # candidate ridges: from where any positive definite H is accurate
+        # (Ridge) to where the slopes are all but zero
+        low = max(1e-9 * n_samples * order, 1e-6)
+        self.alphas = np.geomspace(low, max(1e8, 1e3 * n_samples), _ALPHA_GRID)
+        # the public rule: the ridge of the floor cell (nothing known of the
+        # conditioning) and the largest of every cell
+        self.public = output_perturbation_auto_alpha(epsilon, delta, n_samples,
+                                                     order - int(intercept), intercept)
+
+    def cell(self, released):
+        """Cell of a released lambda~: -1 for the floor 0, else the largest
+        k with ``_CELL_LOW * _CELL_RATIO^k`` at most the lower bound."""
+        raw = released - self.margin
+        if not raw >= _CELL_LOW:
+            return -1
+        k = int(np.floor(np.log(raw / _CELL_LOW) / np.log(_CELL_RATIO)))
+        while self.floor(k) > raw:  # rounding of the logarithm
+            k -= 1
+        return k
+
+    def floor(self, cell):
+        return 0.0 if cell < 0 else _CELL_LOW * _CELL_RATIO ** cell
+
+    def reachable(self, lowest):
+        """Cells that lambda~ reaches with probability above delta_bound
+        under a data set with lambda_min(S) = ``lowest`` or a neighbour."""
+        return range(self.cell(lowest - self.reach), self.cell(lowest + self.reach) + 1)
+
+    def _noise(self, lower, alphas):
+        return conditional_sensitivity(lower, alphas, self.n_samples,
+                                       self.intercept) / self.ratio_output
+
+    def alpha(self, cell):
+        if cell < 0:
+            return self.public
+        lower = self.floor(cell)
+        noise2 = self._noise(lower, self.alphas) ** 2
+        bias = (self.alphas / (lower + self.alphas)) ** 2
+        best = np.argmin(bias + self.coords * noise2)
+        # labels that vary little: no smaller ridge than the one whose noise
+        # at a unit row (with the constant) is at the target (noise2 falls)
+        quiet = np.flatnonzero((1.0 + self.intercept) * noise2 <= _NOISE_TARGET)
+        if quiet.size:
+            best = max(best, quiet[0])
+        # never more than the public rule's, whose noise at the global
+        # sensitivity (above the conditional one) meets PREDICTION_NOISE: the
+        # bias factor saturates where the floor is small and would otherwise
+        # ask for a ridge that silences every direction
+        return float(min(self.alphas[best], self.public))
+
+    def sensitivity(self, cell):
+        return float(conditional_sensitivity(self.floor(cell), self.alpha(cell),
+                                             self.n_samples, self.intercept))
+
+    def noise(self, cell):
+        return self.sensitivity(cell) / self.ratio_output
+
+    def epsilon(self, ratio, cap=True):
+        eps = gaussian_epsilon(self.delta_gauss, ratio)
+        # a row at the largest ratios costs exactly the budget
+        return np.minimum(eps, self.budget) if cap else eps
+
+
+def conditional_sensitivity(lower, alpha, n_samples, intercept):
+    """Largest ||theta_hat(larger) - theta_hat(smaller)|| of unconstrained
+    ridge over neighbouring data sets of at most ``n_samples`` rows in the
+    domain whose smaller one has lambda_min(S) >= ``lower`` (S as in
+    :func:`scatter_eigen`). :func:`domain_bounds`' argument with
+    A = S + alpha I >= (lower + alpha) I: ||beta|| <= sqrt(n) g with
+    g = max over singular values s >= sqrt(lower) of s / (s^2 + alpha),
+    ``sqrt(lower) / (lower + alpha)`` if lower >= alpha, else
+    ``1 / (2 sqrt(alpha))``; at ``lower = 0`` the global bound
+    (:func:`output_perturbation_sensitivity`).
+    """
+    lower = np.maximum(np.float64(lower), 0.0)
+    alpha = np.asarray(alpha, dtype=np.float64)
+    total = lower + alpha
+    g = np.where(lower >= alpha, np.sqrt(lower) / total, 0.5 / np.sqrt(alpha))
+    spread = np.sqrt(n_samples) * g
+    if not intercept:
+        return (1.0 + spread) / total
+    m = np.float64(n_samples - 1)
+    return (2.0 + 2.0 * spread) * np.hypot(2.0 / total, 1.0 / m + 2.0 / total)
 
 
 def ball_sensitivity(stats, lowest, radius, convexity):

@@ -94,10 +94,11 @@ def test_huge_epsilon_does_not_raise(Estimator):
 
 
 # The mechanisms whose ridge is chosen from the data (privately: OPS's
-# alpha="auto" is AdaOPS's release) pass
-# diffprivlib's test_simple; those whose alpha="auto" is a public rule in
-# (n, d, epsilon) shrink the slope to 0.3-0.75 there (doc/mechanisms/index.rst).
-ADAPTIVE = [AdaOPSRegressor, AdaSSPRegressor, OPSRegressor]
+# alpha="auto" is AdaOPS's release, output perturbation's releases
+# lambda_min) pass diffprivlib's test_simple; those whose alpha="auto" is a
+# public rule in (n, d, epsilon) shrink the slope to 0.3-0.75 there
+# (doc/mechanisms/index.rst).
+ADAPTIVE = [AdaOPSRegressor, AdaSSPRegressor, OPSRegressor, OutputPerturbationRegressor]
 
 
 @pytest.mark.parametrize("Estimator", ADAPTIVE)

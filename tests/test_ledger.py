@@ -32,6 +32,7 @@ from sklearn_pdp import (
 from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon, gaussian_noise_scale
 from sklearn_pdp._ledger import LedgerError
 from sklearn_pdp._ledger_cli import describe_record, record_from_cli
+from sklearn_pdp._output_perturbation import output_perturbation_auto_alpha
 from sklearn_pdp._profile import compose, family_epsilon, gaussian_ratio
 from sklearn_pdp._ssp import ssp_statistics
 from sklearn_pdp.model_selection import PrivateGridSearchCV
@@ -148,7 +149,11 @@ def test_output_perturbation_profiles():
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("estimator, family", [
     (AdaSSPRegressor(), "gaussian"),
-    (OutputPerturbationRegressor(), "gaussian"),
+    # at a fixed ridge (the former public rule's): exactly Gaussian
+    (OutputPerturbationRegressor(alpha=output_perturbation_auto_alpha(1.0, DELTA, 1500, 3)),
+     "gaussian"),
+    # the private ridge: its lower bound's failure adds to delta
+    (OutputPerturbationRegressor(), "epsilon_delta"),
     (OutputPerturbationRegressor(noise="laplace"), "epsilon_delta"),
     (OPSRegressor(), "epsilon_delta"),
     (AdaOPSRegressor(), "epsilon_delta"),

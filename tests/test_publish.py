@@ -30,7 +30,11 @@ from sklearn_pdp._accounting import (
 )
 from sklearn_pdp._adaops import _PUBLISHED_WINDOW_SHARE
 from sklearn_pdp._base import penalty
-from sklearn_pdp._output_perturbation import _ball_constants, ball_ridge
+from sklearn_pdp._output_perturbation import (
+    _ball_constants,
+    ball_ridge,
+    output_perturbation_auto_alpha,
+)
 from sklearn_pdp._publish import (
     _GRID_STEP, _QUANTILES, _private_quantile, gram_noise_bound, private_summary,
 )
@@ -40,16 +44,20 @@ from sklearn_pdp.model_selection import PrivateGridSearchCV
 # mechanisms whose loss is a function of the leverage and residual
 RIDGE_LAWS = [OPSRegressor, OutputPerturbationRegressor, ObjPertRegressor]
 SUPPORTED = RIDGE_LAWS + [AdaOPSRegressor, AdaSSPRegressor, RandomProjectionRegressor]
-# OPS's alpha="auto" releases AdaOPS's law: the ridge laws' OPS has a fixed
-# ridge, the former public rule's (ops_auto_alpha at the defaults)
-RIDGE_PARAMS = {OPSRegressor: {"alpha": 300.0}}
+# OPS's alpha="auto" releases AdaOPS's law, output perturbation's its private
+# ridge (no law yet): the ridge laws' have a fixed ridge, the former public
+# rule's (ops_auto_alpha, output_perturbation_auto_alpha at the defaults)
+RIDGE_PARAMS = {OPSRegressor: {"alpha": 300.0}, OutputPerturbationRegressor: {"alpha": 1e4}}
+_PUBLIC_RULES = {OPSRegressor: ops_auto_alpha,
+                 OutputPerturbationRegressor: output_perturbation_auto_alpha}
 
 
 def _ridge_params(cls, n, d=5):
-    """A fixed ridge for OPS (the former public rule at this size)."""
-    if cls is not OPSRegressor:
+    """A fixed ridge for OPS and output perturbation (the former public rule
+    at this size)."""
+    if cls not in _PUBLIC_RULES:
         return {}
-    return {"alpha": ops_auto_alpha(1.0, 1e-6, n, d, True)}
+    return {"alpha": _PUBLIC_RULES[cls](1.0, 1e-6, n, d, True)}
 # every published law, as (class, parameters): radius 1 leaves the test
 # data's constraint inactive, radius 0.3 makes it bind
 LAWS = [pytest.param(cls, RIDGE_PARAMS.get(cls, {}), id=cls.__name__) for cls in SUPPORTED] + [
