@@ -193,7 +193,10 @@ class SpanRidge(Ridge):
         else:
             free = np.ones(n_coef, dtype=bool)
             H = XtX + alpha * penalty(n_coef, intercept)
-        eigenvalues, vectors = linalg.eigh(H, check_finite=False)
+        # no free coefficient (an infinite ridge without intercept): nothing
+        # to decompose (older LAPACK wrappers refuse an empty matrix)
+        eigenvalues, vectors = (linalg.eigh(H, check_finite=False) if H.size
+                                else (np.zeros(0), np.zeros((0, 0))))
         cut = max(eigenvalues.max(initial=0.0), 0.0) * H.shape[0] * np.finfo(float).eps
         keep = eigenvalues > cut
         self.alpha = alpha
