@@ -77,8 +77,11 @@ class ReleaseLaw:
     def cap_epsilon(self, delta, gaussian_ratio=None):
         """The largest loss, at ``delta``, of a row removed from the ``n``
         rows or added to them (composed like :meth:`dp_epsilon`). By default
-        ``dp_epsilon``, derived for removals: a person added can lose
-        slightly more where the law does not override this (doc/publish.rst)."""
+        ``dp_epsilon``, derived for removals: a law whose guarantee does not
+        cover a person added overrides it with its worst case at n + 1 rows
+        (AdaSSP, OPS, objective and output perturbation) or states that it
+        does (random projection); AdaOPS's is not derived yet
+        (doc/publish.rst)."""
         return self.dp_epsilon(delta, gaussian_ratio)
 
     def published_statistics(self, published, Xs, ys):

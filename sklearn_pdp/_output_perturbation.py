@@ -522,6 +522,14 @@ class OutputPerturbationLaw(ReleaseLaw):
     sensitivity / noise_scale for "laplace"). A Gaussian publication
     composes exactly with Gaussian noise (the ratios add in squares) and by
     basic composition with "laplace".
+
+    ``sensitivity`` is the global one at n rows (removals). A person added
+    to the n rows is a row removed from n + 1, at the same ridge and noise:
+    without a radius the domain's corner grows with the size
+    (``sqrt(n / alpha)`` in the residual), so :meth:`cap_epsilon` and the
+    clip of a row's ratio use the larger of the global sensitivities at n
+    and n + 1 (``cap_sensitivity``). With a radius it does not grow
+    (``min(L / c, 2R)``, c non-decreasing in n): the two coincide.
     """
 
     def __init__(self, *, noise, noise_scale, sensitivity, dp, radius=None, **public):
@@ -531,6 +539,8 @@ class OutputPerturbationLaw(ReleaseLaw):
         self.sensitivity = float(sensitivity)
         self.dp = dp
         self.radius = None if radius is None else float(radius)
+        self.cap_sensitivity = max(self.sensitivity, output_perturbation_sensitivity(
+            self.alpha, self.n_samples + 1, self.radius, self.intercept))
 
     def residual_margin(self, beta, stats):
         if self.noise == "gaussian":
@@ -565,12 +575,26 @@ class OutputPerturbationLaw(ReleaseLaw):
         return ratio + gaussian_epsilon(delta, gaussian_ratio)
 
     def epsilon(self, delta, stats, gaussian_ratio=None):
-        # no row's sensitivity exceeds the global one
-        ratio = np.minimum(self._ratio(stats), self.sensitivity / self.noise_scale)
+        # no row removed from n rows or added to them exceeds the global
+        # sensitivity at n or n + 1 rows
+        ratio = np.minimum(self._ratio(stats), self.cap_sensitivity / self.noise_scale)
         eps = self._loss(delta, ratio, gaussian_ratio)
-        if gaussian_ratio is None:  # the root search's tolerance must not exceed the budget
-            eps = np.minimum(eps, self.dp_epsilon(delta))
+        if gaussian_ratio is None:
+            # the root search's tolerance must not exceed the guarantee: at
+            # most the removal corner's loss where the ratio is within it
+            within = ratio <= self.sensitivity / self.noise_scale
+            eps = np.where(within, np.minimum(eps, self.dp_epsilon(delta)),
+                           np.minimum(eps, self.cap_epsilon(delta)))
         return eps
+
+    def cap_epsilon(self, delta, gaussian_ratio=None):
+        """The loss at the global sensitivity at n or n + 1 rows, whichever
+        is larger: a row removed from the n rows or added to them."""
+        dp = self.dp_epsilon(delta, gaussian_ratio)
+        if self.cap_sensitivity <= self.sensitivity:  # the ball: the removal corner
+            return dp
+        cap = self._loss(delta, self.cap_sensitivity / self.noise_scale, gaussian_ratio)
+        return float(max(cap, dp))
 
     def dp_epsilon(self, delta, gaussian_ratio=None):
         if gaussian_ratio is None and delta == self.dp[1]:

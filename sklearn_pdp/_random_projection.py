@@ -595,6 +595,14 @@ class RandomProjectionLaw(ReleaseLaw):
     def dp_epsilon(self, delta, gaussian_ratio=None):
         return compose_with_gaussian(self._dp, delta, gaussian_ratio)
 
+    def cap_epsilon(self, delta, gaussian_ratio=None):
+        """The removal guarantee, which also covers a person added: the loss
+        is the chi-square one at tau = z^T Sigma_s^{-1} z, Sigma_s the
+        smaller data set's ``Z^T Z + s^2 I >= s^2 I`` whichever its size, so
+        tau <= ||z||^2 / s^2 = ``max_tau`` for a row removed from the n rows
+        or added to them (n', s fixed by the release)."""
+        return self.dp_epsilon(delta, gaussian_ratio)
+
     def published_statistics(self, published, Xs, ys):
         k, p = self.n_components, self.sketch_gram.shape[0]
         scale = (np.sqrt(k) + np.sqrt(p) + np.sqrt(2.0 * np.log(1.0 / published.beta))) ** 2

@@ -34,6 +34,7 @@ from sklearn_pdp._output_perturbation import (
     _ball_constants,
     ball_ridge,
     output_perturbation_auto_alpha,
+    output_perturbation_sensitivity,
 )
 from sklearn_pdp._publish import (
     _GRID_STEP, _QUANTILES, _private_quantile, gram_noise_bound, private_summary,
@@ -675,6 +676,61 @@ def test_law_cap_covers_added_rows(make):
     targets *= 1.5 / np.linalg.norm(targets, axis=1, keepdims=True)
     added = est.pdp_epsilon(targets)
     assert np.all(added <= law.cap_epsilon(est.delta) * (1 + 1e-9))
+
+
+def test_output_perturbation_cap_covers_a_person_added_at_the_worst_row():
+    """Without a radius the global sensitivity grows with n (the residual's
+    sqrt(n / alpha)): the published cap and each row's clip are the
+    sensitivity at n + 1 rows, above the removal guarantee. At the domain's
+    worst row, added to the n rows that make ||theta_hat|| largest, the
+    published bound covers the exact loss of the release (refitted with the
+    row)."""
+    n, alpha = 200, 0.5  # sqrt(n) / (2 sqrt(alpha)) = 10 dominates the 1
+    X, y = np.full((n, 1), np.sqrt(alpha / n)), np.ones(n)  # ||theta_hat|| at its bound
+    report = PDPReport(OutputPerturbationRegressor(alpha=alpha, fit_intercept=False,
+                                                   data_norm=1.0, y_bound=1.0,
+                                                   random_state=0),
+                       publish_epsilon=0.5, random_state=0).fit(X, y)
+    est, published = report.estimator_, report.published_
+    law = est.release_law()
+    worst = output_perturbation_sensitivity(alpha, n + 1) / est.noise_scale_
+    assert law.cap_epsilon(est.delta) == pytest.approx(gaussian_epsilon(est.delta, worst))
+    assert law.cap_epsilon(est.delta) > law.dp_epsilon(est.delta) * (1 + 1e-3)
+    assert published.cap_epsilon > published.dp_epsilon * (1 + 1e-3)
+    # the worst row: |residual| 1 + ||theta_hat||, ||H^{-1} x|| largest along theta_hat
+    target, label = np.array([[-1.0]]), np.array([1.0])
+    scaler = est.domain_scaler()
+    Xs, ys = scaler.scale(X), scaler.scale_labels(y)
+    Xt, yt = scaler.scale(target), scaler.scale_labels(label)
+
+    def ridge(A, b):
+        return np.linalg.solve(A.T @ A + alpha * np.eye(A.shape[1]), A.T @ b)
+
+    shift = np.linalg.norm(ridge(np.vstack([Xs, Xt]), np.append(ys, yt)) - ridge(Xs, ys))
+    ratio = shift / est.noise_scale_
+    assert_allclose(est.pdp_epsilon(target, label), gaussian_epsilon(est.delta, ratio),
+                    rtol=1e-9)
+    exact = gaussian_epsilon(published.delta, np.hypot(ratio, published.gaussian_ratio(Xt)))
+    exact = exact + published.summary_epsilon
+    assert published.epsilon(target, label)[0] >= exact[0] * (1 - 1e-9)
+    # the published bound at this row is the cap at n + 1 rows, no longer
+    # the removal guarantee
+    assert published.epsilon(target, label)[0] > published.dp_epsilon * (1 + 1e-3)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_output_perturbation_ball_cap_is_the_removal_guarantee(fit_intercept):
+    """With a radius the global sensitivity min(L / c, 2R) does not grow with
+    n (the intercept's convexity min(alpha, n - 1) / 5 only rises): the cap
+    at n + 1 rows is the removal guarantee."""
+    n, alpha = 1500, 5.0
+    assert (output_perturbation_sensitivity(alpha, n + 1, 1.0, fit_intercept)
+            <= output_perturbation_sensitivity(alpha, n, 1.0, fit_intercept))
+    X, y = _data(n)
+    est = OutputPerturbationRegressor(alpha=alpha, radius=1.0, fit_intercept=fit_intercept,
+                                      data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    law = est.release_law()
+    assert law.cap_epsilon(est.delta) == law.dp_epsilon(est.delta) == est.dp_epsilon_
 
 
 def _skewed(n=20000, seed=0):
