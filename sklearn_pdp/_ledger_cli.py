@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from ._base import _ceil
+from ._data import quantiles
 from ._ledger import LedgerError, PrivacyLedger, record_from_cli
 from ._public import _plain
 
@@ -93,8 +94,7 @@ def _quantiles(values):
     values = np.asarray(values, dtype=np.float64)
     if not values.size:
         return None
-    with np.errstate(invalid="ignore"):
-        found = np.quantile(values, list(_QUANTILES.values()))
+    found = quantiles(values, list(_QUANTILES.values()))
     return {k: float(np.inf if np.isnan(v) else v) for k, v in zip(_QUANTILES, found)}
 
 
