@@ -30,7 +30,8 @@ from ._accounting import (
     ops_gamma,
     ops_mixture_epsilon,
 )
-from ._base import InfeasibleBudget, PrivateRegressorMixin, Ridge, leave_one_out
+from ._base import InfeasibleBudget, PrivateRegressorMixin
+from ._ridge_system import RidgeSystem, leave_one_out
 from ._docstrings import fill_doc
 from ._eigen import eigen_change, scatter_eigen
 from ._law import ReleaseLaw
@@ -648,7 +649,7 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         """The ridge fit of cell k and the log of its Lipschitz constant R."""
         alpha = self._cal.ridge(k)
         if alpha not in self._ridges:
-            ridge = Ridge(self._XtX, self._Xty, alpha, self.fit_intercept)
+            ridge = RidgeSystem(self._XtX, self._Xty, alpha, self.fit_intercept)
             self._ridges[alpha] = ridge, float(np.log(lipschitz(ridge.coef, self.fit_intercept)))
         return self._ridges[alpha]
 

@@ -16,13 +16,8 @@ from ._accounting import (
     objpert_epsilon,
     objpert_noise_scale,
 )
-from ._base import (
-    InfeasibleBudget,
-    PrivateRegressorMixin,
-    Ridge,
-    leave_one_out,
-    ridge_fallback,
-)
+from ._base import InfeasibleBudget, PrivateRegressorMixin, ridge_fallback
+from ._ridge_system import RidgeSystem, leave_one_out
 from ._law import ReleaseLaw
 from ._docstrings import fill_doc
 
@@ -230,7 +225,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
             self.noise_scale_ = objpert_noise_scale(
                 self.epsilon, self.delta, self.alpha_, data.n_samples, self.fit_intercept)
         self._n = data.n_samples
-        self._ridge = Ridge(*data.gram(), self.alpha_, self.fit_intercept)
+        self._ridge = RidgeSystem(*data.gram(), self.alpha_, self.fit_intercept)
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
             data.n_samples, self.n_features_in_
         )

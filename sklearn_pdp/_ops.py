@@ -17,13 +17,8 @@ from ._accounting import (
     ops_gamma,
 )
 from ._adaops import AdaOPSRegressor
-from ._base import (
-    InfeasibleBudget,
-    PrivateRegressorMixin,
-    Ridge,
-    leave_one_out,
-    ridge_fallback,
-)
+from ._base import InfeasibleBudget, PrivateRegressorMixin, ridge_fallback
+from ._ridge_system import RidgeSystem, leave_one_out
 from ._data import TwoStageRows
 from ._law import ReleaseLaw
 from ._docstrings import fill_doc
@@ -50,7 +45,7 @@ class OPSRegressor(PrivateRegressorMixin):
         The delta of the budget, of ``pdp_losses_`` and of ``dp_epsilon_``.
     alpha : float or "auto", default="auto"
         Ridge strength on the scaled data (rows of norm <= 1, labels in
-        [-1, 1]), as ``Ridge(alpha=alpha)`` would use it there (intercept not
+        [-1, 1]), as ``RidgeSystem(alpha=alpha)`` would use it there (intercept not
         penalised). "auto" (needs ``epsilon``): chosen privately from the
         data, as :class:`AdaOPSRegressor` with the default ``budget_split``
         does (see Notes); a number is used as given (experts).
@@ -241,7 +236,7 @@ class OPSRegressor(PrivateRegressorMixin):
             self.alpha_ = ridge_fallback(exc)
             self.gamma_ = self._gamma(self.alpha_, data.n_samples)
         self._n = data.n_samples
-        self._ridge = Ridge(*data.gram(), self.alpha_, self.fit_intercept)
+        self._ridge = RidgeSystem(*data.gram(), self.alpha_, self.fit_intercept)
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
             data.n_samples, self.n_features_in_
         )

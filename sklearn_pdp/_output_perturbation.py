@@ -19,13 +19,8 @@ from ._accounting import (
     gaussian_noise_scale,
 )
 from ._accounting._engine import largest_root
-from ._base import (
-    PrivateRegressorMixin,
-    Ridge,
-    leave_one_out,
-    out_of_sample,
-    penalty,
-)
+from ._base import PrivateRegressorMixin
+from ._ridge_system import RidgeSystem, leave_one_out, out_of_sample, penalty
 from ._data import TwoStageRows, squared_norms
 from ._eigen import eigen_change, eigen_max_change, scatter_eigen
 from ._docstrings import fill_doc
@@ -65,7 +60,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         ``exp(-||k||_2 / noise_scale_)``, sampled as a
         ``Gamma(d, noise_scale_)`` radius times a uniform direction.
     alpha : float or "auto", default="auto"
-        Ridge strength on the scaled data, as ``Ridge(alpha=alpha)`` would use
+        Ridge strength on the scaled data, as ``RidgeSystem(alpha=alpha)`` would use
         it there (sum of squared errors convention, intercept not penalised).
         The sensitivity, hence the noise, shrinks like 1/alpha^1.5 (about
         sqrt(n) / alpha^1.5 without ``radius``): useful values grow with the
@@ -269,7 +264,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
                                            self.n_features_in_, self.fit_intercept)
             if self.alpha == "auto" else float(self.alpha)
         )
-        self._ridge = Ridge(XtX, Xty, self.alpha_, self.fit_intercept)
+        self._ridge = RidgeSystem(XtX, Xty, self.alpha_, self.fit_intercept)
         self._center = self._ridge.coef
         if self.radius is not None:  # for the sensitivity bound of ball_sensitivity
             H = self._ridge.chol @ self._ridge.chol.T
@@ -330,7 +325,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
     def _cell_ridge(self, cell):
         """The non-private ridge solution at a cell's ridge (cached)."""
         if cell not in self._cells:
-            self._cells[cell] = Ridge(self._XtX, self._Xty, self._adaptive.alpha(cell),
+            self._cells[cell] = RidgeSystem(self._XtX, self._Xty, self._adaptive.alpha(cell),
                                       self.fit_intercept)
         return self._cells[cell]
 

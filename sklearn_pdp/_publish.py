@@ -33,7 +33,7 @@ from scipy import linalg
 from sklearn.isotonic import isotonic_regression
 from sklearn.utils import check_array
 
-from ._base import penalty
+from ._ridge_system import penalty
 from ._ssp import gram_change2, gram_max_change, gram_noise
 from ._accounting._exponential import quantile_log_proba, select
 

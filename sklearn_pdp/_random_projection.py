@@ -14,7 +14,8 @@ from ._accounting import (
     chi2_noise_scale,
     compose_with_gaussian,
 )
-from ._base import PrivateRegressorMixin, Ridge, leave_one_out
+from ._base import PrivateRegressorMixin
+from ._ridge_system import RidgeSystem, leave_one_out
 from ._mean import noise_scale as mean_noise_scale
 from ._law import ReleaseLaw
 from ._data import TwoStageRows, row_norms, squared_norms
@@ -431,10 +432,10 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         try:
             if keep.all():
                 self._basis = self._null = None
-                self._sigma = Ridge(sigma, None, 0.0)
+                self._sigma = RidgeSystem(sigma, None, 0.0)
                 return
             self._null = vec[:, ~keep]
-            self._sigma = Ridge(np.diag(lam[keep]), None, 0.0)
+            self._sigma = RidgeSystem(np.diag(lam[keep]), None, 0.0)
         except ValueError:
             # Nearly singular: leverages along the smallest directions would
             # be rounding noise, so no per-instance loss could be trusted.
@@ -607,7 +608,7 @@ class RandomProjectionLaw(ReleaseLaw):
         k, p = self.n_components, self.sketch_gram.shape[0]
         scale = (np.sqrt(k) + np.sqrt(p) + np.sqrt(2.0 * np.log(1.0 / published.beta))) ** 2
         try:
-            sketch = Ridge(self.sketch_gram, None, 0.0)
+            sketch = RidgeSystem(self.sketch_gram, None, 0.0)
         except ValueError:  # fewer sketch rows than columns: nothing is bounded
             return {"tau": np.full(Xs.shape[0], np.inf)}
         quad = _label_quadratic(lambda Z: sketch.row_statistics(Z)["leverage"], Xs, ys)

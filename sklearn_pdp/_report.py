@@ -13,7 +13,8 @@ from sklearn.base import (
 from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import HasMethods, Interval, _check_feature_names_in
-from ._base import leverage_ridge, noise_generator
+from ._base import noise_generator
+from ._ridge_system import leverage_ridge
 from ._data import compute, persist, quantiles, scaled_data, validate_rows
 from ._ssp import AdaSSPRegressor
 from ._publish import private_summary, publish
@@ -500,7 +501,7 @@ def _design_ridge(est, data):
     label mean alone has the slopes infinitely penalised: every row's
     leverage is then 1/n, that of the mean. Where H is singular (linearly
     dependent columns without a ridge) the leverage is its limit as the
-    ridge falls to 0 (:class:`~sklearn_pdp._base.SpanRidge`).
+    ridge falls to 0 (:class:`~sklearn_pdp._ridge_system.SpanRidgeSystem`).
     """
     ridge = est.design_ridge()
     if ridge is not None:

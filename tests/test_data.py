@@ -14,7 +14,7 @@ from sklearn_pdp._data import (
     ScaledRows,
     squared_norms,
 )
-from sklearn_pdp._base import Ridge
+from sklearn_pdp._ridge_system import RidgeSystem
 
 
 @pytest.mark.parametrize("data_norm", [1e-200, 0.5, 3.0, 1e200])
@@ -171,7 +171,7 @@ def test_row_statistics_are_as_accurate_as_triangular_solves(collinearity):
     X *= 2.0 / np.linalg.norm(X, axis=1).max()
     scaler = DomainScaler(2.0, 1.0, fit_intercept=True)
     XtX, Xty = ScaledData(X, np.zeros(500), scaler).gram()
-    ridge = Ridge(XtX, Xty, 1e-6, intercept=True)
+    ridge = RidgeSystem(XtX, Xty, 1e-6, intercept=True)
     rows = ScaledRows(X[:6], scaler)
     stats = ridge.row_statistics(rows, inverse_norm=True)
     H = XtX + 1e-6 * np.diag([1.0] * 4 + [0.0])

@@ -29,7 +29,7 @@ from sklearn_pdp._accounting import (
     ops_mixture_epsilon,
 )
 from sklearn_pdp._adaops import _PUBLISHED_WINDOW_SHARE
-from sklearn_pdp._base import penalty
+from sklearn_pdp._ridge_system import penalty
 from sklearn_pdp._output_perturbation import (
     _ball_constants,
     ball_ridge,
@@ -86,10 +86,10 @@ def _in_sample_stats(est, X, y):
     """Exact in-sample statistics of the training rows, scaled."""
     law = est.release_law()
     Xs, ys = law.scaler.scale(X, y)
-    from sklearn_pdp._base import Ridge
+    from sklearn_pdp._ridge_system import RidgeSystem
 
     XtX = Xs.T @ Xs
-    ridge = Ridge(XtX, Xs.T @ ys, law.alpha, law.intercept)
+    ridge = RidgeSystem(XtX, Xs.T @ ys, law.alpha, law.intercept)
     return Xs, ys, ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True), ridge
 
 

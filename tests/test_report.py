@@ -398,12 +398,12 @@ def test_leverage_on_a_singular_gram_is_the_limit_of_a_vanishing_ridge():
     the column space of X), which a ridge tending to 0 approaches; a target
     in the span gets x^T H^+ x, one off it infinite leverage (a vanishing
     ridge's grows as 1 / alpha)."""
-    from sklearn_pdp._base import Ridge, leverage_ridge
+    from sklearn_pdp._ridge_system import RidgeSystem, leverage_ridge
 
     Xs, ys = _singular()
     XtX, Xty = Xs.T @ Xs, Xs.T @ ys
     with pytest.raises(ValueError, match="alpha"):
-        Ridge(XtX, Xty, 0.0, True)
+        RidgeSystem(XtX, Xty, 0.0, True)
     ridge = leverage_ridge(XtX, Xty, 0.0, True)
     Q, _ = np.linalg.qr(Xs[:, [0, 1, 2, 5]])  # a basis of the column space
     hat = np.einsum("ij,ij->i", Q, Q)
@@ -412,14 +412,14 @@ def test_leverage_on_a_singular_gram_is_the_limit_of_a_vanishing_ridge():
     # least squares' residuals: the fit is the same on the span
     fitted = Q @ (Q.T @ ys)
     assert_allclose(stats["residual"], ys - fitted, atol=1e-12)
-    tiny = Ridge(XtX, Xty, 1e-7, True).row_statistics(Xs)["leverage"]
+    tiny = RidgeSystem(XtX, Xty, 1e-7, True).row_statistics(Xs)["leverage"]
     assert_allclose(tiny, hat, rtol=1e-5)
     inside = np.array([[0.1, 0.2, -0.1, 0.1, 0.3, 1.0]])
     assert_allclose(ridge.row_statistics(inside)["leverage"],
                     (inside @ np.linalg.pinv(XtX) @ inside.T)[0], rtol=1e-9)
     outside = inside + [[0.0, 0.0, 0.0, 0.05, 0.0, 0.0]]
     assert ridge.row_statistics(outside)["leverage"][0] == np.inf
-    growing = [Ridge(XtX, Xty, a, True).row_statistics(outside)["leverage"][0]
+    growing = [RidgeSystem(XtX, Xty, a, True).row_statistics(outside)["leverage"][0]
                for a in (1e-4, 1e-6)]
     assert growing[1] > 50 * growing[0]
 
@@ -428,7 +428,7 @@ def test_leverage_of_an_infinite_ridge_is_that_of_the_mean():
     """Brute force: as the ridge grows without bound, x^T H^{-1} x tends to
     1/n (the intercept alone, unpenalised) and the fit to the label mean;
     without an intercept every slope vanishes (leverage 0)."""
-    from sklearn_pdp._base import Ridge, leverage_ridge
+    from sklearn_pdp._ridge_system import RidgeSystem, leverage_ridge
 
     Xs, ys = _singular()
     XtX, Xty = Xs.T @ Xs, Xs.T @ ys
@@ -436,7 +436,7 @@ def test_leverage_of_an_infinite_ridge_is_that_of_the_mean():
     stats = ridge.row_statistics(Xs, ys)
     assert_allclose(stats["leverage"], 1.0 / len(ys), rtol=1e-12)
     assert_allclose(stats["residual"], ys - ys.mean(), atol=1e-12)
-    large = Ridge(XtX, Xty, 1e9, True).row_statistics(Xs)["leverage"]
+    large = RidgeSystem(XtX, Xty, 1e9, True).row_statistics(Xs)["leverage"]
     assert_allclose(large, 1.0 / len(ys), rtol=1e-6)
     without = leverage_ridge(XtX[:-1, :-1], Xty[:-1], np.inf, False)
     assert_array_equal(without.row_statistics(Xs[:, :-1])["leverage"], 0.0)

@@ -17,7 +17,8 @@ from sklearn_pdp import (
     PrivacyLeakWarning,
     config_context,
 )
-from sklearn_pdp._base import PrivateRegressorMixin, Ridge as ScaledRidge
+from sklearn_pdp._base import PrivateRegressorMixin
+from sklearn_pdp._ridge_system import RidgeSystem as ScaledRidge
 from sklearn_pdp._accounting import ops_dp_epsilon
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 from sklearn_pdp._accounting._exponential import exponential_log_proba, select
