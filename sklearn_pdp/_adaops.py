@@ -627,8 +627,6 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         return float(self.epsilon), self.delta
 
     def _fit_scaled(self, data, rng):
-        if self._unprotected():
-            return self._fit_unprotected(data)
         n, d = data.n_samples, self.n_features_in_
         self._cal = cal = self._calibrate(n, d)
         self.dp_epsilon_, self.dp_delta_ = float(self.epsilon), self.delta

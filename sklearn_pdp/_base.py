@@ -14,20 +14,21 @@ whose accounting then follows all the products: see ``_data.TwoStageRows``).
 import copy
 import secrets
 import warnings
+from abc import abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import linalg
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, StrOptions, _fit_context
 from ._config import get_config as _get_pdp_config
-from ._mean import MEAN_ONLY_RATE, PrivateMean, mean_only_size
+from ._mean import MEAN_ONLY_RATE, MeanRelease, mean_only_size
 from ._profile import PrivacyProfile
 from ._public import public_model
-from ._ridge_system import RidgeSystem, out_of_sample
+from ._release import ExactRelease, Release
+from ._release import ridge_statistics as _ridge_statistics
 from ._data import (
     DomainScaler,
     compute,
@@ -290,20 +291,20 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         )
 
     def law_statistics(self):
-        """The row statistics that :meth:`release_law`'s laws take.
+        """The row statistics that :meth:`release_law`'s law takes.
 
         Returns
         -------
         statistics : callable
             ``statistics(Xs, ys, add=False) -> dict`` on rows in the privacy
-            domain (see :meth:`domain_scaler`): the exact leverage, residual,
-            ``||H^{-1} x||^2`` and ``||x||^2`` of training rows, or (``add``)
-            those the rows would have once added (``ys`` None: the worst
-            label). It holds a snapshot of this fit (O(d^2) state), so it can
-            be sent to Dask workers and survives a refit.
+            domain (see :meth:`domain_scaler`): the exact statistics of
+            training rows, or (``add``) those the rows would have once added
+            (``ys`` None: the worst label). It belongs to this fit's
+            ``release_``, so it can be sent to Dask workers and survives a
+            refit.
         """
         check_is_fitted(self)
-        return self._row_function("_law_statistics")
+        return self.release_.statistics
 
     def design_ridge(self):
         """The factorised ``H = X^T X + alpha P`` of the training rows (in the
@@ -311,57 +312,36 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
 
         Returns
         -------
-        ridge : object or None
+        ridge : RidgeSystem or None
             With ``coef`` and ``row_statistics(Xs, ys=None)`` (leverage and
-            residual of rows); None for a mechanism that keeps none (random
-            projection).
+            residual of rows); None for a release that keeps none (random
+            projection, the label mean).
         """
         check_is_fitted(self)
-        return getattr(self, "_ridge", None)
-
-    def _law_statistics(self, Xs, ys, add=False):
-        """Exact statistics of the rows for :meth:`release_law`'s ``epsilon``:
-        in-sample leverage, residual, ``||H^{-1} x||^2`` and ``||x||^2`` of
-        training rows, or (``add``) those the rows would have once added
-        (``ys`` None: the worst label, an end of [-1, 1])."""
-        stats = self._ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True)
-        if not add:
-            return stats
-        if ys is None:  # the loss grows with |r|
-            stats["residual"] = 1.0 + np.abs(Xs @ self._ridge.coef)
-        return out_of_sample(stats)
-
-    def _law_public(self):
-        """The public quantities every :class:`ReleaseLaw` holds: the domain,
-        the released (scaled) coefficients, the ridge and the public size."""
-        check_is_fitted(self)
-        # the label mean alone: the slopes infinitely penalised
-        alpha = np.inf if self._mean_release is not None else self.alpha_
-        return {"scaler": self._scaler, "coef": self._theta, "alpha": alpha,
-                "n_samples": self._n}
+        return getattr(self.release_, "ridge", None)
 
     def release_law(self):
         """Public description of the fitted release, for a published report.
 
         What :class:`~sklearn_pdp.PDPReport` with ``publish_epsilon`` needs
-        to bound per-instance losses from released quantities alone: a
-        :class:`ReleaseLaw` holding the declared domain, the released
-        coefficients (scaled), the ridge strength, the public size and the
-        mechanism's noise parameters, with the mechanism's per-instance loss
-        as a function of a row's statistics. It holds no statistic of the
-        private data.
+        to bound per-instance losses from released quantities alone: the
+        fit's :class:`~sklearn_pdp._release.Release` without its statistics
+        of the private data (:meth:`~sklearn_pdp._release.Release.public`):
+        the declared domain, the released coefficients (scaled), the ridge,
+        the public size and the mechanism's noise parameters, with the
+        mechanism's per-instance loss as a function of a row's statistics.
 
         Returns
         -------
-        law : ReleaseLaw
+        law : Release
 
         Raises
         ------
         NotImplementedError
-            For a mechanism whose loss cannot (yet) be bounded this way.
+            For a release whose loss cannot (yet) be bounded this way.
         """
         check_is_fitted(self)
-        if getattr(self, "_unprotected_fit_", False):
+        if isinstance(self.release_, ExactRelease):
             raise ValueError(
                 "A fit with epsilon=inf protects nothing: it has no release law to "
                 "bound per-instance losses with."
@@ -369,16 +349,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         if _tighten.tightened(self):
             raise NotImplementedError(
                 "published reports of a fit with tighten_bounds are not supported yet.")
-        if self._mean_release is not None:
-            return self._mean_release.law(**self._law_public())
-        return self._mechanism_law()
-
-    def _mechanism_law(self):
-        """:meth:`release_law` of the mechanism itself."""
-        raise NotImplementedError(
-            f"{type(self).__name__} does not support published reports "
-            "(PDPReport with publish_epsilon) yet."
-        )
+        return self.release_.public()
 
     def privacy_profile(self, X=None, y=None):
         """Each row's privacy-loss profile, for composing releases per person.
@@ -411,18 +382,12 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         losses = self.pdp_losses_ if X is None else self.pdp_epsilon(X, y)
         losses = np.asarray(compute(losses)[0], dtype=np.float64)
         if _tighten.tightened(self):  # bounds and model: only the composed epsilons
-            return PrivateRegressorMixin._mechanism_profile(self, losses)
-        if self._mean_release is not None:
-            return self._mean_release.profile(losses, type(self).__name__)
-        return self._mechanism_profile(losses)
-
-    def _mechanism_profile(self, losses):
-        """:meth:`privacy_profile` of the mechanism itself: by default only
-        the epsilons at ``delta``, with no bound for other sizes."""
-        return PrivacyProfile(
-            "epsilon_delta", losses, delta=self.delta, guarantee=self.dp_epsilon_,
-            guarantee_delta=self.dp_delta_, n_samples=self._n, mechanism=type(self).__name__,
-        )
+            return PrivacyProfile(
+                "epsilon_delta", losses, delta=self.delta, guarantee=self.dp_epsilon_,
+                guarantee_delta=self.dp_delta_, n_samples=self.release_.n_samples,
+                mechanism=type(self).__name__,
+            )
+        return self.release_.profile(losses, type(self).__name__)
 
     def resolve_bounds(self, X, y, stacklevel=4):
         """The declared bounds, or the data's own with a PrivacyLeakWarning.
@@ -536,34 +501,18 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
                             "feature_names_in_"):
                 delattr(self, name)
         rng = noise_generator(self.random_state)
-        self.mean_only_ = data.n_samples <= self._mean_only_size(self.n_features_in_)
-        # why the slopes are 0 (also set by a mechanism whose noisy
-        # statistics show no signal): None when slopes were released
-        self.mean_only_reason_ = None
-        if not self.mean_only_:
-            self._mean_release = None
-            try:
-                theta = self._fit_scaled(data, rng)
-            except InfeasibleBudget as exc:
-                # a function of public quantities (the parameters and n):
-                # what the budget allows is the label mean (warned below)
-                self.mean_only_ = True
-                self.mean_only_reason_ = str(exc).rstrip(".")
-        if self.mean_only_:
-            if self.mean_only_reason_ is None:
-                self.mean_only_reason_ = self._fallback_reason(data.n_samples,
-                                                               self.n_features_in_)
-            self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
-                data.n_samples, self.n_features_in_)
-            self._mean_release = PrivateMean(self.epsilon, self.delta, data)
-            self._n = data.n_samples
-            theta = self._mean_release.release(rng)
-        self._theta = theta  # the release in scaled coordinates (release_law)
+        release = self._choose_release(data, rng)
+        self.release_ = release
+        theta = release.release(rng)
+        for name, value in release.fitted_attributes().items():
+            setattr(self, name, value)
+        self.mean_only_ = isinstance(release, MeanRelease)
+        # why the slopes are 0 or less than asked was released: None when
+        # the release is what was asked for
+        self.mean_only_reason_ = release.reason
+        self.dp_epsilon_, self.dp_delta_ = release.guarantee
         self.coef_, self.intercept_ = self._scaler.unscale_coef(theta)
-        self.pdp_losses_ = data.map_rows(
-            self._row_function("_training_epsilon")
-        )
-        # one warning for every reason a mechanism records (in _fit_scaled)
+        self.pdp_losses_ = data.map_rows(release.row_losses())
         if self.mean_only_reason_ is not None:
             released = ("the private label mean alone" if self.mean_only_
                         else "zero slopes (its model is the private label mean)"
@@ -572,6 +521,60 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
                           f"{self.mean_only_reason_}.", FallbackWarning, stacklevel=3)
         warn_clipping(getattr(data, "clipped", None), stacklevel=3)
         return self
+
+    def _law_public(self):
+        """Transitional: what the laws of mechanisms not yet ported take."""
+        return {"scaler": self._scaler, "coef": self._theta, "alpha": self.alpha_,
+                "n_samples": self._n}
+
+    def _mechanism_profile(self, losses):
+        """Transitional: the default profile for mechanisms not yet ported."""
+        return PrivacyProfile(
+            "epsilon_delta", losses, delta=self.delta, guarantee=self.dp_epsilon_,
+            guarantee_delta=self.dp_delta_, n_samples=self._n, mechanism=type(self).__name__,
+        )
+
+    def _law_statistics(self, Xs, ys, add=False):
+        """Transitional: the ridge's row statistics (mechanisms not yet ported)."""
+        return _ridge_statistics(self._ridge, Xs, ys, add)
+
+    def _choose_release(self, data, rng):
+        """The release this fit makes: least squares at ``epsilon=inf``, the
+        label mean where the public size is too small for slopes or a
+        user-set hyper-parameter cannot meet the budget (the mechanism's
+        calibration raises :class:`InfeasibleBudget`), else the mechanism's
+        own (:meth:`_make_release`)."""
+        n, d = data.n_samples, self.n_features_in_
+        if self._unprotected():
+            warnings.warn(
+                "epsilon=inf protects nothing: the fit is least squares on the "
+                "clipped data, without noise (dp_epsilon_ and pdp_losses_ are inf). "
+                "Use it only to test a pipeline.",
+                PrivacyLeakWarning,
+                stacklevel=4,  # here, fit, scikit-learn's fit wrapper, the user
+            )
+            return ExactRelease.from_budget(np.inf, self.delta, data, scaler=self._scaler)
+        reason = None
+        if n > self._mean_only_size(d):
+            try:
+                if hasattr(self, "_fit_scaled"):  # transitional: not yet ported
+                    return _MechanismRelease(self, data, rng)
+                return self._make_release(data)
+            except InfeasibleBudget as exc:
+                # a function of public quantities (the parameters and n):
+                # what the budget allows is the label mean
+                reason = str(exc).rstrip(".")
+        release = MeanRelease.from_budget(self.epsilon, self.delta, data, scaler=self._scaler)
+        release.guarantee = self.dp_guarantee(n, d)
+        release.reason = reason or self._fallback_reason(n, d)
+        return release
+
+    @abstractmethod
+    def _make_release(self, data):
+        """The mechanism's :class:`~sklearn_pdp._release.Release` on ``data``
+        (``ScaledData`` or ``DaskScaledData``), calibrated to the budget and
+        not yet drawn; raises :class:`InfeasibleBudget` where a user-set
+        hyper-parameter cannot meet the budget at this size."""
 
     def domain_scaler(self):
         """The fitted map of the declared bounds into the privacy domain.
@@ -664,41 +667,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         if _tighten.tightened(self):
             return _tighten.target_epsilon(self, X, y)
         data = scaled_data(X, y, self._scaler, self.n_jobs)
-        return data.map_rows(self._row_function("_target_epsilon"))
-
-    def _row_function(self, name):
-        """Method ``name`` of a snapshot of this fitted estimator, for per-row passes.
-
-        A shallow copy without the length-n ``pdp_losses_``: a lazy (Dask)
-        result keeps the state of the fit that made it even if the estimator
-        is refitted or its parameters set before it is computed, and each
-        task carries only O(d^2) state to the workers.
-        """
-        snapshot = copy.copy(self)
-        snapshot.__dict__.pop("pdp_losses_", None)
-        if getattr(self, "_unprotected_fit_", False) and name != "_law_statistics":
-            return _unprotected_losses
-        if self._mean_release is not None:  # the label mean alone was released
-            mean = self._mean_release
-            return {"_training_epsilon": mean.epsilon, "_target_epsilon": mean.epsilon,
-                    "_law_statistics": mean.statistics}[name]
-        if name == "_training_epsilon" and hasattr(snapshot, "_training_stages"):
-            # the same function, its products and its accounting apart
-            return snapshot._training_stages()
-        return getattr(snapshot, name)
-
-    def _release(self, rng, size=None):
-        """Fresh draw(s) of the whole release, scaled: the label mean's where
-        the fit released it alone, else the mechanism's."""
-        if getattr(self, "_unprotected_fit_", False):  # no noise: least squares itself
-            return self._theta if size is None else np.tile(self._theta, (size, 1))
-        if self._mean_release is not None:
-            return self._mean_release.release(rng, size)
-        return self._mechanism_release(rng, size)
-
-    def _mechanism_release(self, rng, size=None):
-        """:meth:`_release` of the mechanism itself."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement _release.")
+        return data.map_rows(self.release_.row_losses(add=True))
 
     def _mean_only_size(self, n_features):
         """The largest size at which :meth:`fit` releases the label mean alone
@@ -763,34 +732,59 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         epsilon = getattr(self, "epsilon", None)
         return epsilon is not None and np.isposinf(epsilon)
 
-    def _fit_unprotected(self, data):
-        """``_fit_scaled`` at ``epsilon=inf``: the non-private estimator every
-        mechanism approximates, least squares on the scaled (clipped) data
-        (no ridge; the minimum-norm solution where X^T X is singular or too
-        ill-conditioned to factorise), with a PrivacyLeakWarning. Every
-        row's loss is infinite: the release is a deterministic function of
-        the data."""
-        warnings.warn(
-            "epsilon=inf protects nothing: the fit is least squares on the "
-            "clipped data, without noise (dp_epsilon_ and pdp_losses_ are inf). "
-            "Use it only to test a pipeline.",
-            PrivacyLeakWarning,
-            stacklevel=5,
-        )
-        XtX, Xty = data.gram()
-        self._n = data.n_samples
-        self._unprotected_fit_ = True  # a fitted flag: refits delete it
-        self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
-            data.n_samples, self.n_features_in_)
-        self.alpha_, self.noise_scale_ = 0.0, 0.0
-        try:
-            self._ridge = RidgeSystem(XtX, Xty, 0.0, self.fit_intercept)
-            self._theta = self._ridge.coef
-        except ValueError:  # rank deficient: the minimum-norm solution
-            self._theta = linalg.lstsq(XtX, Xty, check_finite=False)[0]
-        return self._theta
 
+class _MechanismRelease(Release):
+    """Transitional: the release of a mechanism not yet ported to its own
+    :class:`~sklearn_pdp._release.Release`, read from the estimator's
+    ``_fit_scaled`` and per-row methods (a snapshot of the fitted estimator,
+    so a lazy result survives a refit)."""
 
-def _unprotected_losses(Xs, ys=None):
-    """Per-row losses of a fit at ``epsilon=inf``: infinite."""
-    return np.full(Xs.shape[0], np.inf)
+    def __init__(self, estimator, data, rng):
+        theta = estimator._fit_scaled(data, rng)
+        estimator._theta = theta
+        snapshot = copy.copy(estimator)
+        estimator._n = data.n_samples
+        super().__init__(scaler=estimator._scaler, n_samples=data.n_samples,
+                         delta=estimator.dp_delta_,
+                         guarantee=(estimator.dp_epsilon_, estimator.dp_delta_),
+                         alpha=getattr(estimator, "alpha_", 0.0), coef=theta)
+        self.reason = vars(estimator).pop("mean_only_reason_", None)
+        self.delta = estimator.delta
+        self.estimator = snapshot
+        self.ridge = getattr(estimator, "_ridge", None)
+        self.drawn = theta
+
+    @classmethod
+    def from_budget(cls, epsilon, delta, data, *, scaler, **params):
+        raise NotImplementedError
+
+    def release(self, rng):
+        self.coef = self.drawn
+        return self.coef
+
+    def draw(self, rng, size=None):
+        return self.estimator._mechanism_release(rng, size)
+
+    def losses(self, Xs, ys, add=False):
+        est = self.estimator
+        return (est._target_epsilon if add else est._training_epsilon)(Xs, ys)
+
+    def row_losses(self, add=False):
+        if not add and hasattr(self.estimator, "_training_stages"):
+            return self.estimator._training_stages()
+        return super().row_losses(add)
+
+    def statistics(self, Xs, ys, add=False):
+        return self.estimator._law_statistics(Xs, ys, add)
+
+    def profile(self, losses, mechanism):
+        if hasattr(self.estimator, "_mechanism_profile"):
+            return self.estimator._mechanism_profile(losses)
+        return super().profile(losses, mechanism)
+
+    def public(self):
+        if not hasattr(self.estimator, "_mechanism_law"):
+            raise NotImplementedError(
+                f"{type(self.estimator).__name__} does not support published reports "
+                "(PDPReport with publish_epsilon) yet.")
+        return self.estimator._mechanism_law()

@@ -27,7 +27,7 @@ from ._accounting import (
     laplace_epsilon,
     laplace_noise_scale,
 )
-from ._law import ReleaseLaw
+from ._release import Release
 from ._profile import PrivacyProfile
 
 # n epsilon per coefficient (the d slopes and the intercept) at or below which
@@ -50,81 +50,58 @@ def _label_sum(start, Xs, ys):
     return ys.sum()
 
 
-class PrivateMean:
-    """The label sum of the scaled data plus Laplace noise of scale ``b``, for
-    which a change of 1 costs exactly (epsilon, delta).
+class MeanRelease(Release):
+    """The label sum of the scaled data plus Laplace noise of scale
+    ``noise_scale``, for which a change of 1 costs exactly ``(epsilon,
+    delta)``: slopes 0, intercept the noisy sum over the public size.
 
-    Holds the exact sum (a non-private statistic, like the mechanisms'
-    ridge): per-row functions take it to the workers as O(1) state.
+    Holds the exact sum (a statistic of the private data). A row's loss
+    is a public function of its label, the same in both directions, so a
+    published report needs no Gram matrix (``needs_gram``); a Gaussian
+    publication composes by basic composition.
     """
 
-    def __init__(self, epsilon, delta, data):
-        self.dp = (float(epsilon), float(delta))
-        self.noise_scale = noise_scale(epsilon, delta)
-        self.n_samples, self.n_coef = data.n_samples, data.n_features
-        # the features play no part: only the labels are read (and their clipping counted)
-        self.label_sum = float(data.scan(_label_sum, rows=False))
+    needs_gram = False
+    _private = ("label_sum",)
 
-    def release(self, rng, size=None):
-        """Draw(s) of the released coefficients (scaled): slopes 0, intercept
-        the noisy mean."""
+    def __init__(self, *, label_sum, n_coef, epsilon, **common):
+        super().__init__(alpha=np.inf, guarantee=(epsilon, common["delta"]), **common)
+        self.noise_scale = noise_scale(epsilon, self.delta)
+        self.budget = (float(epsilon), self.delta)
+        self.label_sum = float(label_sum)
+        self.n_coef = int(n_coef)
+
+    @classmethod
+    def from_budget(cls, epsilon, delta, data, *, scaler):
+        # the features play no part: only the labels are read (and their clipping counted)
+        label_sum = float(data.scan(_label_sum, rows=False))
+        return cls(label_sum=label_sum, n_coef=data.n_features, epsilon=epsilon,
+                   delta=delta, scaler=scaler, n_samples=data.n_samples)
+
+    def draw(self, rng, size=None):
         noise = rng.laplace(scale=self.noise_scale, size=1 if size is None else size)
         theta = np.zeros((noise.size, self.n_coef))
         theta[:, -1] = (self.label_sum + noise) / self.n_samples
         return theta[0] if size is None else theta
 
     def statistics(self, Xs, ys, add=False):
-        """Change of the label sum by each row (the worst, 1, when ``ys`` is
-        None): the statistic of :meth:`law`."""
+        """Change of the label sum by each row (the worst, 1, when ``ys`` is None)."""
         return _label_change(Xs, ys)
 
-    def law(self, **public):
-        """The release law of the noisy mean, for a published report
-        (``public``: the quantities every
-        :class:`~sklearn_pdp._law.ReleaseLaw` holds)."""
-        return MeanLaw(noise_scale=self.noise_scale, budget=self.dp, **public)
-
-    def profile(self, losses, mechanism):
-        """The release's :class:`~sklearn_pdp._profile.PrivacyProfile`:
-        Laplace, each row's ratio ``|y| / b`` recovered from its ``losses``
-        (a function of the row's own label: usable by individual filters);
-        a record moves the sum by at most 1 at any size."""
-        worst = 1.0 / self.noise_scale
-        return PrivacyProfile.from_losses(
-            "laplace", losses, self.dp[1], guarantee=worst, n_samples=self.n_samples,
-            mechanism=mechanism, own_record=True, step=lambda size: worst,
-        )
-
-    def epsilon(self, Xs, ys):
-        """Exact loss of each row, removed or added (the same)."""
+    def losses(self, Xs, ys, add=False):
         ratio = self.statistics(Xs, ys)["ysum"] / self.noise_scale
         # the worst row costs exactly the budget: the upward rounding must not add
-        return np.minimum(laplace_epsilon(self.dp[1], ratio), self.dp[0])
+        return np.minimum(laplace_epsilon(self.delta, ratio), self.budget[0])
 
-
-def noise_scale(epsilon, delta):
-    """Scale of the Laplace noise on the label sum (sensitivity 1) at the
-    budget; its variance ``2 b^2`` is the private mean's error times n^2."""
-    return float(laplace_noise_scale(epsilon, delta))
-
-
-def _label_change(Xs, ys):
-    return {"ysum": np.ones(Xs.shape[0]) if ys is None else np.abs(ys)}
-
-
-class MeanLaw(ReleaseLaw):
-    """The law of the noisy label mean: Laplace noise of scale
-    ``noise_scale`` on the label sum, calibrated to ``budget`` (epsilon,
-    delta). Its loss is a public function of the label, so a published report
-    needs no Gram matrix (``needs_gram``); a Gaussian publication would
-    compose by basic composition."""
-
-    needs_gram = False
-
-    def __init__(self, *, noise_scale, budget, **public):
-        super().__init__(**public)
-        self.noise_scale = float(noise_scale)
-        self.budget = tuple(budget)
+    def profile(self, losses, mechanism):
+        """Laplace: each row's ratio ``|y| / b`` recovered from its
+        ``losses`` (a function of the row's own label: usable by individual
+        filters); a record moves the sum by at most 1 at any size."""
+        worst = 1.0 / self.noise_scale
+        return PrivacyProfile.from_losses(
+            "laplace", losses, self.delta, guarantee=worst, n_samples=self.n_samples,
+            mechanism=mechanism, own_record=True, step=lambda size: worst,
+        )
 
     def _epsilon_at(self, ratio):
         def at(delta):
@@ -149,3 +126,13 @@ class MeanLaw(ReleaseLaw):
 
     def published_statistics(self, published, Xs, ys):
         return _label_change(Xs, ys)
+
+
+def noise_scale(epsilon, delta):
+    """Scale of the Laplace noise on the label sum (sensitivity 1) at the
+    budget; its variance ``2 b^2`` is the private mean's error times n^2."""
+    return float(laplace_noise_scale(epsilon, delta))
+
+
+def _label_change(Xs, ys):
+    return {"ysum": np.ones(Xs.shape[0]) if ys is None else np.abs(ys)}

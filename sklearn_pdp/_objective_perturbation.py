@@ -216,8 +216,6 @@ class ObjPertRegressor(PrivateRegressorMixin):
         ), self.delta
 
     def _fit_scaled(self, data, rng):
-        if self._unprotected():
-            return self._fit_unprotected(data)
         try:
             self.alpha_, self.noise_scale_ = self._noise(data.n_samples, self.n_features_in_)
         except InfeasibleBudget as exc:
@@ -229,7 +227,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
             data.n_samples, self.n_features_in_
         )
-        return self._release(rng)
+        return self._mechanism_release(rng)
 
     def _mechanism_release(self, rng, size=None):
         """Draw(s) of the released coefficients (scaled coordinates).

@@ -226,8 +226,6 @@ class OPSRegressor(PrivateRegressorMixin):
         ), self.delta
 
     def _fit_scaled(self, data, rng):
-        if self._unprotected():
-            return self._fit_unprotected(data)
         if self._private_ridge():
             return self._fit_adaops(data, rng)
         try:
@@ -241,7 +239,7 @@ class OPSRegressor(PrivateRegressorMixin):
             data.n_samples, self.n_features_in_
         )
         self.noise_scale_ = 1.0 / np.sqrt(self.gamma_)
-        return self._release(rng)
+        return self._mechanism_release(rng)
 
     def _fit_adaops(self, data, rng):
         """The fit of ``alpha="auto"`` with a budget: AdaOPS's release (the
@@ -250,7 +248,7 @@ class OPSRegressor(PrivateRegressorMixin):
         ada = self._adaops_ = self._adaops()
         ada.n_features_in_, ada._scaler = self.n_features_in_, self._scaler
         theta = ada._fit_scaled(data, rng)
-        ada._mean_release, ada._theta = None, theta
+        ada._theta = theta
         for name in ("alpha_", "gamma_", "noise_scale_", "floor_", "residual_bound_",
                      "dp_epsilon_", "dp_delta_", "_n", "_ridge"):
             setattr(self, name, getattr(ada, name))

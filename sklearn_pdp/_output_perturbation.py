@@ -249,8 +249,6 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         return float(self.epsilon), float(self.delta) if self.noise == "gaussian" else 0.0
 
     def _fit_scaled(self, data, rng):
-        if self._unprotected():
-            return self._fit_unprotected(data)
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
             data.n_samples, self.n_features_in_
         )
@@ -292,7 +290,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             )
         else:  # norm-exponential: pure epsilon = c * sensitivity
             self.noise_scale_ = self.sensitivity_ / self.epsilon
-        return self._release(rng)
+        return self._mechanism_release(rng)
 
     def _is_adaptive(self):
         """``alpha="auto"`` with Gaussian noise and no radius: the ridge is
@@ -320,7 +318,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         self._ridge = self._cell_ridge(cell)
         self._center = self._ridge.coef
         self._inside = True
-        return self._release(rng)
+        return self._mechanism_release(rng)
 
     def _cell_ridge(self, cell):
         """The non-private ridge solution at a cell's ridge (cached)."""

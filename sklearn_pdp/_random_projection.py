@@ -299,8 +299,6 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         return (float(self.epsilon) if self.variant == "dp" else np.inf), self.delta
 
     def _fit_scaled(self, data, rng):
-        if self._unprotected():
-            return self._fit_unprotected(data)
         if self.variant == "paper":
             warnings.warn(
                 "variant='paper' has no differential privacy guarantee: the "
@@ -332,7 +330,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         # S [Z y] + noise has iid rows N(0, Sigma) whatever S is: drawn from
         # the Cholesky factor of Sigma, identical in distribution to the
         # explicit k x n sketch and O(k d^2) work instead of O(k n d)
-        self.sketch_ = self._release(rng)
+        self.sketch_ = self._mechanism_release(rng)
         theta = self._solve(self.sketch_, penalty, data.n_samples)
         if np.isinf(self.signal_ridge_):
             self.mean_only_reason_ = (

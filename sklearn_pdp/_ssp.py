@@ -297,8 +297,6 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         return float(self.epsilon), self.delta
 
     def _fit_scaled(self, data, rng):
-        if self._unprotected():
-            return self._fit_unprotected(data)
         n = data.n_samples
         self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(n, self.n_features_in_)
         XtX, Xty = data.gram()

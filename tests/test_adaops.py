@@ -458,7 +458,7 @@ def test_loss_is_exact_against_monte_carlo_of_the_whole_release():
         assert est - Z_TOL * se <= delta, (reported, est, se)
     assert any(abs(est - delta) <= Z_TOL * se for est, se in estimates), estimates
     # the estimator's sampler: the same law of theta as the sampler above
-    mine = reg._release(np.random.default_rng(2), size=20000)[:, 0]
+    mine = reg.release_.draw(np.random.default_rng(2), size=20000)[:, 0]
     assert stats.ks_2samp(mine, lq[2][:20000]).pvalue > 1e-6
 
 
@@ -643,7 +643,7 @@ def test_losses_do_not_depend_on_the_rows_processed_together():
     y = X @ np.linspace(-1.0, 2.0, 5) + rng.normal(size=2060)
     bounds = dict(data_norm=4.0, y_bound=5.0)
     reg = AdaOPSRegressor(random_state=1, **bounds).fit(X[:2000], y[:2000])
-    training = reg._row_function("_training_epsilon")
+    training = reg.release_.row_losses()
     Z, ys = DomainScaler(4.0, 5.0, True).scale(X[:60], y[:60])
     alone = np.concatenate([training(Z[i:i + 1], ys[i:i + 1]) for i in range(60)])
     assert_allclose(alone, reg.pdp_losses_[:60], rtol=1e-10, atol=1e-13)

@@ -122,7 +122,7 @@ def test_audit_ops():
         # the fit is deterministic up to the noise draw: fit once, then draw
         # the release many times through the estimator's own sampler
         est = OPSRegressor(**params).fit(Xa, ya)
-        return est._release(rng, size=runs)[:, 0]
+        return est.release_.draw(rng, size=runs)[:, 0]
 
     stat_full = releases(X, y)
     stat_without = releases(X[neighbour], y[neighbour])
@@ -153,7 +153,7 @@ def test_audit_output_perturbation(noise):
 
     def releases(Xa, ya):
         est = OutputPerturbationRegressor(**params).fit(Xa, ya)
-        return est._release(rng, size=runs)[:, 0]
+        return est.release_.draw(rng, size=runs)[:, 0]
 
     stat_full = releases(X, y)
     stat_without = releases(X[neighbour], y[neighbour])
@@ -186,7 +186,7 @@ def test_audit_random_projection():
     def statistic(est):
         # the likelihood-ratio test of an attacker who knows the other rows:
         # the loss is a decreasing function of sum_k (z^T Sigma^{-1} r_k)^2
-        draws = est._release(rng, size=runs)
+        draws = est.release_.draw(rng, size=runs)
         return ((draws @ direction) ** 2).sum(axis=1)
 
     lower = epsilon_lower_bound(statistic(small), statistic(reg), delta)
@@ -263,8 +263,8 @@ def test_audit_adaops():
     params["kappa"] *= (n - 1) / n
     smaller = AdaOPSRegressor(random_state=0, **params).fit(X[neighbour], y[neighbour])
     smaller._cal, smaller._ridges = reg._cal, {}
-    full = reg._release(rng, size=runs)[:, 0]
-    without = smaller._release(rng, size=runs)[:, 0]
+    full = reg.release_.draw(rng, size=runs)[:, 0]
+    without = smaller.release_.draw(rng, size=runs)[:, 0]
     lower = epsilon_lower_bound(without, full, delta, ALPHA)
     reported = reg.pdp_losses_[target]
     assert lower <= reported, (lower, reported)
@@ -299,8 +299,8 @@ def test_audit_objective_perturbation():
     def statistic(draws):
         return law_p.logpdf(draws) - law_q.logpdf(draws)
 
-    stat_without = statistic(without._release(rng, size=runs))
-    stat_full = statistic(full._release(rng, size=runs))
+    stat_without = statistic(without.release_.draw(rng, size=runs))
+    stat_full = statistic(full.release_.draw(rng, size=runs))
     lower = epsilon_lower_bound(stat_without, stat_full, delta)
     assert lower <= reported
     assert lower > 0.6 * reported, (lower, reported)

@@ -699,7 +699,7 @@ def test_audit_gaussian_and_laplace_releases():
     rng = np.random.default_rng(1)
     size = 2_000_000
     big, small = gauss._center, _ridge_center(gauss, X[keep], y[keep])
-    sigma, b = gauss.noise_scale_, mean._mean_release.noise_scale
+    sigma, b = gauss.noise_scale_, mean.release_.noise_scale
     shift = mean.domain_scaler().scale(X, y)[1][row]
     loss_p, loss_q = np.zeros(size), np.zeros(size)
     for out, center, sum_center in ((loss_p, small, -shift), (loss_q, big, 0.0)):

@@ -118,7 +118,7 @@ def test_released_mean_has_the_calibrated_law_and_monte_carlo_loss():
     # neighbour: row 0 removed; the size is public, so the sum moves by |y_0| = 1
     target = int(np.argmax(np.abs(y)))
     n = len(y)
-    sums = reg._release(rng, size=400_000)[:, -1] * n  # the released (scaled) sums
+    sums = reg.release_.draw(rng, size=400_000)[:, -1] * n  # the released (scaled) sums
     p = stats.laplace(loc=y.sum(), scale=b)
     q = stats.laplace(loc=y.sum() - y[target], scale=b)
     assert stats.kstest(sums[:20_000], p.cdf).pvalue > 1e-3

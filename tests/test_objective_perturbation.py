@@ -424,7 +424,7 @@ def test_release_has_the_stated_distribution():
     reg = ObjPertRegressor(
         epsilon=None, sigma=sigma, alpha=1.0, data_norm=3.0, y_bound=4.0, fit_intercept=False
     ).fit(X, y)
-    draws = reg._release(np.random.default_rng(0), size=4000)
+    draws = reg.release_.draw(np.random.default_rng(0), size=4000)
     Xs, ys = _scaled(X, y, reg)
     H = Xs.T @ Xs + np.eye(2)
     z = (draws - np.linalg.solve(H, Xs.T @ ys)) @ H / sigma

@@ -241,8 +241,8 @@ def test_gaussian_losses_match_monte_carlo():
         )
 
     draws = 400_000
-    loss_p = loss(small._release(rng, size=draws))
-    loss_q = loss(reg._release(rng, size=draws))
+    loss_p = loss(small.release_.draw(rng, size=draws))
+    loss_q = loss(reg.release_.draw(rng, size=draws))
     eps = reg.pdp_losses_[target]
     assert eps > 0.3  # a target whose loss the test can resolve
     exact = gaussian_delta(eps, np.linalg.norm(mean_q - mean_p) / reg.noise_scale_)
@@ -273,7 +273,7 @@ def test_laplace_loss_is_bounded_by_and_reaches_the_pure_epsilon():
         return c * (np.linalg.norm(k - mean_q, axis=1) - np.linalg.norm(k - mean_p, axis=1))
 
     eps = reg.pdp_losses_[target]
-    for sample in (small._release(rng, size=200_000), reg._release(rng, size=200_000)):
+    for sample in (small.release_.draw(rng, size=200_000), reg.release_.draw(rng, size=200_000)):
         losses = np.abs(loss(sample))
         assert losses.max() <= eps * (1 + 1e-9)
         assert losses.max() >= 0.99 * eps  # the bound is attained: it is tight
@@ -317,7 +317,7 @@ def test_released_noise_has_the_calibrated_law(noise):
     X, y = _data(n=500, d=3)  # above the fallback to the label mean
     reg = OutputPerturbationRegressor(**_params(noise=noise, alpha=3.0)).fit(X, y)
     Xs, ys = _scaled(X, y, reg)
-    noise_draws = reg._release(np.random.default_rng(5), size=20_000) - _ridge(
+    noise_draws = reg.release_.draw(np.random.default_rng(5), size=20_000) - _ridge(
         Xs, ys, 3.0, intercept=True)
     d = Xs.shape[1]
     if noise == "gaussian":

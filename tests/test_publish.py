@@ -187,7 +187,7 @@ def test_sketch_bound_coverage():
 
     published = Published()
     published.beta = beta
-    sketches = est._release(np.random.RandomState(1), size=runs)
+    sketches = est.release_.draw(np.random.RandomState(1), size=runs)
     covered, ratios = [], []
     for R in sketches:
         law.sketch_gram = R.T @ R
@@ -215,7 +215,7 @@ def test_residual_margin_has_its_coverage(cls):
     law = est.release_law()
     Xs, _, stats, ridge = _in_sample_stats(est, X, y)
     runs, beta = 20000, 0.1
-    draws = est._release(np.random.RandomState(1), size=runs)
+    draws = est.release_.draw(np.random.RandomState(1), size=runs)
     rows = [0, 1, 2]
     shift = (draws - ridge.coef) @ Xs[rows].T
     margin = law.residual_margin(beta, {k: v[rows] for k, v in stats.items()})
@@ -230,7 +230,7 @@ def test_laplace_residual_margin_is_valid():
                                       random_state=0).fit(X, y)
     Xs, _, stats, ridge = _in_sample_stats(est, X, y)
     runs, beta = 20000, 0.1
-    shift = (est._release(np.random.RandomState(1), size=runs) - ridge.coef) @ Xs[:3].T
+    shift = (est.release_.draw(np.random.RandomState(1), size=runs) - ridge.coef) @ Xs[:3].T
     margin = est.release_law().residual_margin(beta, {k: v[:3] for k, v in stats.items()})
     assert np.all(np.mean(np.abs(shift) > margin, axis=0) <= beta)
 

@@ -366,7 +366,7 @@ def test_paper_variant_without_noise_and_y_in_span_of_x():
     assert np.all(reg.pdp_epsilon(X_new, X_new @ [0.5, -0.3] + 0.1) == np.inf)
     assert np.all(reg.pdp_epsilon(X_new) == np.inf)
     # the release still has the analysed distribution: draws stay in the range
-    draws = reg._release(np.random.default_rng(0), size=3)
+    draws = reg.release_.draw(np.random.default_rng(0), size=3)
     assert_allclose(draws[..., :2] @ [0.5, -0.3], draws[..., 2], atol=1e-12)
 
 
