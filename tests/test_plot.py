@@ -8,30 +8,16 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_pdp import OPSRegressor, PDPReport, PrivacyLossDisplay
 
-
-def _data(n=300, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d)) * 0.6
-    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
-    return X, y
+from .test_report import agg  # noqa: F401 (the fixture)
+from .test_search import _data
 
 
 def _report(**params):
-    X, y = _data()
+    X, y = _data(n=300)
     X[0] = 0.0  # a row with epsilon 0, counted in the axis label
     params = {"data_norm": 2.0, "y_bound": 3.0, "fit_intercept": False, "random_state": 0,
               **params}
     return PDPReport(OPSRegressor(**params)).fit(X, y)
-
-
-@pytest.fixture
-def plt():
-    mpl = pytest.importorskip("matplotlib")
-    mpl.use("Agg")
-    import matplotlib.pyplot as plt
-
-    yield plt
-    plt.close("all")
 
 
 def _pixels(figure):
@@ -40,7 +26,7 @@ def _pixels(figure):
 
 
 @pytest.mark.parametrize("kind, leverage", [("box", False), ("violin", True), ("box", True)])
-def test_from_estimator_sets_the_attributes(plt, kind, leverage):
+def test_from_estimator_sets_the_attributes(agg, kind, leverage):
     from matplotlib.axes import Axes
     from matplotlib.collections import PathCollection
     from matplotlib.colorbar import Colorbar
@@ -74,7 +60,7 @@ def test_from_estimator_sets_the_attributes(plt, kind, leverage):
 
 
 @pytest.mark.parametrize("kind, leverage", [("box", False), ("violin", True)])
-def test_from_estimator_draws_what_the_report_plot_draws(plt, kind, leverage):
+def test_from_estimator_draws_what_the_report_plot_draws(agg, kind, leverage):
     """PDPReport.plot is a thin wrapper: the same figure, pixel for pixel,
     and its Axes are the display's."""
     report = _report()
@@ -92,17 +78,17 @@ def test_from_estimator_draws_what_the_report_plot_draws(plt, kind, leverage):
     assert_array_equal(_pixels(display.figure_), _pixels(wrapped[0].figure))
 
 
-def test_plot_on_given_axes_returns_the_display(plt):
+def test_plot_on_given_axes_returns_the_display(agg):
     report = _report()
-    _, axes = plt.subplots(1, 2)
+    _, axes = agg.subplots(1, 2)
     display = PrivacyLossDisplay.from_estimator(report, ax=axes, leverage=True)
     assert display.axes_[0] is axes[0] and display.axes_[1] is axes[1]
-    _, ax = plt.subplots()
+    _, ax = agg.subplots()
     assert display.plot(ax=ax) is display
     assert display.ax_ is ax and display.scatter_ is None
 
 
-def test_display_from_values_computes_the_ratio_to_the_median(plt):
+def test_display_from_values_computes_the_ratio_to_the_median(agg):
     """Made from the values alone, it computes dp_over_median as the report's
     summary does and draws the same distribution."""
     report = _report()
@@ -120,7 +106,7 @@ def test_display_from_values_computes_the_ratio_to_the_median(plt):
     assert none._dp_over_median() == np.inf
 
 
-def test_no_guarantee_draws_no_line(plt):
+def test_no_guarantee_draws_no_line(agg):
     report = _report(epsilon=None, gamma=10.0, alpha=0.0)  # a raw noise level, no ridge
     assert not np.isfinite(report.dp_epsilon_)
     display = PrivacyLossDisplay.from_estimator(report)
@@ -128,9 +114,9 @@ def test_no_guarantee_draws_no_line(plt):
     assert display.figure_.get_suptitle() == "OPSRegressor: no DP guarantee"
 
 
-def test_bad_arguments(plt):
+def test_bad_arguments(agg):
     report = _report()
-    _, ax = plt.subplots()
+    _, ax = agg.subplots()
     with pytest.raises(ValueError, match="2 Axes"):
         PrivacyLossDisplay.from_estimator(report, ax=ax, leverage=True)
     with pytest.raises(ValueError, match="kind"):

@@ -9,14 +9,7 @@ from numpy.testing import assert_array_equal
 from sklearn_pdp import FallbackWarning, OPSRegressor, PrivacyLeakWarning
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
-BOUNDS = dict(data_norm=2.0, y_bound=3.0)
-
-
-def _data(n=600, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d)) * 0.6
-    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
-    return X, y
+from .test_search import BOUNDS, _data
 
 
 def _search(grid, **kwargs):
