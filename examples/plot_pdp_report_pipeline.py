@@ -24,7 +24,7 @@ from sklearn.datasets import load_diabetes
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from sklearn_pdp import AdaSSPRegressor, PDPReport
+from sklearn_pdp import AdaSSPRegressor, PDPReport, PrivacyLossDisplay
 
 X, y = load_diabetes(return_X_y=True)
 public_scaling = FunctionTransformer(lambda X: X * 10.0)  # fixed, data-free
@@ -50,7 +50,9 @@ print(f"released: intercept {pipe[-1].estimator_.intercept_:.4g}, "
 print(pipe.transform(X[:5]))
 
 # %%
+# The plot is a :class:`~sklearn_pdp.PrivacyLossDisplay`, made from the fitted
+# report (``pipe[-1].plot(ax=ax)`` draws the same and returns the Axes).
 fig, ax = plt.subplots(figsize=(6, 4))
-pipe[-1].plot(ax=ax)
+display = PrivacyLossDisplay.from_estimator(pipe[-1], ax=ax)
 fig.tight_layout()
 plt.show()

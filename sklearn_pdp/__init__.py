@@ -10,6 +10,7 @@ from ._ssp import AdaSSPRegressor
 from ._public import PublicLinearModel
 from ._ledger import PrivacyLedger
 from ._report import PDPReport
+from ._plot import PrivacyLossDisplay
 from .exceptions import BoundsWarning, FallbackWarning, PrivacyLeakWarning
 
 __version__ = "0.1.0.dev0"
@@ -24,6 +25,7 @@ __all__ = [
     "OutputPerturbationRegressor",
     "PDPReport",
     "PrivacyLeakWarning",
+    "PrivacyLossDisplay",
     "PrivacyLedger",
     "PublicLinearModel",
     "RandomProjectionRegressor",

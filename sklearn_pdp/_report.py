@@ -18,6 +18,7 @@ from ._ridge_system import leverage_ridge
 from ._data import compute, persist, quantiles, scaled_data, validate_rows
 from ._ssp import AdaSSPRegressor
 from ._publish import private_summary, publish
+from ._plot import PrivacyLossDisplay, check_kind, import_pyplot
 
 _COLUMNS = ("pdp_epsilon", "leverage")
 
@@ -359,7 +360,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         optionally the per-instance epsilon of every training row against its
         leverage, coloured by its residual. Rows with epsilon 0 (nothing to
         show on a log scale) and rows with infinite epsilon are counted in
-        the axis label.
+        the axis label. Drawn by :class:`~sklearn_pdp.PrivacyLossDisplay`,
+        whose :meth:`~sklearn_pdp.PrivacyLossDisplay.from_estimator` returns
+        the display itself.
 
         Parameters
         ----------
@@ -378,111 +381,15 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         ax : matplotlib Axes, or ndarray of two Axes when ``leverage=True``.
         """
         check_is_fitted(self)
-        if kind not in ("box", "violin"):
-            raise ValueError(f"kind must be 'box' or 'violin', got {kind!r}.")
-        try:
-            import matplotlib.pyplot as plt
-            from matplotlib.ticker import MaxNLocator, NullFormatter
-        except ImportError as exc:
-            raise ImportError(
-                "PDPReport.plot needs matplotlib: install it with "
-                "pip install matplotlib."
-            ) from exc
-        n_axes = 2 if leverage else 1
-        if ax is None:
-            # constrained layout keeps the labels and the legend inside
-            figure, ax = plt.subplots(1, n_axes, figsize=(5 * n_axes, 4.2),
-                                      squeeze=False, layout="constrained")
-            figure.suptitle(self._title())
-            ax = ax[0]
-        axes = np.atleast_1d(np.asarray(ax, dtype=object))
-        if axes.size != n_axes:
-            raise ValueError(f"ax must hold {n_axes} Axes, got {axes.size}.")
-
-        # the plot needs every value on this machine
-        eps, statistics = compute(self.pdp_losses_, self._statistics)
-        eps, (hat, residual) = np.asarray(eps), np.asarray(statistics).T
-        shown = np.isfinite(eps) & (eps > 0)
-        dist = axes[0]
-        if kind == "box":
-            dist.boxplot(eps[shown], widths=0.5)
-            dist.set_yscale("log")
-            _decimal_labels(dist.yaxis)
-            dist.set_ylabel(r"per-instance $\varepsilon$")
-            to_axis = float
-        else:  # a density of the log values: a violin on a log axis distorts
-            dist.violinplot(np.log10(eps[shown]), showmedians=True)
-            dist.set_ylabel(r"$\log_{10}$ per-instance $\varepsilon$")
-            to_axis = np.log10
-        dist.set_xticks([1], [_row_label(eps, shown)])
-        if np.isfinite(self.dp_epsilon_):
-            dist.axhline(to_axis(self.dp_epsilon_), color="C3", linestyle="--",
-                         label=rf"DP $\varepsilon$ = {self.dp_epsilon_:.3g}")
-            # inside, where it covers the fewest points (above, it crowded the
-            # subtitle)
-            dist.legend(loc="best", fontsize="small")
-        else:
-            dist.set_title("no data-independent DP guarantee", fontsize="small")
-        dist.set_title(
-            rf"$\delta$ = {self.summary_['delta']:g}; DP $\varepsilon$ is "
-            f"{self.summary_['dp_over_median']:.3g} times the median",
-            loc="left", fontsize="small",
-        )
-        if leverage:
-            mean_only = getattr(self._model(), "mean_only_", False)
-            if mean_only:  # the loss of the mean depends on the label alone
-                hat = np.abs(residual + self._ridge.coef[-1])
-            residual = residual[shown]
-            limit = np.abs(residual).max(initial=0) or 1.0  # symmetric colours
-            scatter = axes[1].scatter(
-                hat[shown], eps[shown], c=residual,
-                cmap="coolwarm", s=8, vmin=-limit, vmax=limit,
-            )
-            # a log axis only where the leverages span more than a decade: on
-            # less it would show a single label
-            spread = hat[shown][hat[shown] > 0]
-            if spread.size and spread.max() > 10 * spread.min():
-                axes[1].set_xscale("log")
-                _decimal_labels(axes[1].xaxis)
-                axes[1].xaxis.set_minor_formatter(NullFormatter())
-            else:  # few labels, so that long decimals do not collide
-                axes[1].xaxis.set_major_locator(MaxNLocator(4))
-            axes[1].set_yscale("log")
-            _decimal_labels(axes[1].yaxis)
-            axes[1].set_xlabel("|label| (scaled to [-1, 1]): the mean's loss depends on it alone"
-                               if mean_only else "leverage (how unusual the row's features are)")
-            axes[1].set_ylabel(r"per-instance $\varepsilon$")
-            axes[1].figure.colorbar(scatter, ax=axes[1], label="residual (scaled y)")
-            return axes
-        return axes[0]
-
-    def _title(self):
-        """The model and its guarantee, for the plot."""
-        name = type(self._model()).__name__
-        if not np.isfinite(self.dp_epsilon_):
-            return f"{name}: no DP guarantee"
-        return (rf"{name}: ($\varepsilon$ = {self.dp_epsilon_:.3g}, "
-                rf"$\delta$ = {self.dp_delta_:.2g})-DP")
+        check_kind(kind)
+        import_pyplot("PDPReport.plot")
+        display = PrivacyLossDisplay.from_estimator(self, ax=ax, kind=kind, leverage=leverage)
+        return display.axes_ if leverage else display.ax_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
-
-
-def _decimal_labels(axis):
-    """Plain decimals (0.6, 2, 10) on a log axis instead of 6x10^-1, on the
-    ticks matplotlib's log formatter labels (minor ones only on a short
-    range, so that they do not crowd)."""
-    from matplotlib.ticker import LogFormatter
-
-    class DecimalLogFormatter(LogFormatter):
-        def __call__(self, x, pos=None):
-            return f"{x:.4g}" if super().__call__(x, pos) else ""
-
-    axis.set_major_formatter(DecimalLogFormatter())
-    axis.set_minor_formatter(DecimalLogFormatter(labelOnlyBase=False,
-                                                 minor_thresholds=(2, 0.5)))
 
 
 def _pdp_delta(est):
@@ -519,11 +426,3 @@ def _leverage_residual(ridge):
         return np.column_stack((stats["leverage"], stats["residual"]))
 
     return rows
-
-
-def _row_label(eps, shown):
-    label = f"{shown.sum()} training rows"
-    hidden = [f"{k} with {name}" for k, name in (
-        (np.sum(eps == 0), r"$\varepsilon$ = 0"), (np.sum(np.isinf(eps)), "inf"))
-        if k]
-    return label + ("\n(+ " + ", ".join(hidden) + ")" if hidden else "")

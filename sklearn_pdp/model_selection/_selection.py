@@ -1,0 +1,187 @@
+"""What the private search computes besides fitting: the part sizes it is
+charged for, the selection's scores and per-record bound, its release law,
+and the helpers that run and record the candidates' fits.
+
+The derivations are in :doc:`/mechanisms/tuning`.
+"""
+
+import re
+import warnings
+
+import numpy as np
+from scipy import stats
+
+from .._data import label_range
+from .._law import ReleaseLaw
+
+# One validation record adds at most (2 B)^2 to a candidate's summed squared
+# error when predictions and labels are clipped to [-B, B]; in units of B^2: 4.
+SENSITIVITY = 4.0
+# Share of ``delta`` for the event that every training part's size lies in the
+# range over which the candidates' guarantees are bounded; the candidates get
+# the rest.
+SIZE_SHARE = 0.5
+# Smallest training part the guarantee admits: a part and the same part
+# without one record must both be non-empty.
+MIN_PART = 2
+
+
+def part_size_range(n_samples, n_candidates, failure):
+    """Range ``[low, high]`` holding the size of every training part, except
+    with probability at most ``failure``.
+
+    Each of the m training parts gets Binomial(n, 1 / (m + 1)) records; the
+    bound is a union over the m parts and the two tails (``failure / (2 m)``
+    each), from the exact binomial quantiles.
+    """
+    sizes = stats.binom(n_samples, 1.0 / (n_candidates + 1))
+    tail = failure / (2 * n_candidates)
+    return int(sizes.ppf(tail)), int(sizes.isf(tail))
+
+
+def training_guarantee(estimators, n_samples, n_features, failure):
+    """(epsilon, delta) bounding every candidate over its possible part sizes.
+
+    The guarantee of candidate k holds for the size of its part;
+    ``dp_guarantee`` over the sizes of :func:`part_size_range` bounds every
+    size in the range, and the range's failure probability ``failure`` is
+    added to delta. It raises, before any private fit, the error of an
+    estimator that refuses such small parts.
+    """
+    m = len(estimators)
+    low, high = part_size_range(n_samples, m, failure)
+    if low < MIN_PART:
+        raise ValueError(
+            f"The parts are too small for the grid: {n_samples} samples "
+            f"split into {m + 1} parts ({m} candidates and a validation "
+            f"part) give {n_samples / (m + 1):.3g} samples per part on "
+            f"average, and the guarantee needs every training part to hold "
+            f"at least {MIN_PART} except with probability {failure:.3g} "
+            "(a share of delta); use more samples or fewer candidates."
+        )
+    bounds = [est.dp_guarantee(high, n_features, low) for est in estimators]
+    return (
+        max(eps for eps, _ in bounds),
+        max(delta for _, delta in bounds) + failure,
+    )
+
+
+def selection_epsilon(epsilon, y, y_bound):
+    """Per-record bound on the selection's pure loss, whatever the candidates.
+
+    With the label range [low, high] of ``y_bound`` (midpoint m, half-width
+    h), a record adds at most ``(1 + |y - m| / h)^2`` (clipped predictions,
+    in units of ``h**2``) to each score, so its loss is at most ``epsilon``
+    times that over :data:`SENSITIVITY`; ``y`` None is the worst label.
+    """
+    if y is None:
+        return float(epsilon)
+    low, high = label_range(y_bound)
+    magnitude = np.minimum(np.abs(y - (low + high) / 2) / ((high - low) / 2), 1.0)
+    return epsilon * (1.0 + magnitude) ** 2 / SENSITIVITY
+
+
+def validation_losses(estimator, X, y, y_bound):
+    """Each record's squared error of clipped predictions, in units of h**2.
+
+    Rows are first moved into the estimator's declared bounds, as its
+    training rows were (a record far outside the domain is scored as the
+    record the model would have been trained on). Predictions and labels are
+    both clipped to the label range [low, high] of ``y_bound`` (half-width
+    h), so every value lies in [0, :data:`SENSITIVITY`] whatever the model
+    (noisy coefficients leave any bounded set, erratum E7 in :doc:`/errata`).
+    """
+    low, high = label_range(y_bound)
+    pred = np.clip(estimator.predict(estimator.domain_scaler().clip(X)), low, high)
+    return ((pred - np.clip(y, low, high)) / ((high - low) / 2)) ** 2
+
+
+class SearchLaw(ReleaseLaw):
+    """The private search's release law without refit (:doc:`/publish`).
+
+    A record's loss at the search's ``pdp_delta_`` is
+    ``max(G, selection * (1 + |y|)^2 / 4)`` with ``y`` its scaled label and
+    ``G`` the candidates' guarantee over the part sizes: a public function
+    of the label, so the published bound needs no high-probability step and
+    no Gram matrix (``needs_gram``). The published bound takes the larger
+    of ``G`` at ``n`` records (a training record's) and at ``n + 1`` (a
+    person added): it holds for both. The bound needs no coefficients
+    (``coef`` is empty).
+    """
+
+    needs_gram = False
+
+    def __init__(self, *, guarantee, added_guarantee, selection, dp, scaler, n_samples):
+        super().__init__(scaler=scaler, coef=np.empty(0), alpha=0.0, n_samples=n_samples)
+        self.guarantee = float(guarantee)
+        self.added_guarantee = float(added_guarantee)
+        self.selection = float(selection)
+        self.dp = dp
+
+    def statistics(self, Xs, ys, add=False):
+        """Exact statistics: the guarantee that applies and the selection bound."""
+        # scaled labels lie in [-1, 1]: the selection bound of the label bound 1
+        selection = selection_epsilon(self.selection, ys, 1.0) * np.ones(Xs.shape[0])
+        return {"guarantee": self.added_guarantee if add else self.guarantee,
+                "selection": selection}
+
+    def published_statistics(self, published, Xs, ys):
+        stats = self.statistics(Xs, ys)
+        stats["guarantee"] = max(self.guarantee, self.added_guarantee)
+        return stats
+
+    def epsilon(self, delta, stats, gaussian_ratio=None):
+        """The loss at the search's delta (``dp[1]``); it composes with no
+        Gaussian mechanism (``needs_gram`` false)."""
+        return np.maximum(stats["guarantee"], stats["selection"])
+
+    def dp_epsilon(self, delta, gaussian_ratio=None):
+        return self.dp[0]
+
+
+# A number in a warning: the candidates' warnings differ by them only
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+
+
+def fit_recording_warnings(estimator, X, y):
+    """Fit ``estimator``; return it with the warnings its fit raised, as
+    (category, message) pairs: the search emits each distinct one once
+    (:func:`emit_warnings`) instead of once per candidate."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator.fit(X, y)
+    return estimator, [(w.category, str(w.message)) for w in caught]
+
+
+def emit_warnings(records, n_fits, stacklevel):
+    """Emit the candidates' warnings once per kind, in the order first
+    raised: a kind is a category and a message up to its numbers (the parts'
+    sizes differ), shown by its first message with the number of fits that
+    raised it. The user's filters apply to the emitted warnings as usual."""
+    kinds = {}
+    for category, message in records:
+        kind = kinds.setdefault((category, _NUMBER.sub("#", message)), [message, 0, set()])
+        kind[1] += 1
+        kind[2].add(message)
+    for (category, _), (message, count, variants) in kinds.items():
+        note = (f"; {len(variants)} variants with other numbers, the first shown"
+                if len(variants) > 1 else "")
+        warnings.warn(f"{message} ({count} of {n_fits} candidate fits of the search{note})",
+                      category, stacklevel=stacklevel + 1)
+
+
+def seeded_random_state(seed_sequence):
+    """A ``random_state`` for an estimator from a 256-bit seed (ints hold 32)."""
+    return np.random.RandomState(np.random.MT19937(seed_sequence))
+
+
+def params_table(grid):
+    """``cv_results_`` without any score: the parameter columns only."""
+    results = {"params": grid}
+    for name in sorted({key for params in grid for key in params}):
+        column = np.ma.MaskedArray(np.empty(len(grid), dtype=object), mask=True)
+        for k, params in enumerate(grid):
+            if name in params:
+                column[k] = params[name]
+        results[f"param_{name}"] = column
+    return results
