@@ -1,5 +1,5 @@
 """Per-row privacy-loss profiles of a release, and their composition per
-person across releases (doc/ledger.rst).
+person across releases (:doc:`/ledger`).
 
 A :class:`PrivacyProfile` says, for every row of a release, what the release
 costs that row in a form that composes:
