@@ -33,8 +33,8 @@ per-row statistics.
 """
 
 from ._chi2 import chi2_delta, chi2_epsilon, chi2_noise_scale
-from ._domain import PREDICTION_NOISE, domain_bounds
 from ._divergence import hockey_stick, log_gauss_mass, log_phi
+from ._domain import PREDICTION_NOISE, domain_bounds
 from ._gaussian import (
     GAUSSIAN_DELTA_SHARE,
     compose_with_gaussian,

@@ -21,8 +21,8 @@ import numpy as np
 from scipy.special import ndtr
 
 from .._docstrings import fill_doc
-from ._domain import domain_bounds, quiet_ridge
 from ._divergence import log_gauss_mass, log_phi, normal_tail_bounds
+from ._domain import domain_bounds, quiet_ridge
 from ._engine import PrivacyLoss, largest_root
 from ._search import _QUICK_ATOL, _QUICK_RTOL, _ROUNDING, epsilon_from_delta
 from ._table import _NODE_RTOL

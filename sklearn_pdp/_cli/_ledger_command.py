@@ -162,7 +162,6 @@ def record_from_cli(ledger_path, fitted, ids, name=None, *, absent=None, absent_
         return result
 
 
-
 def summarise_record(result):
     """What :func:`record_from_cli` returned, as quantiles (JSON-ready).
 
