@@ -21,6 +21,7 @@ from ._text import _plural
 
 
 def _estimator(args, bounds, one_hot):
+    """The unfitted estimator the options describe."""
     est = REGRESSORS[args.estimator]()
     params = {"epsilon": args.epsilon, "delta": args.delta,
               "random_state": args.random_state, **bounds}
