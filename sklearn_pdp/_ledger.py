@@ -1,4 +1,4 @@
-"""A per-person privacy ledger across releases, kept in SQLite (doc/ledger.rst).
+"""A per-person privacy ledger across releases, kept in SQLite (:doc:`/ledger`).
 
 Each recorded release charges every person it is about one privacy-loss
 profile (:mod:`sklearn_pdp._profile`): a training row the loss of removing
@@ -16,9 +16,17 @@ import warnings
 
 import numpy as np
 
-from ._accounting import gaussian_epsilon
-from ._data import compute
-from ._profile import PrivacyProfile, chain, compose, family_epsilon, gaussian_ratio
+from ._charges import (
+    absent_charges,
+    filter_total,
+    gaussian_ratio_of,
+    join_charges,
+    person_keys,
+    present_charges,
+    privacy_profile_of,
+    release_guarantee,
+)
+from ._profile import compose
 
 # PRAGMA application_id of a ledger ("PDPL") and the schema this code writes.
 APPLICATION_ID = 0x5044504C
@@ -67,7 +75,7 @@ class PrivacyLedger:
     losses over all of them: exactly where all of a person's releases are
     Gaussian mechanisms (ratios add in squares), otherwise by a bound never
     above basic composition of the per-release losses (see Notes and
-    doc/ledger.rst).
+    :doc:`/ledger`).
 
     Parameters
     ----------
@@ -221,42 +229,18 @@ class PrivacyLedger:
 
     def _record(self, fitted, profile, ids, name, absent, absent_X, absent_y):
         """:meth:`record` with the release's profile computed."""
-        keys = _keys(ids, "ids")
+        keys = person_keys(ids, "ids")
         if keys.size != profile.values.size:
             raise ValueError(
                 f"ids must have one key per training row: got {keys.size} for "
                 f"{profile.values.size} rows.")
         people, counts = np.unique(keys, return_counts=True)
-        charges = _present_charges(profile, keys, people, counts)
+        charges = present_charges(profile, keys, people, counts)
         out_keys = np.array([], dtype=str)
         if absent is not None:
-            out_keys = _keys(absent, "absent")
-            if np.unique(out_keys).size != out_keys.size:
-                raise ValueError("absent must not repeat a key.")
-            both = np.intersect1d(out_keys, people)
-            if both.size:
-                raise ValueError(
-                    f"absent lists people who are in the training rows: {both[:5].tolist()}")
-            worst = profile.step_bound(profile.n_samples + 1, profile.n_samples + 1)
-            values, losses = np.full(out_keys.size, worst), None
-            if absent_X is not None:
-                added = privacy_profile_of(fitted, absent_X, absent_y)
-                values, losses = added.values, added.losses
-                if values.size != out_keys.size:
-                    raise ValueError("absent_X must have one row per key of absent.")
-            elif absent_y is not None:
-                raise ValueError("absent_y needs absent_X.")
-            elif not np.isfinite(worst) and out_keys.size:
-                warnings.warn(
-                    f"{profile.mechanism} has no bound on the loss of adding any record "
-                    "with this release's noise: the absent people are charged inf. Pass "
-                    "their records (absent_X) to charge their own losses.",
-                    UserWarning, stacklevel=3)
-            # the filter's charge: any record's bound (a person's added loss
-            # depends on the other rows)
-            charges = _join(charges, _charges(
-                profile, out_keys, np.ones(out_keys.size, int), values,
-                np.full(out_keys.size, worst), np.zeros(out_keys.size), losses))
+            out_keys, absent_columns = absent_charges(fitted, profile, absent, absent_X,
+                                                      absent_y, people)
+            charges = join_charges(charges, absent_columns)
         fingerprint = _fingerprint(fitted, profile, keys, out_keys)
         time = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         with self._transaction():
@@ -272,7 +256,7 @@ class PrivacyLedger:
                 "INSERT INTO releases (fingerprint, name, time, mechanism, family, delta, "
                 "dp_epsilon, dp_delta, n_rows, n_people) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (fingerprint, name, time, profile.mechanism, profile.family, profile.delta,
-                 *_guarantee(profile), int(keys.size), int(people.size + out_keys.size)))
+                 *release_guarantee(profile), int(keys.size), int(people.size + out_keys.size)))
             release_id = cursor.lastrowid
             self._db.executemany(
                 "INSERT INTO charges VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -284,7 +268,7 @@ class PrivacyLedger:
     def _charges_of(self, ids):
         """(index into ids, family, value, epsilon, delta, filter columns) of
         every charge of the people ``ids``."""
-        keys = _keys(ids, "ids")
+        keys = person_keys(ids, "ids")
         uniq, inverse = np.unique(keys, return_inverse=True)
         with self._transaction("DEFERRED"):
             self._db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted "
@@ -367,7 +351,7 @@ class PrivacyLedger:
         """
         delta = _check_delta(delta)
         n, inverse, person, family, (*_, f_value, f_eps, f_delta) = self._charges_of(ids)
-        return _filter_total(delta, person, family, f_value, f_eps, f_delta, n)[inverse]
+        return filter_total(delta, person, family, f_value, f_eps, f_delta, n)[inverse]
 
     def admit(self, ids, epsilon, delta, cost=(0.0, 0.0), gaussian=False):
         """Which people can take part in the next release within their budget.
@@ -407,15 +391,15 @@ class PrivacyLedger:
         next_eps, next_delta = map(float, cost)
         n, inverse, person, family, (*_, f_value, f_eps, f_delta) = self._charges_of(ids)
         if next_eps == 0 and next_delta == 0:  # nothing more: who is within budget
-            total = _filter_total(delta, person, family, f_value, f_eps, f_delta, n)
+            total = filter_total(delta, person, family, f_value, f_eps, f_delta, n)
             return (total <= float(epsilon))[inverse]
         # the next release charges every person once
         everyone = np.arange(n)
-        total = _filter_total(
+        total = filter_total(
             delta, np.concatenate([person, everyone]),
             np.concatenate([family, np.full(n, "gaussian" if gaussian else "epsilon_delta",
                                             dtype=object)]),
-            np.concatenate([f_value, np.full(n, _gaussian_of(next_eps, next_delta)
+            np.concatenate([f_value, np.full(n, gaussian_ratio_of(next_eps, next_delta)
                                              if gaussian else next_eps)]),
             np.concatenate([f_eps, np.full(n, next_eps)]),
             np.concatenate([f_delta, np.full(n, next_delta)]), n)
@@ -472,188 +456,13 @@ class _Transaction:
         return False
 
 
-def privacy_profile_of(fitted, X=None, y=None):
-    """The :class:`~sklearn_pdp._profile.PrivacyProfile` of a fitted release.
-
-    Its own ``privacy_profile``; for a :class:`PDPReport`, its estimator's
-    (only the report's own epsilons when it published, which adds a pure-DP
-    summary); for anything else with ``pdp_losses_`` (a private search: the
-    selection and the refit together, whose loss is not one Gaussian), its
-    epsilons at ``pdp_delta_``. ``X``: the loss of adding those records
-    instead (``pdp_epsilon``).
-    """
-    if hasattr(fitted, "privacy_profile"):
-        return fitted.privacy_profile(X, y)
-    published = getattr(fitted, "published_", None)
-    if hasattr(fitted, "estimator_") and published is None:
-        return privacy_profile_of(fitted.estimator_, X, y)
-    for attr in ("pdp_losses_", "dp_epsilon_", "dp_delta_"):
-        if not hasattr(fitted, attr):
-            raise TypeError(
-                f"{type(fitted).__name__} is not a fitted release of sklearn-pdp "
-                f"(no {attr}).")
-    if published is not None:
-        if X is not None:
-            raise ValueError("absent_X is not supported for a published PDPReport: "
-                             "leave it out to charge the release's bound.")
-        delta = published.delta
-    else:
-        delta = fitted.pdp_delta_
-    losses = fitted.pdp_losses_ if X is None else fitted.pdp_epsilon(X, y)
-    return PrivacyProfile(
-        "epsilon_delta", np.asarray(compute(losses)[0], dtype=np.float64), delta=delta,
-        guarantee=fitted.dp_epsilon_, guarantee_delta=fitted.dp_delta_,
-        n_samples=np.asarray(fitted.pdp_losses_).shape[0], mechanism=type(fitted).__name__,
-    )
-
-
-def record_from_cli(ledger_path, fitted, ids, name=None, *, absent=None, absent_X=None,
-                    absent_y=None, total_delta=None):
-    """Record a release made by the command line into the ledger at
-    ``ledger_path``.
-
-    Parameters
-    ----------
-    ledger_path : str or path-like
-        SQLite file of the ledger (created if missing).
-    fitted : estimator or PDPReport
-        The fitted release.
-    ids : array-like of shape (n_samples,)
-        The person key of each training row.
-    name : str, default=None
-        The release's label.
-    absent, absent_X, absent_y : array-like, default=None
-        People not in the training rows, charged the loss of adding their
-        record (:meth:`PrivacyLedger.record`).
-    total_delta : float or "sum", default=None
-        The delta of the totals: None, the release's; ``"sum"``, the sum of
-        the deltas of every release in the ledger (as
-        ``python -m sklearn_pdp ledger`` reports them).
-
-    Returns
-    -------
-    result : dict
-        ``release_id``; ``delta``, the release's; ``release`` and
-        ``total``: each training row's loss in this release (at ``delta``)
-        and its person's total over the ledger at ``total_delta`` (so with
-        None a person whose other releases need a larger delta shows
-        ``inf``); ``total_delta``; ``people`` and ``releases``, how many the
-        ledger holds; with ``absent``, ``absent_release`` and
-        ``absent_total``, the absent people's charge in this release and
-        total.
-    """
-    profile = privacy_profile_of(fitted)
-    with PrivacyLedger(ledger_path) as ledger:
-        release_id = ledger._record(fitted, profile, ids, name, absent, absent_X, absent_y)
-        deltas = [delta for (delta,) in ledger._db.execute("SELECT delta FROM releases")]
-        if total_delta is None:
-            total_delta = profile.delta
-        elif isinstance(total_delta, str) and total_delta == "sum":
-            total_delta = float(sum(deltas))
-        result = {"release_id": release_id, "delta": profile.delta,
-                  "release": profile.losses, "total_delta": total_delta,
-                  "total": ledger.epsilon(ids, total_delta),
-                  "people": int(ledger.people().size), "releases": len(deltas)}
-        if absent is not None:
-            keys = _keys(absent, "absent")
-            charged = dict(ledger._db.execute(
-                "SELECT person, epsilon FROM charges WHERE release_id = ?", (release_id,)))
-            result["absent_release"] = np.array([charged[k] for k in keys.tolist()])
-            result["absent_total"] = ledger.epsilon(keys, total_delta)
-        return result
-
-
 # -- helpers -------------------------------------------------------------------
-
-def _keys(ids, name):
-    """Person keys as a 1-D array of str (``str`` of each Python scalar)."""
-    arr = np.asarray(ids, dtype=object) if not isinstance(ids, np.ndarray) else ids
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape}.")
-    values = arr.tolist()
-    if any(v is None for v in values):
-        raise ValueError(f"{name} must not contain None.")
-    return np.array([str(v) for v in values], dtype=str)
-
 
 def _check_delta(delta):
     delta = float(delta)
     if not 0 <= delta < 1:
         raise ValueError(f"delta must be in [0, 1); got {delta!r}.")
     return delta
-
-
-def _guarantee(profile):
-    """The release's (epsilon, delta) guarantee for a training row."""
-    if profile.family == "epsilon_delta":
-        return profile.guarantee, profile.guarantee_delta
-    return float(family_epsilon(profile.family, profile.guarantee, profile.delta)), profile.delta
-
-
-def _gaussian_of(epsilon, delta):
-    """The ratio of a Gaussian mechanism calibrated to (epsilon, delta)."""
-    return float(gaussian_ratio(epsilon, delta)) if delta > 0 else np.inf
-
-
-def _present_charges(profile, keys, people, counts):
-    """Charges of the people in the training rows (one per person)."""
-    if not keys.size:
-        return [[] for _ in range(8)]
-    n = profile.n_samples
-    order = np.argsort(keys, kind="stable")
-    rows = profile.values[order]
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    if profile.family == "laplace":
-        # the label sum: a person's rows move it by the sum of their ratios
-        values = np.add.reduceat(rows, starts)
-    else:  # a group's first removal: its smallest own loss
-        values = np.minimum.reduceat(rows, starts)
-    own = profile.own_record and profile.family != "epsilon_delta"
-    filter_values = values if own else np.full(people.size, profile.guarantee)
-    bounds = {k: profile.step_bound(n - k + 1, n - 1) for k in np.unique(counts) if k > 1}
-    extra = [bounds.get(k, 0.0) for k in counts.tolist()]
-    # a person with one row: the loss as the release reported it
-    losses = np.where(counts == 1, profile.losses[order][starts], np.nan)
-    return _charges(profile, people, counts, values, filter_values, np.asarray(extra),
-                    losses)
-
-
-def _charges(profile, people, counts, values, filter_values, extra, losses=None):
-    """Charge columns (person, rows, value, epsilon, delta, filter value,
-    filter epsilon, filter delta), a group's ``extra`` bound per further row
-    composed in: Gaussian ratios add (triangle inequality), a person's
-    Laplace ratios are already summed (any record's is at most the
-    worst), (epsilon, delta) pairs compose by group privacy. ``losses``:
-    the reported epsilons at the release's delta where known (NaN: from
-    the value)."""
-    family, delta = profile.family, profile.delta
-    counts = np.asarray(counts)
-    values, filter_values = (np.asarray(v, dtype=np.float64) for v in (values, filter_values))
-    if family == "epsilon_delta":
-        eps, dlt, f_eps, f_dlt = np.empty((4, counts.size))
-        for i, (k, more) in enumerate(zip(counts.tolist(), np.asarray(extra).tolist())):
-            steps = [(more, profile.guarantee_delta)] * (k - 1)
-            eps[i], dlt[i] = chain((values[i], delta), steps)
-            f_eps[i], f_dlt[i] = chain((filter_values[i], profile.guarantee_delta), steps)
-        columns = (eps, eps, dlt, f_eps, f_eps, f_dlt)
-    else:
-        if family == "gaussian":
-            values = values + (counts - 1) * extra
-            filter_values = filter_values + (counts - 1) * extra
-        f_delta = delta if family == "gaussian" else 0.0
-        eps = family_epsilon(family, values, delta)
-        if losses is not None:
-            eps = np.where(np.isnan(losses), eps, losses)
-        columns = (values, eps,
-                   np.full(counts.size, delta), filter_values,
-                   family_epsilon(family, filter_values, f_delta),
-                   np.full(counts.size, f_delta))
-    return [people.tolist(), counts.tolist(), *(np.asarray(c, float).tolist() for c in columns)]
-
-
-def _join(a, b):
-    """Two sets of charge columns as one."""
-    return [x + y for x, y in zip(a, b)]
 
 
 def _charge_rows(release_id, charges):
@@ -663,23 +472,6 @@ def _charge_rows(release_id, charges):
         yield (release_id, *row)
 
 
-def _filter_total(delta, person, family, value, epsilon, own_delta, n):
-    """Filter totals: one Gaussian where all of a person's charges are,
-    basic composition otherwise."""
-    family = np.asarray(family)
-    gauss = family == "gaussian"
-    all_gauss = np.bincount(person[~gauss], minlength=n) == 0
-    ratio = np.sqrt(np.bincount(person, weights=np.where(gauss, value, 0.0) ** 2, minlength=n))
-    basic = np.bincount(person, weights=epsilon, minlength=n)
-    need = np.bincount(person, weights=own_delta, minlength=n)
-    out = np.where(need <= delta * (1 + 1e-12), basic, np.inf)
-    g = all_gauss & (ratio > 0)
-    if np.any(g) and delta > 0:
-        out[g] = np.minimum(out[g], gaussian_epsilon(delta, ratio[g]))
-    out[all_gauss & (ratio == 0)] = 0.0
-    return out
-
-
 def _fingerprint(fitted, profile, keys, absent):
     """SHA-256 of what identifies a release: the mechanism, the released
     coefficients, the guarantee, the per-row profile and the person keys."""
@@ -687,7 +479,7 @@ def _fingerprint(fitted, profile, keys, absent):
     model = fitted
     for attr in ("best_estimator_", "estimator_"):
         model = getattr(model, attr, model)
-    for part in (profile.mechanism, profile.family, repr(_guarantee(profile)),
+    for part in (profile.mechanism, profile.family, repr(release_guarantee(profile)),
                  repr(profile.delta)):
         h.update(part.encode() + b"\x00")
     for arr in (getattr(model, "coef_", None), getattr(model, "intercept_", None),

@@ -1,5 +1,5 @@
 """Per-row privacy-loss profiles of a release, and their composition per
-person across releases (doc/ledger.rst).
+person across releases (:doc:`/ledger`).
 
 A :class:`PrivacyProfile` says, for every row of a release, what the release
 costs that row in a form that composes:
@@ -28,9 +28,7 @@ from ._accounting import gaussian_delta, gaussian_epsilon, laplace_epsilon
 FAMILIES = ("gaussian", "laplace", "epsilon_delta")
 
 # A recovered ratio is raised by this relative margin plus _CANCELLATION /
-# delta: delta(eps; s) = A - e^eps B loses about ulp(A) / delta of its
-# relative accuracy to cancellation (A is about 1/2 for small ratios), and
-# the ratio inherits that error (measured up to 8e-11 at delta = 1e-6).
+# delta, what the Gaussian delta loses to cancellation (:doc:`/ledger`).
 _RATIO_MARGIN = 1e-12
 _CANCELLATION = 32 * np.finfo(float).eps
 # Bisection steps on log s: the bracket is at most a factor 2 wide, so 60

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 from scipy.special import chdtr, chdtrc, erfinv, ndtr
 
-from sklearn_pdp._accounting import _engine, _ops
+from sklearn_pdp._accounting import _engine, _ops, _search, _table
 from sklearn_pdp._accounting import (
     chi2_delta,
     chi2_epsilon,
@@ -21,10 +21,11 @@ from sklearn_pdp._accounting import (
     ops_epsilon,
 )
 from sklearn_pdp._accounting._chi2 import Chi2Loss
-from sklearn_pdp._accounting._engine import PolyTable, normal_tail_bounds
+from sklearn_pdp._accounting._divergence import normal_tail_bounds
 from sklearn_pdp._accounting._gaussian import GaussianLoss
 from sklearn_pdp._accounting._objpert import ObjPertLoss
 from sklearn_pdp._accounting._ops import OPSLoss
+from sklearn_pdp._accounting._table import PolyTable
 
 
 @pytest.fixture
@@ -171,7 +172,7 @@ def test_objpert_many_rows_equal_the_plain_search(plain_search):
     r = rng.normal(scale=0.3, size=n)
     fast = objpert_epsilon(1e-6, norm2, mu, w, r, 300.0)
     loss = ObjPertLoss(norm2, mu, w, r, np.full(n, 300.0))
-    from_zero = _engine.epsilon_from_delta(loss.search_tails(np.full(n, 1e-6)),
+    from_zero = _search.epsilon_from_delta(loss.search_tails(np.full(n, 1e-6)),
                                            np.full(n, 1e-6 * (1 - loss.aim)), n)
     np.testing.assert_allclose(fast, from_zero, rtol=1e-9, atol=1e-14)
     assert np.all(objpert_delta(fast, norm2, mu, w, r, 300.0) <= 1e-6)
@@ -201,14 +202,14 @@ def test_tables_are_per_delta_and_skipped_for_few_rows(monkeypatch):
     whose rows it covers; few rows, or rows at different deltas, take the
     plain search."""
     built = []
-    cached = _engine._cached_table
+    cached = _table._cached_table
     cached.cache_clear()
 
     def recorded(*args):
         built.append(args[1])
         return cached(*args)
 
-    monkeypatch.setattr(_engine, "_cached_table", recorded)
+    monkeypatch.setattr(_table, "_cached_table", recorded)
     rng = np.random.default_rng(4)
     mu, r = _fit_rows(rng, 6000, 1e-4, 0.1)
     ops_epsilon(1e-6, mu[:100], r[:100], 10.0)
@@ -228,8 +229,8 @@ def test_table_node_budget_coarsens_wide_ranges():
     mu, r = _ops_rows(rng, 5000)
     loss = OPSLoss(mu, r, np.full(mu.size, 10.0))
     nodes, params, coords = loss.table_coords(1e-6)
-    table = _engine.table_for(nodes, params, coords, *loss.table_grid)
-    assert np.prod(table.cells + np.array(table.npts) - 1) <= _engine._TABLE_MAX_NODES
+    table = _table.table_for(nodes, params, coords, *loss.table_grid)
+    assert np.prod(table.cells + np.array(table.npts) - 1) <= _table._TABLE_MAX_NODES
     assert np.all(table.steps >= 1 / 32)
 
 
@@ -323,7 +324,7 @@ def test_certificate_brackets_the_root():
     root = GaussianLoss.epsilon_of(1e-6, s, table=False, rtol=1e-15)
     x = root * (1 + 10.0 ** rng.uniform(-12, -6, n) * rng.choice([-1, 1], n))
     target = np.full(n, 1e-6)
-    above, below, done, guess, tol = _engine._quick_step(
+    above, below, done, guess, tol = _search._quick_step(
         loss.quick, x, np.arange(n), target, np.log(target), np.zeros(n), 1e-11)
     assert done.any() and not done.all()
     assert np.all(x[done] >= root[done] * (1 - 1e-14))
@@ -339,7 +340,7 @@ def test_start_just_above_a_zero_loss_still_finds_zero(start):
     s = np.array([1e-300, 1e-12, 1.0])
     loss = GaussianLoss(s, table=False)
     guess = np.array([start, start, 0.2])
-    eps = _engine.epsilon_from_delta(loss.directions, np.full(3, 1e-6), 3, guess)
+    eps = _search.epsilon_from_delta(loss.directions, np.full(3, 1e-6), 3, guess)
     assert eps[0] == 0 and eps[1] == 0
     np.testing.assert_allclose(eps[2], gaussian_epsilon(1e-6, 1.0), rtol=1e-9)
 

@@ -31,7 +31,7 @@ from sklearn_pdp import (
 )
 from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon, gaussian_noise_scale
 from sklearn_pdp._ledger import LedgerError
-from sklearn_pdp._ledger_cli import describe_record, record_from_cli
+from sklearn_pdp._cli._ledger_command import describe_record, record_from_cli
 from sklearn_pdp._output_perturbation import output_perturbation_auto_alpha
 from sklearn_pdp._profile import compose, family_epsilon, gaussian_ratio
 from sklearn_pdp._ssp import ssp_statistics

@@ -12,11 +12,14 @@ from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
 import sklearn_pdp
-from sklearn_pdp.__main__ import (DEFAULT_ESTIMATOR, DIABETES_BOUNDS, ESTIMATORS, TEXT_WIDTH,
-                                  main)
+from sklearn_pdp.__main__ import main
 from sklearn_pdp._accounting import gaussian_epsilon
-from sklearn_pdp._ledger_cli import record_from_cli, summarise_record
+from sklearn_pdp._cli import _release
+from sklearn_pdp._cli._ledger_command import record_from_cli, summarise_record
+from sklearn_pdp._cli._table import DIABETES_BOUNDS
+from sklearn_pdp._cli._text import TEXT_WIDTH
 from sklearn_pdp._profile import gaussian_ratio
+from sklearn_pdp._registry import DEFAULT_REGRESSOR, REGRESSORS
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -61,7 +64,7 @@ def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path):
     X, y = load_diabetes(return_X_y=True)
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=0.25, random_state=0)
-    est = getattr(sklearn_pdp, ESTIMATORS[DEFAULT_ESTIMATOR])(
+    est = REGRESSORS[DEFAULT_REGRESSOR](
         epsilon=1.0, delta=1e-6, random_state=0, **DIABETES_BOUNDS).fit(X_train, y_train)
     eps = est.pdp_losses_
     assert public["model"]["coef"] == est.coef_.tolist()
@@ -135,14 +138,14 @@ def test_test_size_zero_fits_every_row_and_skips_the_evaluation(capsys):
     assert "not evaluated" in _flat(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("estimator", sorted(ESTIMATORS))
+@pytest.mark.parametrize("estimator", sorted(REGRESSORS))
 def test_every_estimator_meets_the_budget(capsys, estimator):
     assert main(["--estimator", estimator, "--epsilon", "1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     public = report["publishable"]
     assert public["dp_epsilon"] <= 1.0 and public["dp_delta"] <= 1e-6
     assert report["curator_only"]["pdp_epsilon"]["max"] <= public["dp_epsilon"]
-    assert public["estimator"] == ESTIMATORS[estimator]
+    assert public["estimator"] == REGRESSORS[estimator].__name__
 
 
 def test_publish_epsilon_composes_and_publishes(capsys):
@@ -477,10 +480,8 @@ def test_other_warnings_of_the_fit_are_shown(capsys, monkeypatch):
     assert main(["--estimator", "projection", "--json", "--random-state", "0"]) == 0
     assert json.loads(capsys.readouterr().out)["curator_only"]["warnings"] == []
     # the paper's variant of random projection has no guarantee, and says so
-    import sklearn_pdp.__main__ as cli
-
-    original = cli._estimator
-    monkeypatch.setattr(cli, "_estimator",
+    original = _release._estimator
+    monkeypatch.setattr(_release, "_estimator",
                         lambda *args: original(*args).set_params(variant="paper"))
     assert main(["--estimator", "projection", "--random-state", "0"]) == 0
     out = _flat(capsys.readouterr().out)
@@ -498,10 +499,8 @@ def _strict(text):
 def test_json_report_is_strict_json(capsys, monkeypatch):
     """A release without a guarantee (the paper's random projection) has an
     infinite DP epsilon: the string "inf", as in a saved model."""
-    import sklearn_pdp.__main__ as cli
-
-    original = cli._estimator
-    monkeypatch.setattr(cli, "_estimator",
+    original = _release._estimator
+    monkeypatch.setattr(_release, "_estimator",
                         lambda *args: original(*args).set_params(variant="paper"))
     assert main(["--estimator", "projection", "--random-state", "0", "--json"]) == 0
     public = _strict(capsys.readouterr().out)["publishable"]
@@ -638,7 +637,7 @@ def test_ledger_text_rounds_epsilons_up_and_json_keeps_them(tmp_path, capsys):
     (beyond float noise); --json the numbers as computed."""
     import re
 
-    from sklearn_pdp._ledger_cli import shown, summary
+    from sklearn_pdp._cli._ledger_command import shown, summary
 
     path = tmp_path / "ledger.sqlite"
     assert main(["--ledger", str(path), "--test-size", "0", "--random-state", "0",
@@ -775,6 +774,6 @@ def test_ledger_summaries_keep_inf_totals(tmp_path, capsys):
 @pytest.mark.parametrize("estimator", ["ops", "adassp"])
 def test_zero_delta_is_the_estimators_error(capsys, estimator):
     """--delta 0 is refused by the estimator that would use it, by name."""
-    name = ESTIMATORS[estimator]
+    name = REGRESSORS[estimator].__name__
     _assert_one_line_error(capsys, ["--estimator", estimator, "--delta", "0"],
                            f"The 'delta' parameter of {name} must be")

@@ -3,7 +3,8 @@ the calibrations of the package's mechanisms.
 
 Every mechanism of the package reduces to a pair of output distributions P (the
 smaller data set) and Q (the larger one, with the privacy target added) and the
-privacy loss L = log dP/dQ.  The tight per-instance guarantee is (doc/mechanisms/index.rst)
+privacy loss L = log dP/dQ.  The tight per-instance guarantee is
+(:doc:`/mechanisms/index`)
 
     delta_PQ(eps) = P(L > eps) - e^eps Q(L > eps),
     delta_QP(eps) = Q(L < -eps) - e^eps P(L < -eps),
@@ -12,16 +13,18 @@ privacy loss L = log dP/dQ.  The tight per-instance guarantee is (doc/mechanisms
 Both directions have the shape ``A(eps) - e^eps B(eps)`` and the derivative
 ``-e^eps B(eps)``.  A mechanism therefore only supplies a *tails* function
 returning ``(log A, log B)`` for each direction, in a
-:class:`~._engine.PrivacyLoss`; the engine (``_engine``) turns it into
-delta(eps) and into eps(delta) with one vectorised, safeguarded Newton search
-that always returns an upper bound (the end of the bracket whose delta was
-checked to be at most the target), and solves every calibration with one
-bracketing root finder. One module per mechanism holds its loss and its
-calibration: ``_gaussian`` (Gaussian mechanism: output perturbation, AdaSSP,
-publication), ``_laplace`` (Laplace mechanism: the label mean of the
-fallback, in closed form), ``_ops`` (One Posterior Sample and the AdaOPS mixture),
-``_chi2`` (Gaussian sketch: random projection), ``_objpert`` (objective
-perturbation); ``_domain`` bounds the statistics over the privacy domain.
+:class:`~._engine.PrivacyLoss`; the engine turns it into delta(eps)
+(``_divergence``) and into eps(delta) with one vectorised, safeguarded
+Newton search that always returns an upper bound (``_search``: the end of
+the bracket whose delta was checked to be at most the target, started for
+the many rows of a fit from a table of ``_table``), and solves every
+calibration with one bracketing root finder (``_engine``). One module per
+mechanism holds its loss and its calibration: ``_gaussian`` (Gaussian
+mechanism: output perturbation, AdaSSP, publication), ``_laplace`` (Laplace
+mechanism: the label mean of the fallback, in closed form), ``_ops`` (One
+Posterior Sample and the AdaOPS mixture), ``_chi2`` (Gaussian sketch: random
+projection), ``_objpert`` (objective perturbation); ``_domain`` bounds the
+statistics over the privacy domain.
 The exponential mechanism lives with the search
 (``sklearn_pdp.model_selection``).
 
@@ -30,8 +33,8 @@ per-row statistics.
 """
 
 from ._chi2 import chi2_delta, chi2_epsilon, chi2_noise_scale
+from ._divergence import hockey_stick, log_gauss_mass, log_phi
 from ._domain import PREDICTION_NOISE, domain_bounds
-from ._engine import epsilon_from_delta, hockey_stick, log_gauss_mass, log_phi
 from ._gaussian import (
     GAUSSIAN_DELTA_SHARE,
     compose_with_gaussian,
@@ -56,6 +59,7 @@ from ._ops import (
     ops_gamma,
     ops_mixture_epsilon,
 )
+from ._search import epsilon_from_delta
 
 __all__ = [
     "GAUSSIAN_DELTA_SHARE",

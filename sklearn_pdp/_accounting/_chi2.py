@@ -18,7 +18,8 @@ import numpy as np
 from scipy.special import chdtr, chdtrc
 
 from .._docstrings import fill_doc
-from ._engine import _NODE_RTOL, PrivacyLoss, largest_root
+from ._engine import PrivacyLoss, largest_root
+from ._table import _NODE_RTOL
 
 
 def _chi2_log_cdf(x, k):

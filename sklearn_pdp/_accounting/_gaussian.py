@@ -12,7 +12,9 @@ exact in the linear domain (two ``ndtr``).
 import numpy as np
 from scipy.special import erfinv, ndtr, ndtri_exp
 
-from ._engine import _NODE_RTOL, PrivacyLoss, largest_root, log_phi
+from ._divergence import log_phi
+from ._engine import PrivacyLoss, largest_root
+from ._table import _NODE_RTOL
 
 # rows closer to s0 than this (relative) start at the table's edge there
 _CLOSEST = 1e-13

@@ -21,19 +21,11 @@ import numpy as np
 from scipy.special import ndtr
 
 from .._docstrings import fill_doc
+from ._divergence import log_gauss_mass, log_phi, normal_tail_bounds
 from ._domain import domain_bounds, quiet_ridge
-from ._engine import (
-    _NODE_RTOL,
-    _QUICK_ATOL,
-    _QUICK_RTOL,
-    _ROUNDING,
-    PrivacyLoss,
-    epsilon_from_delta,
-    largest_root,
-    log_gauss_mass,
-    log_phi,
-    normal_tail_bounds,
-)
+from ._engine import PrivacyLoss, largest_root
+from ._search import _QUICK_ATOL, _QUICK_RTOL, _ROUNDING, epsilon_from_delta
+from ._table import _NODE_RTOL
 from ._gaussian import _gaussian_guess
 
 _RATIO_SCALE = 0.1

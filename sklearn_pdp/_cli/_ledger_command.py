@@ -1,7 +1,7 @@
 """``python -m sklearn_pdp ledger LEDGER.sqlite``: summarise a privacy ledger.
 
 Prints the recorded releases and the distribution of every person's total
-loss over them (doc/ledger.rst); ``--json`` prints the same as JSON. The text
+loss over them (:doc:`/ledger`); ``--json`` prints the same as JSON. The text
 shows every epsilon rounded up to 3 significant digits (``--json`` keeps the
 values as computed, to the last bit of the float).
 """
@@ -12,10 +12,11 @@ import os
 
 import numpy as np
 
-from ._base import _ceil
-from ._data import quantiles
-from ._ledger import LedgerError, PrivacyLedger, record_from_cli
-from ._public import _plain
+from .._base import _ceil
+from .._charges import person_keys, privacy_profile_of
+from .._data import quantiles
+from .._ledger import LedgerError, PrivacyLedger
+from .._public import _plain
 
 __all__ = ["describe_record", "describe_summary", "main", "record_from_cli",
            "summarise_record", "summary"]
@@ -103,6 +104,62 @@ def strict_json(result):
     guarantee) is the string ``"inf"``, as in a saved model, never the
     ``Infinity`` that strict JSON parsers refuse; ``float()`` reads it back."""
     return json.dumps(_plain(result), indent=2, allow_nan=False)
+
+
+def record_from_cli(ledger_path, fitted, ids, name=None, *, absent=None, absent_X=None,
+                    absent_y=None, total_delta=None):
+    """Record a release made by the command line into the ledger at
+    ``ledger_path``.
+
+    Parameters
+    ----------
+    ledger_path : str or path-like
+        SQLite file of the ledger (created if missing).
+    fitted : estimator or PDPReport
+        The fitted release.
+    ids : array-like of shape (n_samples,)
+        The person key of each training row.
+    name : str, default=None
+        The release's label.
+    absent, absent_X, absent_y : array-like, default=None
+        People not in the training rows, charged the loss of adding their
+        record (:meth:`PrivacyLedger.record`).
+    total_delta : float or "sum", default=None
+        The delta of the totals: None, the release's; ``"sum"``, the sum of
+        the deltas of every release in the ledger (as
+        ``python -m sklearn_pdp ledger`` reports them).
+
+    Returns
+    -------
+    result : dict
+        ``release_id``; ``delta``, the release's; ``release`` and
+        ``total``: each training row's loss in this release (at ``delta``)
+        and its person's total over the ledger at ``total_delta`` (so with
+        None a person whose other releases need a larger delta shows
+        ``inf``); ``total_delta``; ``people`` and ``releases``, how many the
+        ledger holds; with ``absent``, ``absent_release`` and
+        ``absent_total``, the absent people's charge in this release and
+        total.
+    """
+    profile = privacy_profile_of(fitted)
+    with PrivacyLedger(ledger_path) as ledger:
+        release_id = ledger._record(fitted, profile, ids, name, absent, absent_X, absent_y)
+        deltas = [delta for (delta,) in ledger._db.execute("SELECT delta FROM releases")]
+        if total_delta is None:
+            total_delta = profile.delta
+        elif isinstance(total_delta, str) and total_delta == "sum":
+            total_delta = float(sum(deltas))
+        result = {"release_id": release_id, "delta": profile.delta,
+                  "release": profile.losses, "total_delta": total_delta,
+                  "total": ledger.epsilon(ids, total_delta),
+                  "people": int(ledger.people().size), "releases": len(deltas)}
+        if absent is not None:
+            keys = person_keys(absent, "absent")
+            charged = dict(ledger._db.execute(
+                "SELECT person, epsilon FROM charges WHERE release_id = ?", (release_id,)))
+            result["absent_release"] = np.array([charged[k] for k in keys.tolist()])
+            result["absent_total"] = ledger.epsilon(keys, total_delta)
+        return result
 
 
 def summarise_record(result):

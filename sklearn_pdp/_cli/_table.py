@@ -1,0 +1,177 @@
+"""The data of a release: the bundled diabetes table, or a CSV read,
+checked and encoded (text columns one-hot with declared categories)."""
+
+import warnings
+
+import numpy as np
+
+from .._public import one_hot_encoder
+from ..exceptions import PrivacyLeakWarning
+from ._options import DataError
+
+# bounds of the bundled data, declared as public knowledge of its domain
+DIABETES_BOUNDS = {"bounds_X": (-0.2, 0.2), "y_bound": (0.0, 400.0)}
+
+
+def _read_csv(args):
+    """Header and rows of the CSV, checked for shape."""
+    import csv
+
+    try:
+        with open(args.csv, newline="") as f:
+            rows = list(csv.reader(f))
+    except OSError as exc:
+        raise DataError(f"cannot read {args.csv}: {exc.strerror}") from None
+    if not rows:
+        raise DataError(f"{args.csv} is empty")
+    header, body = rows[0], rows[1:]
+    if any(len(row) != len(header) for row in body):
+        raise DataError(f"{args.csv} has ragged rows (not as many values as the header)")
+    if len(body) < 2:
+        raise DataError(f"{args.csv} needs at least two data rows")
+    return header, body
+
+
+def _numeric(values):
+    """The column as floats, or None if some value is not a number."""
+    try:
+        return np.array(values, dtype=float)
+    except ValueError:
+        return None
+
+
+def _one_hot(column, values, declared, source):
+    """One-hot columns of a text column with declared categories (the first
+    dropped: the intercept carries it), and their names."""
+    unknown = sorted(set(values) - set(declared))
+    if unknown:
+        shown = ", ".join(map(repr, unknown[:5])) + (" ..." if len(unknown) > 5 else "")
+        raise DataError(f"column {column!r} of {source} has values not in its declared "
+                        f"categories: {shown}")
+    if len(set(declared)) < 2:
+        raise DataError(f"column {column!r} needs at least two distinct categories, "
+                        f"got {declared}")
+    encoder = one_hot_encoder(declared)
+    encoded = encoder.fit_transform(np.asarray(values, dtype=object)[:, None])
+    return encoded, list(encoder.get_feature_names_out([column]))
+
+
+def _load(args):
+    """Features, labels, a name for the data, its declared bounds, the
+    encoding (feature names, one-hot mask, categories read from the data, and
+    the encoding of the saved model: None for the bundled data) and the
+    person key of each row (None without ``--ledger``)."""
+    if args.csv is None:
+        if (args.target is not None or args.features is not None or args.categories
+                or args.id_column is not None):
+            raise DataError("--target, --features, --categories and --id-column need "
+                            "a CSV file")
+        from sklearn.datasets import load_diabetes
+
+        data = load_diabetes()
+        X, y, names = data.data, data.target, list(data.feature_names)
+        # the bundled data's people: their row numbers in it (a fixed table)
+        ids = None if args.ledger is None else np.arange(len(y))
+        return X, y, "diabetes (scikit-learn)", DIABETES_BOUNDS, (
+            names, np.zeros(len(names), dtype=bool), [], None), ids
+    if args.target is None:
+        raise DataError("--target is required with a CSV file")
+    header, body = _read_csv(args)
+    features = args.features or [c for c in header if c not in (args.target, args.id_column)]
+    declared = dict(args.categories)
+    key = [] if args.id_column is None else [args.id_column]
+    for column in [args.target, *key, *features, *declared]:
+        if column not in header:
+            raise DataError(f"column {column!r} not in {args.csv} "
+                            f"(columns: {', '.join(header)})")
+    if args.id_column is not None and args.id_column in (args.target, *features, *declared):
+        raise DataError(f"the id column {args.id_column!r} cannot also be the target, a "
+                        "feature or a category")
+    if not features:
+        raise DataError(f"{args.csv} needs at least one feature column besides the target")
+    ids = None
+    if args.id_column is not None:
+        ids = np.array([row[header.index(args.id_column)] for row in body], dtype=str)
+        if np.any(np.char.strip(ids) == ""):
+            raise DataError(f"the id column {args.id_column!r} of {args.csv} has empty "
+                            "values")
+    if args.target in declared:
+        raise DataError(f"the target {args.target!r} must be numeric, not a category")
+    y = _numeric([row[header.index(args.target)] for row in body])
+    if y is None:
+        raise DataError(f"the target column {args.target!r} of {args.csv} has "
+                        "non-numeric or empty values")
+    blocks, names, one_hot, read, categories = [], [], [], [], {}
+    for column in features:
+        values = [row[header.index(column)] for row in body]
+        numbers = None if column in declared else _numeric(values)
+        if numbers is not None:
+            if not np.all(np.isfinite(numbers)):
+                raise DataError(f"column {column!r} of {args.csv} contains missing or "
+                                "infinite values")
+            blocks.append(numbers[:, None])
+            names.append(column)
+            one_hot.append(False)
+            continue
+        if "" in values:
+            raise DataError(f"column {column!r} of {args.csv} has empty values")
+        if column not in declared:
+            words = sorted({v for v in values if _numeric([v]) is None})
+            if sum(_numeric([v]) is None for v in values) < len(values) / 2:
+                raise DataError(
+                    f"column {column!r} of {args.csv} is mostly numbers, but not "
+                    f"{', '.join(map(repr, words[:3]))}{' ...' if len(words) > 3 else ''}: "
+                    "fill or drop missing values (or declare the column's categories "
+                    "with --categories if it is text)")
+            distinct = len(set(values))
+            # a key such as a name or an id, not a category: one-hot encoding it
+            # would add a column per person (slow, and no model to speak of)
+            if distinct > len(values) / 2:
+                raise DataError(
+                    f"column {column!r} of {args.csv} has a different text on "
+                    f"most rows ({distinct} values in {len(values)} rows): an identifier, "
+                    "not a category; leave it out with --features (or, with --ledger, "
+                    f"give it as --id-column {column})")
+            read.append(column)
+            warnings.warn(
+                f"the categories of column {column!r} were not declared, so they are "
+                "read from the data: a rare category reveals that someone has it, and "
+                "the privacy guarantees do not cover this. Declare them with "
+                f"--categories {column}=a,b,c.", PrivacyLeakWarning, stacklevel=2)
+        categories[column] = declared.get(column) or sorted(set(values))
+        encoded, encoded_names = _one_hot(column, values, categories[column], args.csv)
+        blocks.append(encoded)
+        names += encoded_names
+        one_hot += [True] * len(encoded_names)
+    if not np.all(np.isfinite(y)):
+        raise DataError(f"column {args.target!r} of {args.csv} contains missing or "
+                        "infinite values")
+    # how the saved model encodes the raw table (PublicLinearModel.encoding)
+    model_encoding = {"columns": features, "categories": categories, "drop": "first",
+                      "read_from_data": read}
+    return np.hstack(blocks), y, args.csv, {}, (
+        names, np.array(one_hot), read, model_encoding), ids
+
+
+def _feature_bounds(bounds_x, one_hot):
+    """``--bounds-x`` for the encoded columns: one-hot columns in [0, 1], the
+    values given for the numeric ones (one per numeric feature, or one per
+    encoded column)."""
+    numeric = int((~one_hot).sum())
+    result = []
+    for given in bounds_x:
+        values = np.atleast_1d(np.asarray(given, dtype=float))
+        if values.size not in (1, numeric, one_hot.size):
+            columns = (f" or per encoded column ({one_hot.size})" if one_hot.any()
+                       else "")
+            raise DataError(
+                f"--bounds-x needs one value per numeric feature ({numeric}){columns}, "
+                f"got {values.size}")
+        if values.size == one_hot.size or not one_hot.any():
+            result.append(given)
+            continue
+        column = np.empty(one_hot.size)
+        column[~one_hot] = values
+        column[one_hot] = 0.0 if len(result) == 0 else 1.0
+        result.append(column.tolist())
+    return result

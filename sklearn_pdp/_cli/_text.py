@@ -1,0 +1,135 @@
+"""The report in plain words: (label, value) rows laid out in two columns."""
+
+import textwrap
+
+import numpy as np
+
+from ._ledger_command import describe_summary
+
+# above this DP epsilon the guarantee protects practically no one
+MEANINGLESS_EPSILON = 10.0
+# the text report: labels padded to at most this width (a longer one is not
+# padded), values wrapped to this many columns
+LABEL_WIDTH = 22
+TEXT_WIDTH = 100
+
+
+def _plural(n, word):
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _number(value):
+    return f"{value:.6g}"
+
+
+def _text(r):
+    """The report in plain words, as (label, value) rows in two blocks."""
+    p, c = r["publishable"], r["curator_only"]
+    if p["mean_only"]:
+        what = (": the private label mean alone" + ("" if p["reason"] else
+                ", too little data for slopes at this budget"))
+    elif p["zero_slopes"]:
+        what = ": every slope is 0 (no signal showed through the noise)"
+    else:
+        what = ""
+    rows = [
+        ("MAY BE PUBLISHED", "the released model and its guarantee"),
+        ("data", f"{p['data']}: {p['n_train']} people in the training data, "
+                 f"{_plural(p['n_features'], 'feature')}"),
+        ("model", f"{p['estimator']}, released with differential privacy{what}"),
+    ]
+    if p["reason"]:
+        rows.append(("  why", p["reason"]))
+    m = p["model"]
+    rows.append(("  intercept", _number(m["intercept"])))
+    rows += [(f"  {name}", _number(coef)) for name, coef in zip(m["feature_names"], m["coef"])]
+    rows.append(("guarantee", f"DP epsilon {p['dp_epsilon']:.3g} at delta "
+                              f"{p['dp_delta']:.2g}: for every person, any conclusion "
+                              "drawn from the model is at most "
+                              f"e^{p['dp_epsilon']:.3g} times more likely with their data "
+                              "than without it (except with probability delta)"))
+    if not p["dp_epsilon"] <= MEANINGLESS_EPSILON:
+        rows.append(("WARNING", f"a DP epsilon above {MEANINGLESS_EPSILON:g} protects "
+                                "practically no one: lower --epsilon (or give one "
+                                "instead of --gamma)"))
+    b = p["released_bounds"]
+    if b is not None:
+        ranges = (f"features in [{', '.join(f'{v:.4g}' for v in b['bounds_X'][0])}] to "
+                  f"[{', '.join(f'{v:.4g}' for v in b['bounds_X'][1])}]"
+                  if "bounds_X" in b else f"rows of norm at most {b['data_norm']:.4g}")
+        rows.append(("bounds", f"tightened privately (epsilon {b['epsilon']:.3g} of the "
+                               f"guarantee): {ranges}; label in [{b['y_bound'][0]:.4g}, "
+                               f"{b['y_bound'][1]:.4g}]"))
+    rows.append(("noise", r["noise"]))
+    if p["published"] is not None:
+        q = p["published"]["pdp_epsilon"]
+        rows.append(("published report",
+                     f"per-instance epsilons, private estimates (noisy when the data "
+                     f"are few): median {q['median']:.3g}, 90th percentile "
+                     f"{q['q90']:.3g}, 99th {q['q99']:.3g}; the guarantee above "
+                     "includes what publishing them costs"))
+    if r.get("saved_model"):
+        read = [entry for entry in c["read_from_data"] if entry.startswith("categories")]
+        rows.append(("saved model", r["saved_model"] + (
+            "" if p["data"] != r["saved_model_table"] else
+            ": sklearn_pdp.PublicLinearModel.from_json(FILE).predict takes the table's "
+            "own columns (text as text) or the encoded ones") + (
+                                        f"; it holds the {', '.join(read)}, read from the "
+                                        "data (see the note below)" if read else "")))
+    q = c["pdp_epsilon"]
+    rows += [
+        ("", ""),
+        ("FOR THE CURATOR ONLY", "computed from the private data without privacy: do "
+                                 "not publish"),
+        ("per person", "each person's per-instance epsilon: the guarantee above for "
+                       "the training data as it is, computed from their own record "
+                       "(at most the DP epsilon)"),
+        ("  median", f"{q['median']:.3g}"),
+        ("  90% of people", f"at most {q['q90']:.3g}"),
+        ("  99% of people", f"at most {q['q99']:.3g}"),
+        ("  most exposed", f"{q['max']:.3g}"),
+        ("  a tenth or less", f"{c['fraction_below_tenth_of_dp']:.1%} of the people lose "
+                               "at most a tenth of the DP epsilon"),
+        # a threshold at a tenth of the DP epsilon repeats the line above
+        *((f"  at most {t}", f"{frac:.1%} of the people")
+          for t, frac in c["fraction_below"].items()
+          if not np.isclose(float(t), p["dp_epsilon"] / 10)),
+    ]
+    if c.get("ledger"):
+        rows.append(("privacy ledger", f"{c['ledger']['file']}: each person's loss in "
+                                       "this release next to their total over every "
+                                       "release recorded there"))
+        rows += [(f"  {label}", value) for label, value in describe_summary(c["ledger"])]
+    if c["test_r2"] is None:
+        rows.append(("test R^2", "not evaluated (--test-size 0: every row trains)"))
+    else:
+        rows.append(("test R^2", f"{c['test_r2']:.4f} private model, "
+                                 f"{c['test_r2_least_squares']:.4f} least squares "
+                                 f"without privacy ({c['n_test']} held-out rows)"))
+    rows += [("bounds", message) for message in c["bounds_warnings"]]
+    rows += [("warning", message) for message in c["warnings"]]
+    if c["read_from_data"]:
+        rows.append(("note", f"{', '.join(c['read_from_data'])} read from the data: "
+                             "that leaks and the numbers above do not cover it; declare "
+                             "them with --bounds-x (or --data-norm), --y-bound and "
+                             "--categories"))
+    if r.get("plot"):
+        rows.append(("plot", r["plot"]))
+    return rows
+
+
+def _layout(rows):
+    """The text report's rows as lines: labels in a column, long values
+    wrapped under their start (a label too long for the column is not
+    padded)."""
+    width = max(len(label) for label, _ in rows if len(label) <= LABEL_WIDTH)
+    lines = []
+    for label, value in rows:
+        if not label:
+            lines.append("")
+            continue
+        head = f"{label:<{width}} : "
+        lines += textwrap.wrap(
+            value, TEXT_WIDTH, initial_indent=head, subsequent_indent=" " * (width + 3),
+            break_long_words=False, break_on_hyphens=False) or [head.rstrip()]
+    return "\n".join(lines)
