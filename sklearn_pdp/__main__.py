@@ -27,6 +27,7 @@ import numpy as np
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
 
+from ._domain import read_from_data_warning
 from ._ledger import LedgerError, PrivacyLedger
 from ._ledger_cli import describe_summary, record_from_cli, strict_json, summarise_record
 from ._public import one_hot_encoder
@@ -464,8 +465,9 @@ def _report(args, X, y, name, bounds, encoding):
             "test_r2_least_squares": float(
                 LinearRegression().fit(X_train, y_train).score(X_test, y_test)),
         }
-    bounds_read = [m.split(" was not given")[0] for m in _messages(caught, PrivacyLeakWarning)
-                   if " was not given" in m]
+    bounds_read = list(fitted.bounds_from_data_)
+    # their warnings say the same: reported once, under read_from_data
+    said = {read_from_data_warning(name) for name in bounds_read}
     mean_only = bool(getattr(fitted, "mean_only_", False))
     reason = getattr(fitted, "mean_only_reason_", None) or " ".join(
         _messages(caught, FallbackWarning)) or None
@@ -496,7 +498,7 @@ def _report(args, X, y, name, bounds, encoding):
         # anything else the fit said (never swallowed)
         "warnings": [str(w.message) for w in caught if not (
             issubclass(w.category, (BoundsWarning, FallbackWarning))
-            or " was not given" in str(w.message))],
+            or str(w.message) in said)],
     }
     noise = ("secure (256 bits from the operating system)" if args.random_state is None
              else f"seeded with --random-state {args.random_state}: predictable noise, "

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from ._accounting import gaussian_epsilon
-from ._data import compute
+from ._arrays import compute
 from ._profile import PrivacyProfile, chain, compose, family_epsilon, gaussian_ratio
 
 # PRAGMA application_id of a ledger ("PDPL") and the schema this code writes.

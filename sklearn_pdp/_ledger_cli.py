@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from ._base import _ceil
-from ._data import quantiles
+from ._dask import quantiles
 from ._ledger import LedgerError, PrivacyLedger, record_from_cli
 from ._public import _plain
 

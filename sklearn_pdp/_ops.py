@@ -24,7 +24,7 @@ from ._base import (
     leave_one_out,
     ridge_fallback,
 )
-from ._data import TwoStageRows
+from ._rows import TwoStageRows
 from ._law import ReleaseLaw
 from ._docstrings import fill_doc
 

@@ -26,7 +26,7 @@ from ._base import (
     out_of_sample,
     penalty,
 )
-from ._data import TwoStageRows, squared_norms
+from ._rows import TwoStageRows, squared_norms
 from ._eigen import eigen_change, eigen_max_change, scatter_eigen
 from ._docstrings import fill_doc
 from ._law import ReleaseLaw
