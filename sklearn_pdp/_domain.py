@@ -101,10 +101,8 @@ class DomainScaler:
             clipped = np.zeros(X.shape[0], dtype=bool)
             if long.size:
                 rows = X[long]
-                # A row with an entry beyond data_norm is too long and only
-                # its direction survives: dividing it by that entry first
-                # keeps every entry in [-1, 1], so squaring cannot overflow
-                # even near 1e308.
+                # only the direction survives: divided by its largest entry
+                # first, its squares cannot overflow even near 1e308
                 peak = np.abs(rows).max(axis=1, initial=0.0)
                 rows /= np.maximum(peak, self.data_norm)[:, None]
                 clipped[long] = (peak > self.data_norm) | _to_unit_ball(rows)

@@ -9,7 +9,8 @@ each block again a :class:`ScaledData`). :func:`scaled_data` picks one.
 
 A chunk is a :class:`ScaledRows`: where every row lies within ``data_norm``
 its products with d x d matrices are taken on the user's rows themselves,
-the scaling folded into the matrices, so a pass makes no copy of X.
+the scaling folded into the matrices, so a pass makes no copy of X. The
+chunks' sizes and threads are measured choices (:ref:`chunk-sizes`).
 """
 
 import threading
@@ -24,8 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from ._arrays import is_dask_array, row_norms
 
-# Chunk sizes and the single-threaded BLAS of narrow rows were chosen by
-# measurement: see "Chunk sizes" in :doc:`/benchmarks`.
+# The three limits below are measured choices (:ref:`chunk-sizes`).
 # Upper limit (MiB) of the scratch memory of one chunk (four copies of its
 # rows), small enough for the chunk to stay in cache between its passes;
 # scikit-learn's ``working_memory`` applies when it is smaller.
