@@ -213,28 +213,17 @@ def read_from_data_warning(name):
 def resolve_bounds(X, y, data_norm=None, bounds_X=None, y_bound=None, *, stacklevel=2):
     """The declared bounds, validated, or the data's own with a PrivacyLeakWarning.
 
-    Parameters
-    ----------
-    X : array-like or dask array of shape (n_samples, n_features)
-        Training data (validated).
-    y : array-like or dask array of shape (n_samples,)
-        Target values (validated).
-    data_norm, bounds_X, y_bound : declared bounds or None
-        The estimator's parameters. Those named by :func:`read_from_data`
-        are read from the data: the largest row norm and the largest
-        absolute label (1 where it is 0).
-    stacklevel : int, default=2
-        Stack level of the warnings as seen from the caller (what it would
-        pass to :func:`warnings.warn`): they must point at the user's call.
+    ``X`` and ``y`` are the validated training rows and labels (numpy or
+    Dask); ``data_norm``, ``bounds_X`` and ``y_bound`` the estimator's
+    parameters. Those named by :func:`read_from_data` are read from the
+    data: the largest row norm, the largest absolute label (1 where it is
+    0). ``stacklevel`` is that of the warnings as the caller would pass it
+    to :func:`warnings.warn`: they must point at the user's call.
 
-    Returns
-    -------
-    data_norm : float or None
-        None when ``bounds_X`` is given.
-    bounds_X : tuple of two ndarrays of shape (n_features,) or None
-        The per-feature ranges.
-    y_bound : float or tuple (low, high)
-        The label range.
+    Returns ``(data_norm, bounds_X, y_bound)``, as
+    :meth:`~sklearn_pdp._base.PrivateRegressorMixin.resolve_bounds`
+    documents them: ``data_norm`` a float (None with ``bounds_X``),
+    ``bounds_X`` two float arrays of length n_features or None.
     """
     declared_X = bounds_X
     if bounds_X is not None:

@@ -91,7 +91,8 @@ def test_bounds_from_data_names_each_bound_read(params, read):
 def test_bounds_from_data_with_tightening_and_in_the_search():
     """A fit that releases its declared bounds first still names the one it
     read (not its inner model's, whose bounds are all given); so does the
-    search, which resolves the bounds once for all its fits."""
+    search, which resolves the bounds once for all its fits, and its public
+    model leaves out what it read."""
     X, y = _data(n=2000)
     with pytest.warns(PrivacyLeakWarning, match="y_bound was not given"):
         reg = _fit(X, y, bounds_X=(X.min(0) - 1, X.max(0) + 1), tighten_bounds=True)
@@ -103,6 +104,9 @@ def test_bounds_from_data_with_tightening_and_in_the_search():
         search.fit(X, y)
     assert search.bounds_from_data_ == ("y_bound",)
     assert search.best_estimator_.bounds_from_data_ == ()  # given the search's bounds
+    # what the search read is private: its public model does not write it
+    assert search.public_model().bounds == {"data_norm": 400.0, "bounds_X": None,
+                                            "y_bound": None}
 
 
 @pytest.mark.parametrize(
