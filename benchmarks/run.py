@@ -785,7 +785,7 @@ def _dask_run(args, persist):
     from distributed import Client, LocalCluster, wait
 
     # the exact quantile that PDPReport.summary_ uses, without refitting
-    from sklearn_pdp._data import quantiles
+    from sklearn_pdp._dask import quantiles
 
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:

@@ -2,13 +2,13 @@
 
 A fit validates the data, scales every row into the unit ball and every label
 into [-1, 1] (chunk by chunk, the scaling folded into d x d products where it
-can be: see ``_data``), accumulates the sufficient statistics, and, after the
+can be: see ``_rows``), accumulates the sufficient statistics, and, after the
 mechanism has drawn its noise on the driver, makes one more pass over the
 rows for the per-instance losses (leverage, residual: one GEMM per chunk).
 No n x d temporary is ever created: memory beyond X itself is O(d^2 +
 chunk), on a Dask cluster per block (plus one or two values per row for OPS,
 output perturbation and random projection on rows of 32 columns or more,
-whose accounting then follows all the products: see ``_data.TwoStageRows``).
+whose accounting then follows all the products: see ``_rows.TwoStageRows``).
 """
 
 import copy
@@ -29,20 +29,19 @@ from ._profile import PrivacyProfile
 from ._public import public_model
 from ._release import ExactRelease, Release
 from ._release import ridge_statistics as _ridge_statistics
-from ._data import (
+from ._arrays import compute
+from ._domain import (
     DomainScaler,
-    compute,
-    label_range,
-    row_norms,
-    scaled_data,
-    validate_rows,
+    bound_params,
+    read_from_data,
+    resolve_bounds,
+    warn_clipping,
 )
-from .exceptions import BoundsWarning, FallbackWarning, PrivacyLeakWarning
+from ._rows import scaled_data
+from ._validation import validate_rows, warn_large_delta
+from .exceptions import FallbackWarning, PrivacyLeakWarning
 from . import _tighten
 
-# Share of the rows or of the labels that the declared bounds may clip
-# before the curator is warned (BoundsWarning).
-CLIP_WARN_SHARE = 0.05
 
 class InfeasibleBudget(ValueError):
     """A user-set hyper-parameter cannot meet the epsilon budget at this size.
@@ -72,41 +71,6 @@ def ridge_fallback(exc, stacklevel=5):
     return exc.ridge
 
 
-def warn_large_delta(delta, n_samples, stacklevel=2):
-    """A :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning` when ``delta >=
-    1 / n_samples``: an (epsilon, delta) guarantee with such a delta permits
-    publishing one whole record (each with probability delta)."""
-    if delta is not None and n_samples and delta >= 1.0 / n_samples:
-        warnings.warn(
-            f"delta={delta:g} is at least 1 / n_samples = {1.0 / n_samples:.3g}: "
-            "a mechanism that publishes a random record in full would meet this "
-            "guarantee. Use delta well below 1 / n_samples (e.g. 1e-6).",
-            PrivacyLeakWarning, stacklevel=stacklevel + 1,
-        )
-
-
-def warn_clipping(clipped, stacklevel=2):
-    """A :class:`~sklearn_pdp.exceptions.BoundsWarning` when the declared
-    bounds moved more than ``CLIP_WARN_SHARE`` of the rows or of the labels
-    (``clipped``: their shares, from :meth:`~sklearn_pdp._data.ScaledData.scan`)."""
-    if not clipped:
-        return
-    shares = {k: float(v) for k, v in clipped.items()}
-    if not any(v > CLIP_WARN_SHARE for v in shares.values()):
-        return
-    parts = []
-    if shares["labels"] > CLIP_WARN_SHARE:
-        parts.append(f"{shares['labels']:.1%} of the labels (outside y_bound)")
-    if shares["rows"] > CLIP_WARN_SHARE:
-        parts.append(f"{shares['rows']:.1%} of the rows (outside bounds_X, or "
-                     "longer than data_norm)")
-    warnings.warn(
-        f"The declared bounds clip {' and '.join(parts)}: the model is biased "
-        "towards the bounds. Check that the bounds are in the units of the "
-        "data. For the curator only: these shares are computed from the private "
-        "data and are not covered by the privacy guarantee, do not publish them.",
-        BoundsWarning, stacklevel=stacklevel + 1,
-    )
 
 
 def _ceil(value, digits=4):
@@ -139,40 +103,6 @@ def noise_generator(random_state):
     return check_random_state(random_state)
 
 
-def _feature_bounds(bounds_X, n_features):
-    """``bounds_X`` as two float arrays of length ``n_features``, lower < upper."""
-    try:
-        lower, upper = (
-            np.broadcast_to(np.asarray(b, dtype=np.float64), (n_features,)).copy()
-            for b in bounds_X
-        )
-    except (TypeError, ValueError):
-        raise ValueError(
-            "bounds_X must be a pair (lower, upper) of scalars or arrays of length "
-            f"n_features={n_features}; got {bounds_X!r}."
-        ) from None
-    if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))
-            and np.all(lower < upper)):
-        raise ValueError(
-            "bounds_X must have finite lower < upper for every feature; got "
-            f"{bounds_X!r}."
-        )
-    return lower, upper
-
-
-def _label_bounds(y_bound):
-    """``(low, high)`` of ``y_bound``, validated: a positive scalar or low < high."""
-    try:
-        low, high = label_range(y_bound)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"y_bound must be a positive number or a pair (low, high); got {y_bound!r}."
-        ) from None
-    if not (np.isfinite(low) and np.isfinite(high) and low < high):
-        raise ValueError(
-            f"y_bound must be a positive number or a pair with low < high; got {y_bound!r}."
-        )
-    return low, high
 
 
 class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
@@ -415,44 +345,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         y_bound : float or tuple (low, high)
             The label range.
         """
-        bounds_X = None
-        if self.bounds_X is not None:
-            if self.data_norm is not None:
-                raise ValueError(
-                    "Give either data_norm or bounds_X, not both (got "
-                    f"data_norm={self.data_norm!r} and bounds_X={self.bounds_X!r})."
-                )
-            bounds_X = _feature_bounds(self.bounds_X, X.shape[1])
-        bounds = {}
-        for name, observed in (
-            ("data_norm", lambda: row_norms(X).max()),
-            ("y_bound", lambda: abs(y).max()),
-        ):
-            value = getattr(self, name)
-            if value is None and not (name == "data_norm" and bounds_X is not None):
-                warnings.warn(
-                    f"{name} was not given, so it is read from the data. This "
-                    "leaks information about the data and the reported privacy "
-                    f"guarantees do not cover it. Declare {name}"
-                    f"{' or bounds_X' if name == 'data_norm' else ''} to avoid this.",
-                    PrivacyLeakWarning,
-                    stacklevel=stacklevel,
-                )
-                value = float(compute(observed())[0]) or 1.0
-            bounds[name] = value
-        data_norm, y_bound = bounds["data_norm"], bounds["y_bound"]
-        low, high = _label_bounds(y_bound)
-        x_scale = data_norm if bounds_X is None else np.max(bounds_X[1] - bounds_X[0])
-        # coef_ = theta * y_bound / data_norm must be representable.
-        ratio = (high - low) / x_scale
-        if not (np.isfinite(x_scale) and np.finfo(float).tiny <= ratio < np.inf):
-            raise ValueError(
-                "y_bound / data_norm (label range over feature range) must be a "
-                f"finite, normal float64 number (got data_norm={data_norm!r}, "
-                f"bounds_X={self.bounds_X!r}, y_bound={y_bound!r}): the "
-                "coefficients in the units of the data would overflow or underflow."
-            )
-        return (None if data_norm is None else float(data_norm)), bounds_X, y_bound
+        return resolve_bounds(X, y, **bound_params(self), stacklevel=stacklevel)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -487,7 +380,9 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             n_samples`` (a guarantee that permits publishing a whole record).
         """
         X, y = validate_rows(self, X, y, reset=True)
-        if _tighten.fit_tightened(self, X, y):  # bounds released first
+        tightened = _tighten.fit_tightened(self, X, y)  # bounds released first
+        self.bounds_from_data_ = read_from_data(**bound_params(self))
+        if tightened:
             return self
         self.data_norm_, self.bounds_X_, self.y_bound_ = self.resolve_bounds(X, y)
         warn_large_delta(getattr(self, "delta", None), X.shape[0], stacklevel=3)
@@ -497,8 +392,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         data = scaled_data(X, y, self._scaler, self.n_jobs)
         # a refit must not keep the previous fit's state (mechanism attributes)
         for name in [k for k in vars(self) if k.endswith("_") or k == "_ridge"]:
-            if name not in ("data_norm_", "bounds_X_", "y_bound_", "n_features_in_",
-                            "feature_names_in_"):
+            if name not in ("data_norm_", "bounds_X_", "y_bound_", "bounds_from_data_",
+                            "n_features_in_", "feature_names_in_"):
                 delattr(self, name)
         rng = noise_generator(self.random_state)
         release = self._choose_release(data, rng)
@@ -579,7 +474,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
     def domain_scaler(self):
         """The fitted map of the declared bounds into the privacy domain.
 
-        A :class:`~sklearn_pdp._data.DomainScaler` built from public
+        A :class:`~sklearn_pdp._domain.DomainScaler` built from public
         quantities only (the bounds and ``fit_intercept``): reports and the
         private search scale or clip rows with it as the fit did.
 

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from ._accounting import gaussian_epsilon
-from ._data import compute
+from ._arrays import compute
 from ._profile import PrivacyProfile, chain, family_epsilon, gaussian_ratio
 
 

@@ -102,6 +102,12 @@ mean_only_reason_ : str or None
     "fitted_bounds": """\
 data_norm_, bounds_X_, y_bound_ : float, tuple or None
     The bounds used (the parameters, or the data's own when not given).
+bounds_from_data_ : tuple of str
+    The names of the bounds read from the data because they were not
+    declared (``"data_norm"`` when neither it nor ``bounds_X`` is given,
+    ``"y_bound"``), each with a
+    :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`; empty when every
+    bound was declared. With ``tighten_bounds``, those of the declared ones.
 declared_bounds_ : tuple
     With ``tighten_bounds``: the declared ``(data_norm, bounds_X, y_bound)``
     (``data_norm_``, ``bounds_X_`` and ``y_bound_`` are then the released

@@ -19,7 +19,7 @@ from ._accounting import (
 from ._adaops import AdaOPSRegressor
 from ._base import InfeasibleBudget, PrivateRegressorMixin, ridge_fallback
 from ._ridge_system import RidgeSystem, leave_one_out
-from ._data import TwoStageRows
+from ._rows import TwoStageRows
 from ._law import ReleaseLaw
 from ._docstrings import fill_doc
 

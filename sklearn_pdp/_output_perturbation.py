@@ -21,7 +21,7 @@ from ._accounting import (
 from ._accounting._engine import largest_root
 from ._base import PrivateRegressorMixin
 from ._ridge_system import RidgeSystem, leave_one_out, out_of_sample, penalty
-from ._data import TwoStageRows, squared_norms
+from ._rows import TwoStageRows, squared_norms
 from ._eigen import eigen_change, eigen_max_change, scatter_eigen
 from ._docstrings import fill_doc
 from ._law import ReleaseLaw

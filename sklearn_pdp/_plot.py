@@ -5,7 +5,8 @@ matplotlib is imported only when drawing."""
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._data import compute, quantiles
+from ._arrays import compute
+from ._dask import quantiles
 
 KINDS = ("box", "violin")
 

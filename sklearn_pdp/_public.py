@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils.validation import check_array, validate_data
 
-from ._data import DomainScaler
+from ._domain import DomainScaler
 
 
 class PublicLinearModel(RegressorMixin, BaseEstimator):

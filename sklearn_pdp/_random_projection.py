@@ -18,7 +18,8 @@ from ._base import PrivateRegressorMixin
 from ._ridge_system import RidgeSystem, leave_one_out
 from ._mean import noise_scale as mean_noise_scale
 from ._law import ReleaseLaw
-from ._data import TwoStageRows, row_norms, squared_norms
+from ._arrays import row_norms
+from ._rows import TwoStageRows, squared_norms
 from ._signal import signal_ridge
 from ._docstrings import fill_doc
 from .exceptions import PrivacyLeakWarning

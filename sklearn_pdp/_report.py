@@ -15,7 +15,10 @@ from sklearn.utils.validation import check_is_fitted
 from ._sklearn import HasMethods, Interval, _check_feature_names_in
 from ._base import noise_generator
 from ._ridge_system import leverage_ridge
-from ._data import compute, persist, quantiles, scaled_data, validate_rows
+from ._arrays import compute, persist
+from ._dask import quantiles
+from ._rows import scaled_data
+from ._validation import validate_rows
 from ._ssp import AdaSSPRegressor
 from ._publish import private_summary, publish
 from ._plot import PrivacyLossDisplay, check_kind, import_pyplot

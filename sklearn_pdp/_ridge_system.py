@@ -11,7 +11,7 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import lapack
 
-from ._data import squared_norms
+from ._rows import squared_norms
 
 # Leverages computed through the Cholesky factor carry a relative error of
 # about cond(H) * 2.2e-16: below this reciprocal condition number they would

@@ -31,7 +31,8 @@ import numpy as np
 from sklearn.base import clone
 
 from ._accounting._exponential import quantile_log_proba, quantile_loss_table, select
-from ._data import is_dask_array, label_range, row_norms
+from ._arrays import is_dask_array, row_norms
+from ._domain import label_range
 from .exceptions import BoundsWarning
 
 # Share of epsilon spent on the bounds by default (measured on the utility

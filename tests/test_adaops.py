@@ -14,7 +14,7 @@ from sklearn_pdp._accounting import (
     ops_gamma,
     ops_mixture_epsilon,
 )
-from sklearn_pdp._data import DomainScaler
+from sklearn_pdp._domain import DomainScaler
 from sklearn_pdp._adaops import conditioning_max_change, lipschitz
 from sklearn_pdp._eigen import lambda_min_change
 

@@ -7,6 +7,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from sklearn_pdp import OutputPerturbationRegressor, PrivacyLeakWarning
+from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 
 def _data(n=300, seed=0):
@@ -60,6 +61,52 @@ def test_declared_bounds_do_not_warn_and_missing_ones_do():
         _fit(X, y, bounds_X=(X.min(0), X.max(0)), y_bound=(30.0, 90.0))
     with pytest.warns(PrivacyLeakWarning, match="bounds_X"):
         _fit(X, y, y_bound=100.0)
+
+
+@pytest.mark.parametrize(
+    "params, read",
+    [
+        ({"bounds_X": (0.0, 10.0), "y_bound": 100.0}, ()),
+        ({"data_norm": 400.0, "y_bound": (30.0, 90.0)}, ()),
+        ({"data_norm": 400.0}, ("y_bound",)),
+        ({"bounds_X": (-300.0, 10.0)}, ("y_bound",)),
+        ({"y_bound": 100.0}, ("data_norm",)),
+        ({}, ("data_norm", "y_bound")),
+    ],
+)
+def test_bounds_from_data_names_each_bound_read(params, read):
+    """``bounds_from_data_`` names the bounds not declared, each with its own
+    PrivacyLeakWarning; a refit with every bound declared empties it."""
+    X, y = _data()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reg = _fit(X, y, **params)
+    assert reg.bounds_from_data_ == read
+    leaks = [str(w.message) for w in caught if issubclass(w.category, PrivacyLeakWarning)]
+    assert [m.split()[0] for m in leaks if "was not given" in m] == list(read)
+    reg.set_params(data_norm=400.0, bounds_X=None, y_bound=100.0).fit(X, y)
+    assert reg.bounds_from_data_ == ()
+
+
+def test_bounds_from_data_with_tightening_and_in_the_search():
+    """A fit that releases its declared bounds first still names the one it
+    read (not its inner model's, whose bounds are all given); so does the
+    search, which resolves the bounds once for all its fits, and its public
+    model leaves out what it read."""
+    X, y = _data(n=2000)
+    with pytest.warns(PrivacyLeakWarning, match="y_bound was not given"):
+        reg = _fit(X, y, bounds_X=(X.min(0) - 1, X.max(0) + 1), tighten_bounds=True)
+    assert hasattr(reg, "bounds_release_") and reg.bounds_from_data_ == ("y_bound",)
+    search = PrivateGridSearchCV(
+        OutputPerturbationRegressor(data_norm=400.0), {"alpha": [1.0, 10.0]}, epsilon=1.0,
+        random_state=0)
+    with pytest.warns(PrivacyLeakWarning, match="y_bound was not given"):
+        search.fit(X, y)
+    assert search.bounds_from_data_ == ("y_bound",)
+    assert search.best_estimator_.bounds_from_data_ == ()  # given the search's bounds
+    # what the search read is private: its public model does not write it
+    assert search.public_model().bounds == {"data_norm": 400.0, "bounds_X": None,
+                                            "y_bound": None}
 
 
 @pytest.mark.parametrize(

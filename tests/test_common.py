@@ -122,16 +122,16 @@ def test_threads_inside_a_daemon_process(monkeypatch):
     """n_jobs means threads also where joblib's process backend falls back
     to one job (a pool worker, a Dask worker): no warning, two threads."""
     monkeypatch.setattr(multiprocessing.current_process(), "daemon", True)
-    import sklearn_pdp._data as data_module
+    import sklearn_pdp._rows as rows_module
 
     used = []
 
-    class SpyParallel(data_module.Parallel):
+    class SpyParallel(rows_module.Parallel):
         def __call__(self, iterable):
             used.append(self.n_jobs)
             return super().__call__(iterable)
 
-    monkeypatch.setattr(data_module, "Parallel", SpyParallel)
+    monkeypatch.setattr(rows_module, "Parallel", SpyParallel)
     rng = np.random.RandomState(0)
     X, y = rng.normal(size=(2000, 3)), rng.normal(size=2000)
     with warnings.catch_warnings(), config_context(working_memory=0.05):

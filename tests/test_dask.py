@@ -23,7 +23,7 @@ from sklearn_pdp import (  # noqa: E402
     PrivacyLeakWarning,
     RandomProjectionRegressor,
 )
-from sklearn_pdp._data import quantiles  # noqa: E402
+from sklearn_pdp._dask import quantiles  # noqa: E402
 from sklearn_pdp.model_selection import PrivateGridSearchCV  # noqa: E402
 
 N, D = 240_000, 5

@@ -7,13 +7,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sklearn_pdp._data import (
-    ChunkScratch,
-    DomainScaler,
-    ScaledData,
-    ScaledRows,
-    squared_norms,
-)
+from sklearn_pdp._domain import DomainScaler
+from sklearn_pdp._rows import ChunkScratch, ScaledData, ScaledRows, squared_norms
 from sklearn_pdp._ridge_system import RidgeSystem
 
 

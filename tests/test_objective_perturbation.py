@@ -19,7 +19,7 @@ from sklearn_pdp._accounting import (
     objpert_noise_scale,
 )
 from sklearn_pdp._accounting._objpert import _floor_alpha, _gh_rule, _objpert_inner
-from sklearn_pdp._data import DomainScaler
+from sklearn_pdp._domain import DomainScaler
 
 from ._mc import assert_matches_mc
 from ._reference import ridge_penalty

@@ -16,7 +16,8 @@ from sklearn_pdp._accounting import (
     ops_epsilon,
     ops_gamma,
 )
-from sklearn_pdp._data import DomainScaler, ScaledData
+from sklearn_pdp._domain import DomainScaler
+from sklearn_pdp._rows import ScaledData
 
 
 def _data(n=60, d=3, seed=0):

@@ -11,7 +11,8 @@ from sklearn_pdp._accounting import (
     gaussian_epsilon,
     gaussian_noise_scale,
 )
-from sklearn_pdp._data import DomainScaler, ScaledData
+from sklearn_pdp._domain import DomainScaler
+from sklearn_pdp._rows import ScaledData
 from sklearn_pdp._output_perturbation import (
     ball_ridge,
     norm_exponential_noise,

@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_pdp import PrivacyLeakWarning, RandomProjectionRegressor, _random_projection
 from sklearn_pdp._accounting import chi2_delta, chi2_epsilon, chi2_noise_scale
-from sklearn_pdp._data import DomainScaler
+from sklearn_pdp._domain import DomainScaler
 
 from ._mc import Z_TOL, assert_matches_mc
 

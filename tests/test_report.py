@@ -10,7 +10,7 @@ from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from tests._reference import ridge_penalty
 from sklearn_pdp import AdaSSPRegressor, OPSRegressor, PDPReport, PrivacyLeakWarning
-from sklearn_pdp._data import DomainScaler
+from sklearn_pdp._domain import DomainScaler
 
 
 def _data(n=80, d=3, seed=0):

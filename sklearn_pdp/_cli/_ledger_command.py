@@ -14,7 +14,7 @@ import numpy as np
 
 from .._base import _ceil
 from .._charges import person_keys, privacy_profile_of
-from .._data import quantiles
+from .._dask import quantiles
 from .._ledger import LedgerError, PrivacyLedger
 from .._public import _plain
 

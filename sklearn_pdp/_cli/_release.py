@@ -10,10 +10,11 @@ import numpy as np
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
 
+from .._domain import read_from_data_warning
 from .._ledger import LedgerError, PrivacyLedger
 from .._registry import REGRESSORS
 from .._report import PDPReport
-from ..exceptions import BoundsWarning, FallbackWarning, PrivacyLeakWarning
+from ..exceptions import BoundsWarning, FallbackWarning
 from ._ledger_command import record_from_cli, summarise_record
 from ._options import EXPERT, DataError
 from ._table import _feature_bounds
@@ -108,8 +109,9 @@ def _report(args, X, y, name, bounds, encoding):
             "test_r2_least_squares": float(
                 LinearRegression().fit(X_train, y_train).score(X_test, y_test)),
         }
-    bounds_read = [m.split(" was not given")[0] for m in _messages(caught, PrivacyLeakWarning)
-                   if " was not given" in m]
+    bounds_read = list(fitted.bounds_from_data_)
+    # their warnings say the same: reported once, under read_from_data
+    said = {read_from_data_warning(name) for name in bounds_read}
     mean_only = bool(getattr(fitted, "mean_only_", False))
     reason = getattr(fitted, "mean_only_reason_", None) or " ".join(
         _messages(caught, FallbackWarning)) or None
@@ -140,7 +142,7 @@ def _report(args, X, y, name, bounds, encoding):
         # anything else the fit said (never swallowed)
         "warnings": [str(w.message) for w in caught if not (
             issubclass(w.category, (BoundsWarning, FallbackWarning))
-            or " was not given" in str(w.message))],
+            or str(w.message) in said)],
     }
     noise = ("secure (256 bits from the operating system)" if args.random_state is None
              else f"seeded with --random-state {args.random_state}: predictable noise, "

@@ -234,10 +234,13 @@ class SearchPrivacyMixin:
         check_is_fitted(self)
         best = self.best_estimator_
         selected = best.public_model()  # its declared bounds and (released) parameters
+        # the search gave its fits the bounds it read from the data: private, not written
+        bounds = {name: None if name in self.bounds_from_data_ else value
+                  for name, value in selected.bounds.items()}
         return public_model(
             best.coef_, best.intercept_, (self.dp_epsilon_, self.dp_delta_),
             f"PrivateGridSearchCV({type(best).__name__})",
             getattr(self, "feature_names_in_", None), decimals,
-            selected.bounds, selected.params, self._tightened(),
+            bounds, selected.params, self._tightened(),
         )
 

@@ -20,9 +20,11 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._sklearn import HasMethods, Interval, _fit_context
-from .._base import PrivateRegressorMixin, noise_generator, warn_large_delta
+from .._base import PrivateRegressorMixin, noise_generator
 from .. import _tighten
-from .._data import is_dask_array, validate_rows
+from .._arrays import is_dask_array
+from .._domain import bound_params, read_from_data
+from .._validation import validate_rows, warn_large_delta
 from .._accounting._exponential import exponential_log_proba, select
 from ..exceptions import FallbackWarning
 from ._privacy import SearchPrivacyMixin
@@ -174,6 +176,10 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
         data with a :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`;
         with tightening, the released ones, to which ``predict`` clips
         new rows).
+    bounds_from_data_ : tuple of str
+        The names of the bounds read from the data (``"data_norm"``,
+        ``"y_bound"``), as the estimator's ``bounds_from_data_``; empty when
+        the estimator declares them all.
     declared_bounds_, bounds_epsilon_ : tuple, float
         With tightening only: the declared ``(data_norm, bounds_X, y_bound)``
         and the pure epsilon of the bounds' release, part of ``dp_epsilon_``.
@@ -338,6 +344,7 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
         self.data_norm_, self.bounds_X_, self.y_bound_ = clone(
             self.estimator
         ).resolve_bounds(X, y, stacklevel=5)
+        self.bounds_from_data_ = read_from_data(**bound_params(self.estimator))
         common = {
             "data_norm": self.data_norm_,
             "bounds_X": self.bounds_X_,

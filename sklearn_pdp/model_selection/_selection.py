@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from .._data import label_range
+from .._domain import label_range
 from .._law import ReleaseLaw
 
 # One validation record adds at most (2 B)^2 to a candidate's summed squared
