@@ -139,9 +139,9 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
 
     The released sketch rows have the distribution N(0, Sigma) whatever S is
     drawn from, so the privacy analysis covers every draw. The fitted
-    estimator keeps Sigma (non-private) for :meth:`pdp_epsilon`: publish
-    :meth:`public_model` (or ``sketch_``), never the estimator object. The
-    sample size is treated as public.
+    estimator keeps Sigma (non-private, in its ``release_``) for
+    :meth:`pdp_epsilon`: publish :meth:`public_model` (or ``sketch_``),
+    never the estimator object. The sample size is treated as public.
 
     Examples
     --------
