@@ -1,48 +1,24 @@
-"""Gaussian sketch plus additive noise (Showkatbakhsh et al.; doc/mechanisms/random_projection.rst)."""
+"""Gaussian sketch plus additive noise (Showkatbakhsh et al.;
+:doc:`/mechanisms/random_projection`): the estimator. Its release, with the
+calibration, the losses and the publication law, is
+:class:`~sklearn_pdp._random_projection_release.RandomProjectionRelease`."""
 
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import linalg
 from sklearn.exceptions import DataDimensionalityWarning
 
 from ._sklearn import Interval, StrOptions
-from ._accounting import (
-    PREDICTION_NOISE,
-    chi2_epsilon,
-    chi2_noise_scale,
-    compose_with_gaussian,
-)
+from ._accounting import PREDICTION_NOISE
 from ._base import PrivateRegressorMixin
-from ._ridge_system import RidgeSystem, leave_one_out
 from ._mean import noise_scale as mean_noise_scale
-from ._law import ReleaseLaw
-from ._arrays import row_norms
-from ._rows import TwoStageRows, squared_norms
-from ._signal import signal_ridge
+from ._random_projection_release import RandomProjectionRelease
 from ._docstrings import fill_doc
 from .exceptions import PrivacyLeakWarning
 
-# tau_in above this is 1 up to rounding: the row alone spans a direction
-_ONE = 1.0 - 1e-12
-# Components of a row along a null direction of a singular Sigma, relative
-# to the row's norm, that are within rounding of zero (computed as z . v with
-# eigenvectors v accurate to ~1e-15 for well-separated eigenvalues).
-_NULL_RTOL = 1e-12
 # Unit of the paper's projection-size rules (its data sets have n = 1000 k).
 _RULE_UNIT = 1000
-# Standard deviations of the noise's chi-square by which the sketch's cross
-# term must exceed its noise before slopes are fitted (see _solve). Negative:
-# the noise's own ridge s^2 already bounds what noisy slopes cost, while
-# dropping real slopes costs in proportion to them. Test MSE over the mean
-# predictor's (20 splits; before the rule, then margins -0.5 / 0 / 1):
-# centred synthetic n=1e3, epsilon=1: 0.921, 0.930 / 0.937 / 0.965; diabetes,
-# epsilon=3: 0.819, 0.820 / 0.839 / 0.849; statsmodels' "fair", epsilon=0.1:
-# 1.452, 1.442 / 1.434 / 1.430 (its label mean's own noise in the sketch
-# keeps it above 1.4: doc/mechanisms/random_projection.rst; that size now
-# falls back to the private mean).
-_SIGNAL_MARGIN = -0.5
 
 
 @fill_doc
@@ -163,9 +139,9 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
 
     The released sketch rows have the distribution N(0, Sigma) whatever S is
     drawn from, so the privacy analysis covers every draw. The fitted
-    estimator keeps Sigma (non-private) for :meth:`pdp_epsilon`: publish
-    :meth:`public_model` (or ``sketch_``), never the estimator object. The
-    sample size is treated as public.
+    estimator keeps Sigma (non-private, in its ``release_``) for
+    :meth:`pdp_epsilon`: publish :meth:`public_model` (or ``sketch_``),
+    never the estimator object. The sample size is treated as public.
 
     Examples
     --------
@@ -238,7 +214,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         """Also every size up to which the sketch's own estimate of the label
         mean (slopes 0) is noisier than the private mean by more than
         ``PREDICTION_NOISE``, by its public lower bound ``s^2 (n + s^2) /
-        (n^2 (k - 2))`` (doc/mechanisms/random_projection.rst): there no
+        (n^2 (k - 2))`` (:doc:`/mechanisms/random_projection`): there no
         slope can make up for the intercept. A rule's ``k`` only: a fixed
         ``n_components`` keeps the size of the base class."""
         size = super()._mean_only_size(n_features)
@@ -263,7 +239,8 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         k = self._resolve_n_components(n)
         if k <= 2:  # no residual degrees of freedom: nothing bounds it
             return True
-        s2 = chi2_noise_scale(self.epsilon, self.delta, k, 2.0 + self.fit_intercept) ** 2
+        s2 = RandomProjectionRelease.noise_scale_for(
+            self.epsilon, self.delta, k, self.fit_intercept) ** 2
         return s2 * (n + s2) / (n * n * (k - 2)) - mean_var / (n * n) > PREDICTION_NOISE
 
     def _releases_mean(self, n_samples, n_features):
@@ -291,377 +268,23 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
                 f"samples ({n}): the sketch does not compress the data, and the "
                 "privacy loss grows with n_components.",
                 DataDimensionalityWarning,
-                stacklevel=5,
+                stacklevel=6,  # here, _make_release, _choose_release, fit, its wrapper
             )
         return int(self.n_components)
 
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
-        # chi2_noise_scale verifies chi2_delta(epsilon) <= delta at every size
-        return (float(self.epsilon) if self.variant == "dp" else np.inf), self.delta
+        return RandomProjectionRelease.guarantee_for(self.epsilon, self.delta, self.variant)
 
-    def _fit_scaled(self, data, rng):
+    def _make_release(self, data):
         if self.variant == "paper":
             warnings.warn(
                 "variant='paper' has no differential privacy guarantee: the "
                 "paper's MI-DP claim does not hold and y is not protected "
                 "(dp_epsilon_ is inf). Use it only to reproduce the paper.",
                 PrivacyLeakWarning,
-                stacklevel=4,
+                stacklevel=5,  # here, _choose_release, fit, its wrapper, the user
             )
-        k = self.n_components_ = self._resolve_n_components(data.n_samples)
-        self._n = data.n_samples
-        ZtZ = data.scan(_labelled_gram)
-        p = data.n_features
-        if self.variant == "dp":
-            # a row [x, 1, y] of the scaled domain: ||x||^2 <= 1, the
-            # constant feature 1 (with an intercept), y^2 <= 1
-            max_sq_norm = 2.0 + self.fit_intercept
-            s = chi2_noise_scale(self.epsilon, self.delta, k, max_sq_norm)
-            penalty = np.full(p + 1, s**2)
-        else:
-            col_max_sq = data.reduce(_column_max_squares, np.maximum)
-            s = paper_noise_scale(self.epsilon, k, np.diag(ZtZ)[:p], col_max_sq)
-            penalty = np.append(np.full(p, s**2), 0.0)
-        self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
-            data.n_samples, self.n_features_in_
+        return RandomProjectionRelease.from_budget(
+            self.epsilon, self.delta, data, scaler=self._scaler,
+            n_components=self._resolve_n_components(data.n_samples), variant=self.variant,
         )
-        self.noise_scale_ = float(s)
-        self._factor_sigma(ZtZ + np.diag(penalty))
-
-        # S [Z y] + noise has iid rows N(0, Sigma) whatever S is: drawn from
-        # the Cholesky factor of Sigma, identical in distribution to the
-        # explicit k x n sketch and O(k d^2) work instead of O(k n d)
-        self.sketch_ = self._mechanism_release(rng)
-        theta = self._solve(self.sketch_, penalty, data.n_samples)
-        if np.isinf(self.signal_ridge_):
-            self.mean_only_reason_ = (
-                "the released sketch shows no signal above its noise (the signal "
-                "test, post-processing: the losses are those of the sketch); the "
-                "sketch's noise relative to the signal falls with n_samples and "
-                "epsilon")
-
-        if self.variant == "paper":
-            # only without noise on a column can a row alone span a direction
-            # of Sigma (tau_in = 1) or leave its range (tau = inf); counting
-            # them costs one more pass
-            exposed = data.reduce(
-                lambda start, Xs, ys: int(np.sum(self._tau(_LabelledRows(Xs, ys)) > _ONE))
-            )
-            if exposed:
-                warnings.warn(
-                    f"{exposed} training row(s) alone span a direction of the "
-                    "released sketch's covariance, or break a linear relation "
-                    "that it reveals (possible only without noise on some "
-                    "column): their privacy loss is infinite.",
-                    PrivacyLeakWarning,
-                    stacklevel=4,
-                )
-        return theta
-
-    def _solve(self, sketch, penalty, n_samples):
-        """Ridge regression on the released sketch (post-processing).
-
-        The sketch's normal equations estimate ``k Sigma`` (k sketch rows),
-        whose noise ``s^2`` acts as a ridge on every coefficient. With an
-        intercept the constant column's ``Sigma`` entry ``n + s^2`` is public,
-        so the regressions of the other columns on it (their sums over
-        ``n + s^2``) are rescaled to the means exactly: the intercept is not
-        shrunk towards 0, and with slopes 0 it is the private label mean. The
-        slopes get, on top of the noise's ridge ``s^2``, the James-Stein
-        ridge that the centred cross term supports against its noise
-        (:func:`~sklearn_pdp._signal.signal_ridge`; ``signal_ridge_``): inf,
-        the label mean alone, where it shows no signal. Fewer sketch rows
-        than columns, or a sketch too ill-conditioned for a Cholesky solve,
-        give the minimum-norm least squares on the sketch.
-        """
-        k, p = sketch.shape[0], sketch.shape[1] - 1
-        self.signal_ridge_ = 0.0
-        if k > p:  # else no residual is left to measure the noise by
-            try:
-                return self._shrunk_solve(sketch.T @ sketch, k, penalty[p - 1], n_samples)
-            except linalg.LinAlgError:
-                pass
-        return linalg.lstsq(sketch[:, :p], sketch[:, p], check_finite=False)[0]
-
-    def _shrunk_solve(self, gram, k, s2, n_samples):
-        """Slopes (and intercept) of :meth:`_solve` from the sketch's Gram
-        matrix ``gram`` of ``[Z y]`` (constant column last in Z)."""
-        d = gram.shape[0] - 1 - self.fit_intercept
-        centred = corrected = gram
-        if self.fit_intercept:
-            # Schur complement on the constant column: the centred scatter
-            # and cross term of the sketch, of k - 1 rows N(0, Sigma_{.|c})
-            keep = np.r_[:d, d + 1]
-            g = gram[d, keep] / gram[d, d]
-            centred = gram[np.ix_(keep, keep)] - gram[d, d] * np.outer(g, g)
-            # Sigma's centred blocks use the public n, not n + s^2
-            corrected = centred - k * s2 * (n_samples + s2) / n_samples * np.outer(g, g)
-        scatter, cross = centred[:d, :d], centred[:d, d]
-        chol = linalg.cho_factor(scatter, check_finite=False)
-        # Given the sketch's features, its labels are theirs times Sigma's
-        # coefficients plus independent noise of variance sigma_e^2 per row,
-        # so the cross term's noise has covariance sigma_e^2 scatter
-        residual = centred[d, d] - cross @ linalg.cho_solve(chol, cross, check_finite=False)
-        noise = max(residual, 0.0) / (k - d - self.fit_intercept) * np.trace(scatter) / d
-        # the data's scatter is the sketch's less the noise's k s^2 I, which
-        # is already a ridge on the slopes
-        mean_eigen = max(np.trace(corrected[:d, :d]) / d - k * s2, 0.0)
-        ridge = float(signal_ridge(cross, noise, noise, mean_eigen, _SIGNAL_MARGIN))
-        extra = max(ridge - k * s2, 0.0)
-        if np.isinf(extra):
-            beta = np.zeros(d)
-        else:
-            system = corrected[:d, :d] + extra * np.eye(d)
-            beta = linalg.cho_solve(linalg.cho_factor(system, check_finite=False),
-                                    corrected[:d, d], check_finite=False)
-        self.signal_ridge_ = extra / k
-        if not self.fit_intercept:
-            return beta
-        return np.append(beta, (n_samples + s2) / n_samples * (g[d] - g[:d] @ beta))
-
-    def _factor_sigma(self, sigma):
-        """Cholesky of Sigma, restricted to its range when it is singular.
-
-        A singular Sigma (only possible without noise on some column) means
-        the sketch reveals an exact linear relation of [X, y]; targets with a
-        component outside its range have infinite loss.
-        """
-        lam, vec = linalg.eigh(sigma, check_finite=False)
-        keep = lam > lam[-1] * sigma.shape[0] * np.finfo(float).eps
-        try:
-            if keep.all():
-                self._basis = self._null = None
-                self._sigma = RidgeSystem(sigma, None, 0.0)
-                return
-            self._null = vec[:, ~keep]
-            self._sigma = RidgeSystem(np.diag(lam[keep]), None, 0.0)
-        except ValueError:
-            # Nearly singular: leverages along the smallest directions would
-            # be rounding noise, so no per-instance loss could be trusted.
-            raise ValueError(
-                "The covariance of the released sketch is too ill-conditioned "
-                "for exact per-instance losses: a linear relation between the "
-                "columns of [X, y] holds almost exactly and the noise "
-                f"(noise_scale_={self.noise_scale_:.3g}, variant="
-                f"{self.variant!r}) does not mask it. Use variant='dp', or a "
-                "smaller epsilon."
-            ) from None
-        warnings.warn(
-            "The covariance of the released sketch is singular: it reveals an "
-            "exact linear relation between the columns of [X, y] (e.g. y in the "
-            "span of X without noise on y). Targets off that relation have "
-            "infinite privacy loss.",
-            PrivacyLeakWarning,
-            stacklevel=5,
-        )
-        self._basis = vec[:, keep]
-
-    def _tau(self, Z):
-        """z^T Sigma^+ z of the rows of ``Z`` (:class:`_LabelledRows`), inf
-        off the range of Sigma."""
-        if self._null is None:
-            return self._sigma.row_statistics(Z)["leverage"]
-        tau = self._sigma.row_statistics(Z @ self._basis)["leverage"]
-        # A component along a null direction that is more than rounding (of
-        # the row and of the eigenvectors) is real: the relation is not exact
-        # for this row, and its loss is infinite (Sigma may be singular only
-        # to working precision, so that direction's variance is unknown).
-        off = row_norms(Z @ self._null)
-        rounding = _NULL_RTOL * np.sqrt(Z.squared_norms())
-        return np.where(off > rounding, np.inf, tau)
-
-    def _mechanism_release(self, rng, size=None):
-        """Draw(s) of the released sketch (scaled coordinates).
-
-        Uses that the sketch rows are N(0, Sigma) whatever the draw of S:
-        ``size`` sketches of shape (n_components_, n_features + 1) are drawn
-        without the training data.
-        """
-        chol = self._sigma.chol
-        shape = (self.n_components_, chol.shape[0])
-        G = rng.standard_normal(shape if size is None else (size, *shape))
-        draw = G @ chol.T
-        return draw if self._null is None else draw @ self._basis.T
-
-    def _training_tau(self, Xs, ys):
-        """In-sample tau' = z^T Sigma^{-1} z of the training rows."""
-        tau_in = self._tau(_LabelledRows(Xs, ys))
-        # A row alone spanning a direction of Sigma has tau_in = 1 exactly;
-        # within rounding of 1 report it as such (infinite loss), never as a
-        # large finite number that rounding produced.
-        tau_in[tau_in > _ONE] = 1.0
-        return tau_in
-
-    def _training_epsilon(self, Xs, ys):
-        return self._training_stages()(Xs, ys)
-
-    def _training_stages(self):
-        """:meth:`_training_epsilon` as a :class:`TwoStageRows`: the in-sample
-        tau' of each row (one product), then its exact loss."""
-
-        def finish(tau_in):
-            # Sherman-Morrison: tau of the data set without the row (residual unused)
-            tau, _ = leave_one_out(tau_in, np.zeros_like(tau_in))
-            # tau <= 2 / s^2, where the calibration verified epsilon: the root
-            # search's tolerance must not report more than dp_epsilon_
-            return np.minimum(chi2_epsilon(self.delta, tau, self.n_components_),
-                              self.dp_epsilon_)
-
-        return TwoStageRows(self._training_tau, finish)
-
-    def _target_epsilon(self, Xs, ys):
-        tau = _label_quadratic(self._tau, Xs, ys)
-        # an added row is not a neighbour the calibration covered: uncapped
-        return chi2_epsilon(self.delta, tau, self.n_components_)
-
-    def _law_statistics(self, Xs, ys, add=False):
-        """Exact statistic of the rows for :meth:`release_law`'s ``epsilon``:
-        the in-sample tau' of training rows, or (``add``) the in-sample
-        equivalent tau / (1 + tau) of rows added (``ys`` None: the worst
-        label), which :func:`leave_one_out` maps back to tau."""
-        if not add:
-            return {"tau": self._training_tau(Xs, ys)}
-        tau = _label_quadratic(self._tau, Xs, ys)
-        with np.errstate(invalid="ignore"):
-            return {"tau": np.where(np.isinf(tau), 1.0, tau / (1.0 + tau))}
-
-    def _mechanism_law(self):
-        """Public description of the release, for a published report.
-
-        Returns
-        -------
-        law : RandomProjectionLaw
-            The Gram matrix of the released sketch, the number of sketch
-            rows, the domain's largest tau (from the noise level), the
-            guarantee, the public size, the domain and the released (scaled)
-            coefficients.
-
-        Raises
-        ------
-        NotImplementedError
-            For ``variant="paper"``, which has no guarantee to publish under.
-        """
-        if self.variant != "dp":
-            raise NotImplementedError(
-                "RandomProjectionRegressor with variant='paper' has no DP "
-                "guarantee, so its report cannot be published (variant='dp' can)."
-            )
-        return RandomProjectionLaw(
-            sketch_gram=self.sketch_.T @ self.sketch_, n_components=self.n_components_,
-            max_tau=(2.0 + self.fit_intercept) / self.noise_scale_**2,
-            dp=(self.dp_epsilon_, self.dp_delta_), scaler=self._scaler, coef=self._theta,
-            # the noise's implicit ridge on the sketch's normal equations
-            alpha=self.noise_scale_**2, n_samples=self._n,
-        )
-
-
-class RandomProjectionLaw(ReleaseLaw):
-    """Random projection's release law (doc/publish.rst): n' rows N(0, Sigma).
-
-    A row's statistic is its in-sample ``tau' = z^T Sigma^{-1} z``,
-    ``z = [x, y]``, and its loss the chi-square one at
-    ``tau = tau' / (1 - tau')``, non-decreasing in tau'. The released sketch
-    R bounds it: ``R^T R = Sigma^{1/2} G^T G Sigma^{1/2}`` with G an
-    n' x p matrix of independent N(0, 1) entries, whose largest singular
-    value is at most ``sqrt(n') + sqrt(p) + sqrt(2 log(1/beta))`` except
-    with probability beta (Gordon's bound and Gaussian concentration). On
-    that event ``R^T R <= s^2 Sigma``, so ``tau' <= s^2 z^T (R^T R)^{-1} z``
-    for every z at once. The publication needs no Gram matrix
-    (``needs_gram``): it costs the summary alone.
-    """
-
-    needs_gram = False
-
-    def __init__(self, *, sketch_gram, n_components, max_tau, dp, **public):
-        super().__init__(**public)
-        self.sketch_gram = np.asarray(sketch_gram, dtype=np.float64)
-        self.n_components = int(n_components)
-        self.max_tau = float(max_tau)
-        self.dp = dp
-
-    def _dp(self, delta):
-        # the guarantee at the fit's delta; elsewhere the loss at the corner
-        if delta == self.dp[1]:
-            return self.dp[0]
-        return float(chi2_epsilon(delta, self.max_tau, self.n_components))
-
-    def epsilon(self, delta, stats, gaussian_ratio=None):
-        tau, _ = leave_one_out(stats["tau"], np.zeros_like(stats["tau"]))
-        return compose_with_gaussian(
-            lambda d: np.minimum(chi2_epsilon(d, tau, self.n_components), self._dp(d)),
-            delta, gaussian_ratio,
-        )
-
-    def dp_epsilon(self, delta, gaussian_ratio=None):
-        return compose_with_gaussian(self._dp, delta, gaussian_ratio)
-
-    def cap_epsilon(self, delta, gaussian_ratio=None):
-        """The removal guarantee, which also covers a person added: the loss
-        is the chi-square one at tau = z^T Sigma_s^{-1} z, Sigma_s the
-        smaller data set's ``Z^T Z + s^2 I >= s^2 I`` whichever its size, so
-        tau <= ||z||^2 / s^2 = ``max_tau`` for a row removed from the n rows
-        or added to them (n', s fixed by the release)."""
-        return self.dp_epsilon(delta, gaussian_ratio)
-
-    def published_statistics(self, published, Xs, ys):
-        k, p = self.n_components, self.sketch_gram.shape[0]
-        scale = (np.sqrt(k) + np.sqrt(p) + np.sqrt(2.0 * np.log(1.0 / published.beta))) ** 2
-        try:
-            sketch = RidgeSystem(self.sketch_gram, None, 0.0)
-        except ValueError:  # fewer sketch rows than columns: nothing is bounded
-            return {"tau": np.full(Xs.shape[0], np.inf)}
-        quad = _label_quadratic(lambda Z: sketch.row_statistics(Z)["leverage"], Xs, ys)
-        return {"tau": scale * quad}
-
-
-def _label_quadratic(quad, Xs, ys):
-    """``quad(z)`` of the rows ``z = [x, y]``; with ``ys`` None the worst
-    label: a quadratic form is convex in the label, so an end of [-1, 1]."""
-    if ys is not None:
-        return quad(_LabelledRows(Xs, ys))
-    return np.maximum(*(quad(_LabelledRows(Xs, np.full(Xs.shape[0], v))) for v in (-1.0, 1.0)))
-
-
-class _LabelledRows:
-    """The rows z = [x, y] of scaled rows ``Xs`` and labels ``ys``, for
-    products ``Z @ A`` without stacking the columns (no copy of the rows)."""
-
-    def __init__(self, Xs, ys):
-        self.Xs, self.ys = Xs, ys
-
-    def __matmul__(self, A):
-        """``Z @ A`` for A of shape (p + 1, k)."""
-        out = self.Xs @ A[:-1]
-        # the labels' row of A (of Sigma's whitener: its last entry alone)
-        cols = np.flatnonzero(A[-1])
-        out[:, cols] += np.multiply.outer(self.ys, A[-1, cols])
-        return out
-
-    def squared_norms(self):
-        return squared_norms(self.Xs) + self.ys**2
-
-
-def _labelled_gram(start, Xs, ys):
-    """Z^T Z of Z = [Xs ys]."""
-    XtX, Xty = Xs.gram(ys)
-    # not ys @ ys: right after the Gram's threaded BLAS calls that dot took
-    # 5-7 ms a chunk in some runs (0.2 s of a fit at n = 1e6, d = 10),
-    # einsum 20 us
-    yy = np.einsum("i,i->", ys, ys)
-    return np.block([[XtX, Xty[:, None]], [Xty[None, :], yy]])
-
-
-def _column_max_squares(start, Xs, ys):
-    """The largest square in each column of the scaled rows."""
-    return np.square(Xs).max(axis=0)
-
-
-def paper_noise_scale(epsilon, n_components, col_sq, col_max_sq):
-    """sigma_RP of the paper's rule (13), with f(X) over columns (erratum E9).
-
-    sigma_RP^2 = (n' / (2^(2 epsilon) - 1) - f(X)^2)_+ with
-    f(X)^2 = min_j (sum_i X_ij^2 - max_i X_ij^2), from the column sums and
-    maxima of the squared entries.
-    """
-    f_sq = np.min(col_sq - col_max_sq)
-    return np.sqrt(max(n_components / np.expm1(2 * epsilon * np.log(2)) - f_sq, 0.0))

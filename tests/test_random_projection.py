@@ -7,7 +7,7 @@ from sklearn import config_context
 from sklearn.exceptions import DataDimensionalityWarning
 from sklearn.utils._param_validation import InvalidParameterError
 
-from sklearn_pdp import PrivacyLeakWarning, RandomProjectionRegressor, _random_projection
+from sklearn_pdp import PrivacyLeakWarning, RandomProjectionRegressor, _random_projection_release
 from sklearn_pdp._accounting import chi2_delta, chi2_epsilon, chi2_noise_scale
 from sklearn_pdp._domain import DomainScaler
 
@@ -417,7 +417,7 @@ def test_intercept_is_not_shrunk_by_the_noise():
 def _no_signal_ridge(monkeypatch, ridge):
     """Replace the James-Stein ridge of the sketch's solve by ``ridge``
     (0: the noise's own ridge alone; inf: the label mean alone)."""
-    monkeypatch.setattr(_random_projection, "signal_ridge", lambda *a: ridge)
+    monkeypatch.setattr(_random_projection_release, "signal_ridge", lambda *a: ridge)
 
 
 def _skewed_noise_ratios():
@@ -446,9 +446,8 @@ def test_labels_without_signal_that_vary_little_give_the_mean(monkeypatch):
 
 
 def _sketches(reg, size, seed=1):
-    """``size`` fresh draws of the release and the penalty of the fit."""
-    sketches = reg._mechanism_release(np.random.default_rng(seed), size)
-    return sketches, np.full(sketches.shape[2] - 1, reg.noise_scale_**2)
+    """``size`` fresh draws of the release."""
+    return reg.release_.draw(np.random.default_rng(seed), size)
 
 
 def test_strong_signal_is_hardly_shrunk(monkeypatch):
@@ -457,11 +456,11 @@ def test_strong_signal_is_hardly_shrunk(monkeypatch):
     X, y = _data(n=20_000, d=5, seed=2)
     reg = RandomProjectionRegressor(epsilon=1.0, data_norm=np.sqrt(5), y_bound=3.0,
                                     random_state=0).fit(X, y)
-    sketches, penalty = _sketches(reg, 20)
-    shrunk = np.array([reg._solve(s, penalty, len(y)) for s in sketches])
+    sketches = _sketches(reg, 20)
+    shrunk = np.array([reg.release_.solve(s)[0] for s in sketches])
     assert np.isfinite(reg.signal_ridge_)
     _no_signal_ridge(monkeypatch, 0.0)
-    plain = np.array([reg._solve(s, penalty, len(y)) for s in sketches])
+    plain = np.array([reg.release_.solve(s)[0] for s in sketches])
     ratio = np.linalg.norm(shrunk[:, :5], axis=1) / np.linalg.norm(plain[:, :5], axis=1)
     assert np.all((ratio > 0.999) & (ratio <= 1.0)), ratio
 
@@ -480,9 +479,9 @@ def test_mean_alone_is_the_unbiased_label_mean(monkeypatch):
     y = np.clip(0.6 + 0.1 * rng.standard_normal(n), -1, 1)
     reg = RandomProjectionRegressor(epsilon=1.0, n_components=200, data_norm=1.0,
                                     y_bound=1.0, random_state=0).fit(X, y)
-    sketches, penalty = _sketches(reg, 4000)
+    sketches = _sketches(reg, 4000)
     _no_signal_ridge(monkeypatch, np.inf)
-    theta = np.array([reg._solve(s, penalty, n) for s in sketches])
+    theta = np.array([reg.release_.solve(s)[0] for s in sketches])
     assert np.all(theta[:, :3] == 0.0)
     s2, k = reg.noise_scale_**2, reg.n_components_
     var = (y @ y + s2 - y.sum() ** 2 / (n + s2)) * (n + s2) / (n**2 * (k - 2))
@@ -525,16 +524,16 @@ def test_cross_term_noise_is_estimated_without_bias(monkeypatch):
     reg = RandomProjectionRegressor(epsilon=1.0, n_components=k, data_norm=1.0,
                                     y_bound=1.0, random_state=0).fit(X, y)
     ratios = []
-    orig = _random_projection.signal_ridge
+    orig = _random_projection_release.signal_ridge
 
     def spy(cross, noise, *rest):
         ratios.append(cross @ cross / noise)
         return orig(cross, noise, *rest)
 
-    monkeypatch.setattr(_random_projection, "signal_ridge", spy)
-    sketches, penalty = _sketches(reg, 4000)
+    monkeypatch.setattr(_random_projection_release, "signal_ridge", spy)
+    sketches = _sketches(reg, 4000)
     for sketch in sketches:
-        reg._solve(sketch, penalty, n)
+        reg.release_.solve(sketch)
     ratios = np.array(ratios)
     assert ratios.size == 4000
     dof = k - d - 1

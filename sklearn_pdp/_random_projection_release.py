@@ -1,0 +1,402 @@
+"""Random projection's release: a Gaussian sketch of the scaled data plus
+noise, with its calibration, its exact per-row losses (chi-square tails)
+and its publication law (:doc:`/mechanisms/random_projection`)."""
+
+import warnings
+
+import numpy as np
+from scipy import linalg
+
+from ._accounting import chi2_epsilon, chi2_noise_scale, compose_with_gaussian
+from ._arrays import row_norms
+from ._rows import TwoStageRows, squared_norms
+from ._release import Release
+from ._ridge_system import RidgeSystem, leave_one_out
+from ._signal import signal_ridge
+from .exceptions import PrivacyLeakWarning
+
+# tau_in above this is 1 up to rounding: the row alone spans a direction
+_ONE = 1.0 - 1e-12
+# Components of a row along a null direction of a singular Sigma, relative
+# to the row's norm, that are within rounding of zero (computed as z . v with
+# eigenvectors v accurate to ~1e-15 for well-separated eigenvalues).
+_NULL_RTOL = 1e-12
+# Standard deviations of the noise's chi-square by which the sketch's cross
+# term must exceed its noise before slopes are fitted (see solve_sketch).
+# Negative: the noise's own ridge already bounds what noisy slopes cost
+# (the measurements: "Signal ridge" in the mechanism's page).
+_SIGNAL_MARGIN = -0.5
+
+
+class RandomProjectionRelease(Release):
+    """``n_components`` rows N(0, Sigma), ``Sigma = Z^T Z + diag(noise
+    variances)`` of the scaled rows ``z = [x, y]`` (the released sketch
+    ``S Z + noise``, whatever S is), and the ridge regression on them.
+
+    A row's statistic is its in-sample ``tau' = z^T Sigma^{-1} z`` and its
+    loss the chi-square one at ``tau = tau' / (1 - tau')``, non-decreasing
+    in tau'. For a published report the released sketch R bounds it:
+    ``R^T R = Sigma^{1/2} G^T G Sigma^{1/2}`` with G an n' x p matrix of
+    independent N(0, 1) entries, whose largest singular value is at most
+    ``sqrt(n') + sqrt(p) + sqrt(2 log(1/beta))`` except with probability
+    beta (Gordon's bound and Gaussian concentration). On that event
+    ``R^T R <= s^2 Sigma``, so ``tau' <= s^2 z^T (R^T R)^{-1} z`` for every
+    z at once (:doc:`/publish`). The publication needs no Gram matrix
+    (``needs_gram``): it costs the summary alone.
+
+    Holds Sigma factorised (``sigma``, with ``basis`` and ``null`` where it
+    is singular): statistics of the private data.
+    """
+
+    needs_gram = False
+    _private = ("sigma", "basis", "null")
+
+    def __init__(self, *, n_components, noise_scale, variant, **common):
+        super().__init__(alpha=noise_scale**2, **common)
+        self.n_components = int(n_components)
+        self.noise_scale = float(noise_scale)
+        self.variant = variant
+        self.signal_ridge = 0.0
+
+    @staticmethod
+    def noise_scale_for(epsilon, delta, n_components, fit_intercept):
+        """The noise's standard deviation for (epsilon, delta)-DP: a row
+        ``[x, 1, y]`` of the scaled domain has ``||z||^2 <= 2 +
+        fit_intercept``, where the chi-square loss is the largest."""
+        return chi2_noise_scale(epsilon, delta, n_components, 2.0 + fit_intercept)
+
+    @staticmethod
+    def guarantee_for(epsilon, delta, variant):
+        """The data-independent ``(epsilon, delta)`` at every size:
+        :meth:`noise_scale_for` verifies the budget's delta at every size;
+        the paper's variant has none."""
+        return (float(epsilon) if variant == "dp" else np.inf), delta
+
+    @classmethod
+    def from_budget(cls, epsilon, delta, data, *, scaler, n_components, variant="dp"):
+        ZtZ = data.scan(_labelled_gram)
+        p = data.n_features
+        if variant == "dp":
+            s = cls.noise_scale_for(epsilon, delta, n_components, scaler.fit_intercept)
+            penalty = np.full(p + 1, s**2)
+        else:
+            col_max_sq = data.reduce(_column_max_squares, np.maximum)
+            s = paper_noise_scale(epsilon, n_components, np.diag(ZtZ)[:p], col_max_sq)
+            penalty = np.append(np.full(p, s**2), 0.0)
+        release = cls(n_components=n_components, noise_scale=s, variant=variant,
+                      scaler=scaler, n_samples=data.n_samples, delta=delta,
+                      guarantee=cls.guarantee_for(epsilon, delta, variant))
+        release._factor_sigma(ZtZ + np.diag(penalty))
+        if variant == "paper":
+            # only without noise on a column can a row alone span a direction
+            # of Sigma (tau_in = 1) or leave its range (tau = inf); counting
+            # them costs one more pass
+            exposed = data.reduce(
+                lambda start, Xs, ys: int(np.sum(release._tau(_LabelledRows(Xs, ys)) > _ONE))
+            )
+            if exposed:
+                warnings.warn(
+                    f"{exposed} training row(s) alone span a direction of the "
+                    "released sketch's covariance, or break a linear relation "
+                    "that it reveals (possible only without noise on some "
+                    "column): their privacy loss is infinite.",
+                    PrivacyLeakWarning,
+                    stacklevel=6,  # from_budget, _make_release, _choose_release, fit
+                )
+        return release
+
+    def _factor_sigma(self, sigma):
+        """Cholesky of Sigma, restricted to its range when it is singular.
+
+        A singular Sigma (only possible without noise on some column) means
+        the sketch reveals an exact linear relation of [X, y]; targets with a
+        component outside its range have infinite loss.
+        """
+        lam, vec = linalg.eigh(sigma, check_finite=False)
+        keep = lam > lam[-1] * sigma.shape[0] * np.finfo(float).eps
+        try:
+            if keep.all():
+                self.basis = self.null = None
+                self.sigma = RidgeSystem(sigma, None, 0.0)
+                return
+            self.null = vec[:, ~keep]
+            self.sigma = RidgeSystem(np.diag(lam[keep]), None, 0.0)
+        except ValueError:
+            # Nearly singular: leverages along the smallest directions would
+            # be rounding noise, so no per-instance loss could be trusted.
+            raise ValueError(
+                "The covariance of the released sketch is too ill-conditioned "
+                "for exact per-instance losses: a linear relation between the "
+                "columns of [X, y] holds almost exactly and the noise "
+                f"(noise_scale_={self.noise_scale:.3g}, variant="
+                f"{self.variant!r}) does not mask it. Use variant='dp', or a "
+                "smaller epsilon."
+            ) from None
+        warnings.warn(
+            "The covariance of the released sketch is singular: it reveals an "
+            "exact linear relation between the columns of [X, y] (e.g. y in the "
+            "span of X without noise on y). Targets off that relation have "
+            "infinite privacy loss.",
+            PrivacyLeakWarning,
+            stacklevel=7,  # _factor_sigma, from_budget, _make_release, _choose_release, fit
+        )
+        self.basis = vec[:, keep]
+
+    def draw(self, rng, size=None):
+        """Draw(s) of the released sketch (scaled coordinates), of shape
+        (n_components, n_features + 1): its rows are N(0, Sigma) whatever
+        the draw of S, so they are drawn from Sigma's Cholesky factor, in
+        distribution the explicit sketch, without the training data."""
+        chol = self.sigma.chol
+        shape = (self.n_components, chol.shape[0])
+        G = rng.standard_normal(shape if size is None else (size, *shape))
+        draw = G @ chol.T
+        return draw if self.null is None else draw @ self.basis.T
+
+    def release(self, rng):
+        """Draws the sketch (``sketch``) and solves it for ``coef``."""
+        self.sketch = self.draw(rng)
+        theta, self.signal_ridge = self.solve(self.sketch)
+        if np.isinf(self.signal_ridge):
+            self.reason = (
+                "the released sketch shows no signal above its noise (the signal "
+                "test, post-processing: the losses are those of the sketch); the "
+                "sketch's noise relative to the signal falls with n_samples and "
+                "epsilon")
+        self.coef = np.asarray(theta, dtype=np.float64)
+        return self.coef
+
+    def solve(self, sketch):
+        """``(coef, signal_ridge)`` of the ridge regression on ``sketch``
+        (post-processing, :func:`solve_sketch`)."""
+        return solve_sketch(sketch, self.noise_scale**2, self.n_samples, self.intercept)
+
+    def fitted_attributes(self):
+        return {"n_components_": self.n_components, "sketch_": self.sketch,
+                "signal_ridge_": self.signal_ridge, "noise_scale_": self.noise_scale}
+
+    def _tau(self, Z):
+        """z^T Sigma^+ z of the rows of ``Z`` (:class:`_LabelledRows`), inf
+        off the range of Sigma."""
+        if self.null is None:
+            return self.sigma.row_statistics(Z)["leverage"]
+        tau = self.sigma.row_statistics(Z @ self.basis)["leverage"]
+        # A component along a null direction that is more than rounding (of
+        # the row and of the eigenvectors) is real: the relation is not exact
+        # for this row, and its loss is infinite (Sigma may be singular only
+        # to working precision, so that direction's variance is unknown).
+        off = row_norms(Z @ self.null)
+        rounding = _NULL_RTOL * np.sqrt(Z.squared_norms())
+        return np.where(off > rounding, np.inf, tau)
+
+    def _training_tau(self, Xs, ys):
+        """In-sample tau' = z^T Sigma^{-1} z of the training rows."""
+        tau_in = self._tau(_LabelledRows(Xs, ys))
+        # A row alone spanning a direction of Sigma has tau_in = 1 exactly;
+        # within rounding of 1 report it as such (infinite loss), never as a
+        # large finite number that rounding produced.
+        tau_in[tau_in > _ONE] = 1.0
+        return tau_in
+
+    def _training_losses(self, tau_in):
+        return self.epsilon(self.delta, {"tau": tau_in})
+
+    def losses(self, Xs, ys, add=False):
+        if not add:
+            return self._training_losses(self._training_tau(Xs, ys))
+        tau = _label_quadratic(self._tau, Xs, ys)
+        # an added row is not a neighbour the calibration covered: uncapped
+        return chi2_epsilon(self.delta, tau, self.n_components)
+
+    def row_losses(self, add=False):
+        """Training rows: a :class:`~sklearn_pdp._data.TwoStageRows`, the
+        in-sample tau' of each row (one product), then its exact loss."""
+        if add:
+            return super().row_losses(add)
+        return TwoStageRows(self._training_tau, self._training_losses)
+
+    def statistics(self, Xs, ys, add=False):
+        """The in-sample tau' of training rows, or (``add``) the in-sample
+        equivalent tau / (1 + tau) of rows added (``ys`` None: the worst
+        label), which :func:`leave_one_out` maps back to tau."""
+        if not add:
+            return {"tau": self._training_tau(Xs, ys)}
+        tau = _label_quadratic(self._tau, Xs, ys)
+        with np.errstate(invalid="ignore"):
+            return {"tau": np.where(np.isinf(tau), 1.0, tau / (1.0 + tau))}
+
+    def public(self):
+        if self.variant != "dp":
+            raise NotImplementedError(
+                "RandomProjectionRegressor with variant='paper' has no DP "
+                "guarantee, so its report cannot be published (variant='dp' can)."
+            )
+        law = super().public()
+        # its Gram matrix is all a published report needs of the sketch
+        law.sketch_gram = law.__dict__.pop("sketch").T @ self.sketch
+        return law
+
+    # -- the law of a published report ------------------------------------
+
+    @property
+    def max_tau(self):
+        """The domain's largest tau, ``||z||^2 / s^2``."""
+        if self.noise_scale == 0:
+            return np.inf
+        return (2.0 + self.intercept) / self.noise_scale**2
+
+    def _dp(self, delta):
+        # the guarantee at the fit's delta; elsewhere the loss at the corner
+        if delta == self.guarantee[1]:
+            return self.guarantee[0]
+        return float(chi2_epsilon(delta, self.max_tau, self.n_components))
+
+    def epsilon(self, delta, stats, gaussian_ratio=None):
+        # Sherman-Morrison: tau of the data set without the row (residual
+        # unused); capped at the guarantee, which the calibration verified
+        # at the corner: the root search's tolerance must not report more
+        tau, _ = leave_one_out(stats["tau"], np.zeros_like(stats["tau"]))
+        return compose_with_gaussian(
+            lambda d: np.minimum(chi2_epsilon(d, tau, self.n_components), self._dp(d)),
+            delta, gaussian_ratio,
+        )
+
+    def dp_epsilon(self, delta, gaussian_ratio=None):
+        return compose_with_gaussian(self._dp, delta, gaussian_ratio)
+
+    def cap_epsilon(self, delta, gaussian_ratio=None):
+        """The removal guarantee, which also covers a person added: the loss
+        is the chi-square one at tau = z^T Sigma_s^{-1} z, Sigma_s the
+        smaller data set's ``Z^T Z + s^2 I >= s^2 I`` whichever its size, so
+        tau <= ||z||^2 / s^2 = ``max_tau`` for a row removed from the n rows
+        or added to them (n', s fixed by the release)."""
+        return self.dp_epsilon(delta, gaussian_ratio)
+
+    def published_statistics(self, published, Xs, ys):
+        k, p = self.n_components, self.sketch_gram.shape[0]
+        scale = (np.sqrt(k) + np.sqrt(p) + np.sqrt(2.0 * np.log(1.0 / published.beta))) ** 2
+        try:
+            sketch = RidgeSystem(self.sketch_gram, None, 0.0)
+        except ValueError:  # fewer sketch rows than columns: nothing is bounded
+            return {"tau": np.full(Xs.shape[0], np.inf)}
+        quad = _label_quadratic(lambda Z: sketch.row_statistics(Z)["leverage"], Xs, ys)
+        return {"tau": scale * quad}
+
+
+def solve_sketch(sketch, s2, n_samples, fit_intercept):
+    """Ridge regression on the released sketch (post-processing).
+
+    The sketch's normal equations estimate ``k Sigma`` (k sketch rows),
+    whose noise ``s2`` acts as a ridge on every coefficient. With an
+    intercept the constant column's ``Sigma`` entry ``n + s^2`` is public,
+    so the regressions of the other columns on it (their sums over
+    ``n + s^2``) are rescaled to the means exactly: the intercept is not
+    shrunk towards 0, and with slopes 0 it is the private label mean. The
+    slopes get, on top of the noise's ridge ``s^2``, the James-Stein
+    ridge that the centred cross term supports against its noise
+    (:func:`~sklearn_pdp._signal.signal_ridge`): inf, the label mean
+    alone, where it shows no signal. Fewer sketch rows than columns, or a
+    sketch too ill-conditioned for a Cholesky solve, give the minimum-norm
+    least squares on the sketch.
+
+    Returns
+    -------
+    coef : ndarray of shape (sketch.shape[1] - 1,)
+    signal_ridge : float
+        The ridge added on top of the noise's, over k (``signal_ridge_``).
+    """
+    k, p = sketch.shape[0], sketch.shape[1] - 1
+    if k > p:  # else no residual is left to measure the noise by
+        try:
+            return _shrunk_solve(sketch.T @ sketch, k, s2, n_samples, fit_intercept)
+        except linalg.LinAlgError:
+            pass
+    return linalg.lstsq(sketch[:, :p], sketch[:, p], check_finite=False)[0], 0.0
+
+
+def _shrunk_solve(gram, k, s2, n_samples, fit_intercept):
+    """:func:`solve_sketch` from the sketch's Gram matrix ``gram`` of
+    ``[Z y]`` (constant column last in Z)."""
+    d = gram.shape[0] - 1 - fit_intercept
+    centred = corrected = gram
+    if fit_intercept:
+        # Schur complement on the constant column: the centred scatter
+        # and cross term of the sketch, of k - 1 rows N(0, Sigma_{.|c})
+        keep = np.r_[:d, d + 1]
+        g = gram[d, keep] / gram[d, d]
+        centred = gram[np.ix_(keep, keep)] - gram[d, d] * np.outer(g, g)
+        # Sigma's centred blocks use the public n, not n + s^2
+        corrected = centred - k * s2 * (n_samples + s2) / n_samples * np.outer(g, g)
+    scatter, cross = centred[:d, :d], centred[:d, d]
+    chol = linalg.cho_factor(scatter, check_finite=False)
+    # Given the sketch's features, its labels are theirs times Sigma's
+    # coefficients plus independent noise of variance sigma_e^2 per row,
+    # so the cross term's noise has covariance sigma_e^2 scatter
+    residual = centred[d, d] - cross @ linalg.cho_solve(chol, cross, check_finite=False)
+    noise = max(residual, 0.0) / (k - d - fit_intercept) * np.trace(scatter) / d
+    # the data's scatter is the sketch's less the noise's k s^2 I, which
+    # is already a ridge on the slopes
+    mean_eigen = max(np.trace(corrected[:d, :d]) / d - k * s2, 0.0)
+    ridge = float(signal_ridge(cross, noise, noise, mean_eigen, _SIGNAL_MARGIN))
+    extra = max(ridge - k * s2, 0.0)
+    if np.isinf(extra):
+        beta = np.zeros(d)
+    else:
+        system = corrected[:d, :d] + extra * np.eye(d)
+        beta = linalg.cho_solve(linalg.cho_factor(system, check_finite=False),
+                                corrected[:d, d], check_finite=False)
+    if fit_intercept:
+        beta = np.append(beta, (n_samples + s2) / n_samples * (g[d] - g[:d] @ beta))
+    return beta, extra / k
+
+
+def _label_quadratic(quad, Xs, ys):
+    """``quad(z)`` of the rows ``z = [x, y]``; with ``ys`` None the worst
+    label: a quadratic form is convex in the label, so an end of [-1, 1]."""
+    if ys is not None:
+        return quad(_LabelledRows(Xs, ys))
+    return np.maximum(*(quad(_LabelledRows(Xs, np.full(Xs.shape[0], v))) for v in (-1.0, 1.0)))
+
+
+class _LabelledRows:
+    """The rows z = [x, y] of scaled rows ``Xs`` and labels ``ys``, for
+    products ``Z @ A`` without stacking the columns (no copy of the rows)."""
+
+    def __init__(self, Xs, ys):
+        self.Xs, self.ys = Xs, ys
+
+    def __matmul__(self, A):
+        """``Z @ A`` for A of shape (p + 1, k)."""
+        out = self.Xs @ A[:-1]
+        # the labels' row of A (of Sigma's whitener: its last entry alone)
+        cols = np.flatnonzero(A[-1])
+        out[:, cols] += np.multiply.outer(self.ys, A[-1, cols])
+        return out
+
+    def squared_norms(self):
+        return squared_norms(self.Xs) + self.ys**2
+
+
+def _labelled_gram(start, Xs, ys):
+    """Z^T Z of Z = [Xs ys]."""
+    XtX, Xty = Xs.gram(ys)
+    # not ys @ ys: right after the Gram's threaded BLAS calls that dot was
+    # sometimes far slower than einsum
+    yy = np.einsum("i,i->", ys, ys)
+    return np.block([[XtX, Xty[:, None]], [Xty[None, :], yy]])
+
+
+def _column_max_squares(start, Xs, ys):
+    """The largest square in each column of the scaled rows."""
+    return np.square(Xs).max(axis=0)
+
+
+def paper_noise_scale(epsilon, n_components, col_sq, col_max_sq):
+    """sigma_RP of the paper's rule (13), with f(X) over columns (erratum E9).
+
+    sigma_RP^2 = (n' / (2^(2 epsilon) - 1) - f(X)^2)_+ with
+    f(X)^2 = min_j (sum_i X_ij^2 - max_i X_ij^2), from the column sums and
+    maxima of the squared entries.
+    """
+    f_sq = np.min(col_sq - col_max_sq)
+    return np.sqrt(max(n_components / np.expm1(2 * epsilon * np.log(2)) - f_sq, 0.0))
