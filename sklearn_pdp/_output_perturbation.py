@@ -6,7 +6,6 @@ their calibration in ``_output_perturbation_calibration``."""
 
 from numbers import Real
 
-from ._sklearn import Interval, StrOptions
 from ._base import PrivateRegressorMixin
 from ._docstrings import fill_doc
 from ._output_perturbation_release import (
@@ -14,6 +13,7 @@ from ._output_perturbation_release import (
     PrivateRidgeRelease,
     output_perturbation_guarantee,
 )
+from ._sklearn import Interval, StrOptions
 
 
 @fill_doc
@@ -55,7 +55,8 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         of every data set at least that well conditioned (half of ``delta``
         covers the release's lower bound failing), and the ridge is the one
         that minimises the slopes' shrinkage plus the noise there. "auto"
-        otherwise: :func:`~sklearn_pdp._output_perturbation_calibration.output_perturbation_auto_alpha`,
+        otherwise:
+        :func:`~sklearn_pdp._output_perturbation_calibration.output_perturbation_auto_alpha`,
         a rule in the public (n, d, epsilon, delta).
     radius : float, default=None
         Constrain the solution to ``||theta|| <= radius`` (scaled coordinates),

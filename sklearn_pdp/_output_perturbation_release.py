@@ -261,8 +261,9 @@ class OutputPerturbationRelease(Release):
         composition. A record added to a data set of ``m`` rows (its own
         included) moves the solution by at most the global sensitivity at
         ``m``, with this release's ``alpha`` and noise."""
-        common = dict(guarantee=self._worst_ratio(self.n_samples), n_samples=self.n_samples,
-                      mechanism=mechanism, step=self._worst_ratio)
+        common = {"guarantee": self._worst_ratio(self.n_samples),
+                  "n_samples": self.n_samples, "mechanism": mechanism,
+                  "step": self._worst_ratio}
         if self.noise == "gaussian":
             return PrivacyProfile.from_losses("gaussian", losses, self.delta, **common)
         return PrivacyProfile("epsilon_delta", losses, delta=0.0, **common)
@@ -298,8 +299,9 @@ class OutputPerturbationRelease(Release):
 
     def _loss(self, delta, ratio, gaussian_ratio):
         if self.noise == "gaussian":
-            extra = 0.0 if gaussian_ratio is None else gaussian_ratio
-            return gaussian_epsilon(delta, np.hypot(ratio, extra))
+            if gaussian_ratio is not None:  # the ratios add in squares
+                ratio = np.hypot(ratio, gaussian_ratio)
+            return gaussian_epsilon(delta, ratio)
         if gaussian_ratio is None:
             return ratio
         return ratio + gaussian_epsilon(delta, gaussian_ratio)
