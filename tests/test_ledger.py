@@ -32,7 +32,7 @@ from sklearn_pdp import (
 from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon, gaussian_noise_scale
 from sklearn_pdp._ledger import LedgerError
 from sklearn_pdp._cli._ledger_command import describe_record, record_from_cli
-from sklearn_pdp._output_perturbation import output_perturbation_auto_alpha
+from sklearn_pdp._output_perturbation_calibration import output_perturbation_auto_alpha
 from sklearn_pdp._profile import compose, family_epsilon, gaussian_ratio
 from sklearn_pdp._ssp import ssp_statistics
 from sklearn_pdp.model_selection import PrivateGridSearchCV
@@ -133,7 +133,7 @@ def test_output_perturbation_profiles():
     profile = gauss.privacy_profile()
     assert profile.family == "gaussian"
     Xs, ys = gauss.domain_scaler().scale(X, y)
-    ratio = gauss._row_sensitivity(Xs, ys, in_sample=True) / gauss.noise_scale_
+    ratio = gauss.release_.row_sensitivity(Xs, ys, in_sample=True) / gauss.noise_scale_
     # a loss of 0 says only that the ratio is below s0 = sqrt(8) erfinv(delta)
     s0 = gaussian_ratio(0.0, DELTA)
     assert np.any(ratio < s0) and np.all(profile.values >= ratio)
@@ -639,7 +639,7 @@ def test_command_line_summarises_a_ledger(tmp_path, capsys, two_adassp):
 
 def _ridge_center(est, X, y):
     """Output perturbation's noiseless centre on (X, y) with ``est``'s parameters."""
-    return OutputPerturbationRegressor(**est.get_params()).fit(X, y)._center
+    return OutputPerturbationRegressor(**est.get_params()).fit(X, y).release_.center
 
 
 @pytest.mark.audit
@@ -664,7 +664,7 @@ def test_audit_composed_output_perturbation(alphas):
     size = 2_000_000
     loss_p, loss_q = np.zeros(size), np.zeros(size)
     for est in ests:
-        big, small = est._center, _ridge_center(est, X[keep], y[keep])
+        big, small = est.release_.center, _ridge_center(est, X[keep], y[keep])
         sigma = est.noise_scale_
         for out, center in ((loss_p, small), (loss_q, big)):
             draw = center + sigma * rng.standard_normal((size, big.size))
@@ -698,7 +698,7 @@ def test_audit_gaussian_and_laplace_releases():
     keep = np.arange(60) != row
     rng = np.random.default_rng(1)
     size = 2_000_000
-    big, small = gauss._center, _ridge_center(gauss, X[keep], y[keep])
+    big, small = gauss.release_.center, _ridge_center(gauss, X[keep], y[keep])
     sigma, b = gauss.noise_scale_, mean.release_.noise_scale
     shift = mean.domain_scaler().scale(X, y)[1][row]
     loss_p, loss_q = np.zeros(size), np.zeros(size)

@@ -13,7 +13,7 @@ from sklearn_pdp._accounting import (
 )
 from sklearn_pdp._domain import DomainScaler
 from sklearn_pdp._rows import ScaledData
-from sklearn_pdp._output_perturbation import (
+from sklearn_pdp._output_perturbation_calibration import (
     ball_ridge,
     norm_exponential_noise,
     output_perturbation_auto_alpha,
@@ -178,7 +178,7 @@ def test_dp_epsilon_bounds_adversarial_data_sets(noise, radius, fit_intercept):
         brute = _brute_sensitivities(Xs, ys, alpha, radius, fit_intercept)
         assert brute.max() <= reg.sensitivity_
         # and every row's reported sensitivity bounds its own
-        assert np.all(reg._row_sensitivity(Xs, ys, in_sample=True) >= brute - 1e-9)
+        assert np.all(reg.release_.row_sensitivity(Xs, ys, in_sample=True) >= brute - 1e-9)
     assert reg.dp_epsilon_ == 10.0
 
 
@@ -470,7 +470,7 @@ def test_wide_rows_finish_losses_after_all_products():
         epsilon=1.0, data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
     assert not reg.mean_only_
     data = ScaledData(X, y, reg.domain_scaler())
-    per_chunk = data.map_rows(lambda Xs, ys: reg._training_epsilon(Xs, ys))
+    per_chunk = data.map_rows(lambda Xs, ys: reg.release_.losses(Xs, ys))
     assert_allclose(reg.pdp_losses_, per_chunk, rtol=1e-10)
 
 
@@ -489,7 +489,7 @@ def _scatter_lowest(Xs, intercept):
 def _brute_adaptive_ratios(reg, Xs, ys, X_new=None, y_new=None):
     """Each row's ratio sqrt(s_1^2 + max_k s_2k^2) by refits: removed
     (``X_new`` None) or added (the rows of ``X_new``)."""
-    release, intercept = reg._adaptive, reg.fit_intercept
+    release, intercept = reg.release_.adaptive, reg.fit_intercept
     lowest = _scatter_lowest(Xs, intercept)
     cells = list(release.reachable(lowest))
     full = {k: _ridge(Xs, ys, release.alpha(k), intercept=intercept) for k in cells}
@@ -519,8 +519,8 @@ def test_private_ridge_losses_equal_brute_force_refits(fit_intercept):
     y = X @ [0.5, -0.3, 0.2] + 0.1 * rng.normal(size=400)
     params = dict(epsilon=2.0, data_norm=np.sqrt(3), y_bound=2.0, fit_intercept=fit_intercept)
     reg = OutputPerturbationRegressor(random_state=0, **params).fit(X, y)
-    release = reg._adaptive
-    assert release is not None and len(release.reachable(reg._eig[0][0])) >= 2
+    release = reg.release_.adaptive
+    assert release is not None and len(release.reachable(reg.release_.eig[0][0])) >= 2
     Xs, ys = _scaled(X, y, reg)
     expected = np.minimum(gaussian_epsilon(release.delta_gauss,
                                            _brute_adaptive_ratios(reg, Xs, ys)), 2.0)
@@ -554,7 +554,10 @@ def test_private_ridge_is_calibrated_to_the_budget(fit_intercept):
     fails with probability delta_bound; the released value's cell is the
     largest grid point under the bound, and at lower bound 0 the noise is the
     global one's."""
-    from sklearn_pdp._output_perturbation import AdaptiveRidge, conditional_sensitivity
+    from sklearn_pdp._output_perturbation_calibration import (
+        AdaptiveRidge,
+        conditional_sensitivity,
+    )
 
     n, d = 3000, 4
     release = AdaptiveRidge(1.5, 1e-6, n, d + fit_intercept, fit_intercept)
@@ -583,7 +586,7 @@ def test_conditional_sensitivity_bounds_refits(fit_intercept):
     """Over adversarial small data sets (rows on the unit sphere, labels at
     the ends of [-1, 1]), no row moves the ridge solution by more than the
     bound at the smaller data set's lambda_min."""
-    from sklearn_pdp._output_perturbation import conditional_sensitivity
+    from sklearn_pdp._output_perturbation_calibration import conditional_sensitivity
 
     rng = np.random.default_rng(2)
     worst = 0.0
@@ -617,7 +620,7 @@ def test_private_ridge_release_law():
     reg = OutputPerturbationRegressor(random_state=0, **params).fit(X, y)
     Xs, ys = _scaled(X, y, reg)
     center = _ridge(Xs, ys, reg.alpha_, intercept=True)
-    draws = reg._mechanism_release(np.random.default_rng(4), size=20000)
+    draws = reg.release_.draw(np.random.default_rng(4), size=20000)
     z = (draws - center) / reg.noise_scale_
     for j in range(z.shape[1]):
         assert stats.kstest(z[:, j], "norm").pvalue > P_FALSE_ALARM
@@ -634,7 +637,7 @@ def test_fixed_alpha_is_output_perturbation_at_that_ridge():
     X, y = _data(n=2000)
     for params in ({"alpha": 50.0}, {"noise": "laplace"}, {"radius": 1.0}):
         reg = OutputPerturbationRegressor(**_params(**params)).fit(X, y)
-        assert reg._adaptive is None and not hasattr(reg, "lowest_eigenvalue_")
+        assert not hasattr(reg.release_, "adaptive") and not hasattr(reg, "lowest_eigenvalue_")
         assert reg.sensitivity_ == output_perturbation_sensitivity(
             reg.alpha_, 2000, reg.radius, True)
 
@@ -645,7 +648,7 @@ def _joint_delta(reg, Xs, ys, Xo, yo, epsilon, flip=False):
     each lambda~ the two coefficient laws are Gaussians with one covariance,
     whose hockey-stick divergence with weights a, b is closed-form; the
     integral over lambda~ is a fine quadrature."""
-    release, intercept = reg._adaptive, reg.fit_intercept
+    release, intercept = reg.release_.adaptive, reg.fit_intercept
     lam, other = _scatter_lowest(Xs, intercept), _scatter_lowest(Xo, intercept)
     sigma = release.eigen_noise
     grid = np.linspace(min(lam, other) - 14 * sigma, max(lam, other) + 14 * sigma, 400_001)

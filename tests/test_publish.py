@@ -30,7 +30,7 @@ from sklearn_pdp._accounting import (
 )
 from sklearn_pdp._adaops import _PUBLISHED_WINDOW_SHARE
 from sklearn_pdp._ridge_system import penalty
-from sklearn_pdp._output_perturbation import (
+from sklearn_pdp._output_perturbation_calibration import (
     _ball_constants,
     ball_ridge,
     output_perturbation_auto_alpha,
@@ -131,8 +131,8 @@ def test_ball_law_reproduces_the_estimators_losses(radius):
     eps = law.epsilon(est.delta, stats)
     # the fit's folded products and these scaled rows round differently
     assert_allclose(eps, est.pdp_losses_, rtol=1e-9)
-    assert est._inside == (radius == 1.0)
-    if not est._inside:
+    assert est.release_.inside == (radius == 1.0)
+    if not est.release_.inside:
         norm = np.sqrt(stats["norm2"])
         _, convexity = _ball_constants(est.alpha_, len(y), radius, True)
         strong = norm * (radius * norm + stats["label"]) / convexity
@@ -167,7 +167,7 @@ def test_ball_bound_covers_the_constrained_solutions(radius, alpha):
     worst = np.array([max(moved(x, t, 1) for t in (-1.0, 1.0)) for x in Xn])
     assert np.all(law._ball_bound(est.law_statistics()(Xn, None, add=True)) >= worst * (1 - 1e-9))
     # tight where the constraint is inactive, within a few times where it binds
-    assert np.median(bound / removed) < (1.2 if est._inside else 8.0)
+    assert np.median(bound / removed) < (1.2 if est.release_.inside else 8.0)
 
 
 def test_sketch_bound_coverage():

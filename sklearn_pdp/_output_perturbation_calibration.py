@@ -1,0 +1,329 @@
+"""Calibration of output perturbation (:doc:`/mechanisms/output_perturbation`).
+
+The global sensitivities of (ball-constrained) ridge, the public rule for
+``alpha="auto"``, the private ridge's public parameters
+(:class:`AdaptiveRidge`), each row's exact sensitivity, the ball-constrained
+ridge solution and the norm-exponential sampler: functions of public
+quantities, or of one data set's ridge system, that
+:mod:`sklearn_pdp._output_perturbation_release` composes into the release.
+"""
+
+import numpy as np
+from scipy import linalg
+from scipy.optimize import brentq
+from scipy.special import ndtri
+
+from ._accounting import (
+    PREDICTION_NOISE,
+    domain_bounds,
+    gaussian_epsilon,
+    gaussian_noise_scale,
+)
+from ._accounting._engine import largest_root
+from ._eigen import eigen_max_change
+from ._ridge_system import leave_one_out
+
+
+def _ridge_shift(stats, in_sample):
+    """The factor s of theta_hat(smaller) - theta_hat(larger) = s H^{-1} x in
+    the row's statistics against ``H`` (Sherman-Morrison)."""
+    if in_sample:
+        # theta_hat_{-i} = theta_hat - H^{-1} x_i r_i / (1 - mu_i)
+        _, r = leave_one_out(stats["leverage"], stats["residual"])
+        return -r
+    # theta_hat_{+z} = theta_hat + H^{-1} x r / (1 + mu)
+    return stats["residual"] / (1.0 + stats["leverage"])
+
+
+def ridge_row_sensitivity(ridge, Xs, ys, in_sample):
+    """Exact ||theta_hat(larger) - theta_hat(smaller)|| of unconstrained ridge
+    for each row, removed (``in_sample``) or added."""
+    stats = ridge.row_statistics(Xs, ys, inverse_norm=True)
+    with np.errstate(invalid="ignore"):
+        return np.abs(_ridge_shift(stats, in_sample)) * np.sqrt(stats["inverse_norm2"])
+
+
+# AdaptiveRidge: share of the squared Gaussian ratio spent on lambda_min, and
+# of delta on the failure of its lower bound.
+_EIGEN_SHARE = 0.1
+_BOUND_DELTA_SHARE = 0.5
+# Public grid of lower bounds: 0 and _CELL_LOW * _CELL_RATIO^k.
+_CELL_LOW = 1e-2
+_CELL_RATIO = 2.0 ** 0.125
+# Number of candidate ridges (a public geometric grid).
+_ALPHA_GRID = 400
+# Largest noise variance of a prediction at a unit row (labels in [-1, 1])
+# that the private ridge allows, as AdaOPS's target.
+_NOISE_TARGET = 1e-3
+
+
+class AdaptiveRidge:
+    """Output perturbation's private ridge (:doc:`/mechanisms/output_perturbation`).
+
+    Public parameters of the release, for a budget (epsilon, delta), the size
+    n and the Gram matrix's order. With ``delta_bound = delta / 2`` and the
+    Gaussian ratio mu of (epsilon, delta - delta_bound):
+
+    1. ``lambda~ = lambda_min(S) + sigma_1 N(0, 1)``, S the scatter of the
+       slopes (:func:`scatter_eigen`), ``sigma_1 = c / s_1``, c the largest
+       change of lambda_min by one row, ``s_1^2 = 0.1 mu^2``.
+    2. The lower bound ``lambda~ - z sigma_1 - c`` (z the (1 - delta_bound)
+       normal quantile) rounded down to the public grid gives the cell k and
+       its floor L_k: with probability at least 1 - delta_bound, L_k is below
+       lambda_min of both the data set and any neighbour.
+    3. ``theta = theta_hat(alpha_k) + sigma_2k N(0, I)``, with ``sigma_2k =
+       Delta(L_k, alpha_k) / s_2``, ``s_2^2 = 0.9 mu^2``, Delta the largest
+       change of the ridge solution by one row over data sets whose
+       lambda_min(S) is at least L_k (:func:`conditional_sensitivity`), and
+       alpha_k the candidate ridge that minimises the squared bias factor
+       ``(alpha / (L_k + alpha))^2`` plus the noise variance p sigma_2^2,
+       raised to meet the noise target ``_NOISE_TARGET`` at a unit row, and
+       at most the public rule's (:func:`output_perturbation_auto_alpha`),
+       which is the ridge of the floor cell L = 0.
+
+    Guarantee: on the event where L_k bounds lambda_min of the smaller data
+    set, both stages are Gaussian mechanisms with ratios at most s_1 and s_2
+    (the second adaptively chosen), so the pair is mu-GDP (Dong, Roth and
+    Su's adaptive composition), whose delta(epsilon) is the Gaussian
+    mechanism's; the event fails with probability at most delta_bound, which
+    adds to delta. A row's loss: the same argument with its exact ratios,
+    s_1i = |change of lambda_min| / sigma_1 and the largest s_2ki over the
+    cells the released value reaches with probability above delta_bound
+    (two tails of delta_bound / 2) under the data set or the neighbour;
+    never conditioned on the draw.
+    """
+
+    def __init__(self, epsilon, delta, n_samples, order, intercept):
+        self.delta_bound = _BOUND_DELTA_SHARE * delta
+        self.delta_gauss = delta - self.delta_bound
+        self.budget = float(epsilon)
+        mu = 1.0 / gaussian_noise_scale(epsilon, self.delta_gauss)
+        self.ratio_eigen = np.sqrt(_EIGEN_SHARE) * mu
+        self.ratio_output = np.sqrt(1.0 - _EIGEN_SHARE) * mu
+        self.change = eigen_max_change(n_samples, intercept)
+        self.eigen_noise = self.change / self.ratio_eigen
+        self.margin = -ndtri(self.delta_bound) * self.eigen_noise + self.change
+        # a row's neighbour may also have one more row (pdp_epsilon of new rows)
+        self.reach = (-ndtri(self.delta_bound / 2.0) * self.eigen_noise
+                      + eigen_max_change(n_samples + 1, intercept))
+        self.n_samples = n_samples
+        self.intercept = intercept
+        self.coords = order
+        # candidate ridges: from where any positive definite H is accurate
+        # (Ridge) to where the slopes are all but zero
+        low = max(1e-9 * n_samples * order, 1e-6)
+        self.alphas = np.geomspace(low, max(1e8, 1e3 * n_samples), _ALPHA_GRID)
+        # the public rule: the ridge of the floor cell (nothing known of the
+        # conditioning) and the largest of every cell
+        self.public = output_perturbation_auto_alpha(epsilon, delta, n_samples,
+                                                     order - int(intercept), intercept)
+
+    def cell(self, released):
+        """Cell of a released lambda~: -1 for the floor 0, else the largest
+        k with ``_CELL_LOW * _CELL_RATIO^k`` at most the lower bound."""
+        raw = released - self.margin
+        if not raw >= _CELL_LOW:
+            return -1
+        k = int(np.floor(np.log(raw / _CELL_LOW) / np.log(_CELL_RATIO)))
+        while self.floor(k) > raw:  # rounding of the logarithm
+            k -= 1
+        return k
+
+    def floor(self, cell):
+        return 0.0 if cell < 0 else _CELL_LOW * _CELL_RATIO ** cell
+
+    def reachable(self, lowest):
+        """Cells that lambda~ reaches with probability above delta_bound
+        under a data set with lambda_min(S) = ``lowest`` or a neighbour."""
+        return range(self.cell(lowest - self.reach), self.cell(lowest + self.reach) + 1)
+
+    def _noise(self, lower, alphas):
+        return conditional_sensitivity(lower, alphas, self.n_samples,
+                                       self.intercept) / self.ratio_output
+
+    def alpha(self, cell):
+        if cell < 0:
+            return self.public
+        lower = self.floor(cell)
+        noise2 = self._noise(lower, self.alphas) ** 2
+        bias = (self.alphas / (lower + self.alphas)) ** 2
+        best = np.argmin(bias + self.coords * noise2)
+        # labels that vary little: no smaller ridge than the one whose noise
+        # at a unit row (with the constant) is at the target (noise2 falls)
+        quiet = np.flatnonzero((1.0 + self.intercept) * noise2 <= _NOISE_TARGET)
+        if quiet.size:
+            best = max(best, quiet[0])
+        # never more than the public rule's, whose noise at the global
+        # sensitivity (above the conditional one) meets PREDICTION_NOISE: the
+        # bias factor saturates where the floor is small and would otherwise
+        # ask for a ridge that silences every direction
+        return float(min(self.alphas[best], self.public))
+
+    def sensitivity(self, cell):
+        return float(conditional_sensitivity(self.floor(cell), self.alpha(cell),
+                                             self.n_samples, self.intercept))
+
+    def noise(self, cell):
+        return self.sensitivity(cell) / self.ratio_output
+
+    def epsilon(self, ratio, cap=True):
+        eps = gaussian_epsilon(self.delta_gauss, ratio)
+        # a row at the largest ratios costs exactly the budget
+        return np.minimum(eps, self.budget) if cap else eps
+
+
+def conditional_sensitivity(lower, alpha, n_samples, intercept):
+    """Largest ||theta_hat(larger) - theta_hat(smaller)|| of unconstrained
+    ridge over neighbouring data sets of at most ``n_samples`` rows in the
+    domain whose smaller one has lambda_min(S) >= ``lower`` (S as in
+    :func:`scatter_eigen`). :func:`domain_bounds`' argument with
+    A = S + alpha I >= (lower + alpha) I: ||beta|| <= sqrt(n) g with
+    g = max over singular values s >= sqrt(lower) of s / (s^2 + alpha),
+    ``sqrt(lower) / (lower + alpha)`` if lower >= alpha, else
+    ``1 / (2 sqrt(alpha))``; at ``lower = 0`` the global bound
+    (:func:`output_perturbation_sensitivity`).
+    """
+    lower = np.maximum(np.float64(lower), 0.0)
+    alpha = np.asarray(alpha, dtype=np.float64)
+    total = lower + alpha
+    g = np.where(lower >= alpha, np.sqrt(lower) / total, 0.5 / np.sqrt(alpha))
+    spread = np.sqrt(n_samples) * g
+    if not intercept:
+        return (1.0 + spread) / total
+    m = np.float64(n_samples - 1)
+    return (2.0 + 2.0 * spread) * np.hypot(2.0 / total, 1.0 / m + 2.0 / total)
+
+
+def ball_sensitivity(stats, lowest, radius, convexity):
+    """Bound on the sensitivity of the ball-constrained ridge solution to a
+    row, valid whether or not the constraint binds (:doc:`/publish`): the
+    smallest of the variational bound
+    ``|r| (||H^{-1} x|| + sqrt(mu / lowest)) / (2 (1 - mu))``, the strong
+    convexity bound ``||x|| (R ||x|| + |y|) / convexity`` and ``2 R``, in the
+    row's in-sample statistics (keys of ``Ridge.row_statistics`` with
+    ``inverse_norm2`` and ``norm2``, the residual against the constrained
+    solution, and ``label`` = |y|); ``lowest`` is the smallest eigenvalue of
+    H. Non-decreasing in every statistic and in ``1 / lowest``.
+    """
+    mu = stats["leverage"]
+    valid = (mu < 1.0) & (lowest > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.sqrt(stats["inverse_norm2"]) + np.sqrt(mu / lowest)
+        variational = np.abs(stats["residual"]) * spread / (2.0 * (1.0 - mu))
+    variational = np.where(valid, variational, np.inf)
+    norm = np.sqrt(stats["norm2"])
+    strong = norm * (radius * norm + stats["label"]) / convexity
+    return np.minimum(np.minimum(variational, strong), 2.0 * radius)
+
+
+# Constant of the automatic ridge, measured on the utility grid.
+_AUTO_ALPHA_SCALE = 10.0
+# Largest multiple of the n^(1/3) rule that the noise bound may take.
+_AUTO_ALPHA_CAP = 100.0
+
+
+def output_perturbation_auto_alpha(epsilon, delta, n_samples, n_features, intercept=True):
+    """``alpha="auto"``: a rule in the public (n, d, epsilon, delta).
+
+    The larger of ``10 (d + 1) n^(1/3) / epsilon^(2/3)`` and the smallest
+    alpha at which the Gaussian noise of a prediction at a row of norm 1,
+    ``(1 + intercept) sigma(alpha)^2``, is at most ``PREDICTION_NOISE``
+    (1e-4; at most 100 times the first, where the intercept's own noise
+    stays above). For large n the
+    sensitivity is about ``sqrt(n / alpha) / alpha`` and the first rule keeps
+    the noise about constant while the slopes are shrunk less as n grows
+    (measured against rules in n^0.6 and in 1 / epsilon); for small n the
+    sensitivity's constant part (the residual 2 and the intercept's leverage)
+    dominates and the second keeps the noise small, shrinking the slopes
+    (never the intercept) instead.
+    """
+    rule = _AUTO_ALPHA_SCALE * (n_features + 1) * n_samples ** (1 / 3) / epsilon ** (2 / 3)
+    coords = 1.0 + bool(intercept)
+
+    def excess(x):  # noise over its target at alpha = e^-x: grows with x
+        sensitivity = output_perturbation_sensitivity(np.exp(-x), n_samples,
+                                                      intercept=intercept)
+        return coords * gaussian_noise_scale(epsilon, delta, sensitivity) ** 2 - PREDICTION_NOISE
+
+    if excess(-np.log(rule)) <= 0:
+        return float(rule)
+    # on the line of -log alpha the excess grows: the largest root is the
+    # smallest alpha. At most 100 times the rule: with few rows the
+    # intercept's own noise (leverage 1 / (n - 1)) may stay above the target.
+    try:
+        return float(np.exp(-largest_root(excess, start=-np.log(rule), step=2.0, xtol=1e-6,
+                                          lowest=-np.log(_AUTO_ALPHA_CAP * rule))))
+    except ValueError:
+        return float(_AUTO_ALPHA_CAP * rule)
+
+
+def output_perturbation_sensitivity(alpha, n_samples, radius=None, intercept=False):
+    """Global l2 sensitivity of (ball-constrained) ridge
+    (:doc:`/mechanisms/output_perturbation`).
+
+    Rows in the unit ball, labels in [-1, 1], sum-of-losses convention.
+    With ``radius`` R: ``min(L / c, 2 R)`` (Lipschitz constant over strong
+    convexity, or the ball's diameter); without: the largest |residual| times
+    the largest ||H^{-1} x|| over the domain (:func:`domain_bounds`).
+    """
+    if radius is None:
+        corner = domain_bounds(n_samples, alpha, intercept)
+        return corner["residual"] * corner["inverse_norm"]
+    lipschitz, convexity = _ball_constants(alpha, n_samples, radius, intercept)
+    return min(lipschitz / convexity, 2.0 * radius)
+
+
+def _ball_constants(alpha, n_samples, radius, intercept):
+    """Bound on one row's loss gradient on the ball, and the strong convexity.
+
+    The gradient (x^T theta - y) x has norm <= ||x|| (R ||x|| + 1). Without
+    intercept the penalty gives convexity alpha. With an unpenalised
+    intercept, a unit direction (v, t) has curvature
+    sum (x_i^T v + t)^2 + alpha ||v||^2 >= min(alpha, m) / 5 over m >= n - 1
+    rows in the unit ball: ||v||^2 >= 1/5 gives alpha / 5, otherwise
+    |t| - ||v|| >= 1/sqrt(5) gives m / 5 from the data term.
+    """
+    if not intercept:
+        return radius + 1.0, alpha
+    norm = np.sqrt(2.0)
+    return norm * (radius * norm + 1.0), min(alpha, n_samples - 1) / 5.0
+
+
+def ball_ridge(H, Xty, radius):
+    """argmin 1/2 theta^T H theta - theta^T X^T y s.t. ||theta|| <= radius.
+
+    ``H = X^T X + alpha P`` (the ridge objective). The KKT conditions give
+    theta(nu) = (H + nu I)^{-1} X^T y
+    with the smallest nu >= 0 such that ||theta(nu)|| <= radius. In the
+    eigenbasis of H the norm is an explicit decreasing function of nu, so
+    nu is a scalar root search.
+    """
+    shift, U = linalg.eigh(H, check_finite=False)
+    g = U.T @ Xty
+
+    def excess(nu):
+        return linalg.norm(g / (shift + nu)) - radius
+
+    if excess(0.0) <= 0:
+        nu = 0.0
+    else:
+        # at nu = ||g|| / radius the norm is below radius since shift > 0
+        # (H is positive definite: Ridge has checked it)
+        nu = brentq(excess, 0.0, linalg.norm(g) / radius, xtol=1e-14, rtol=1e-15)
+    theta = U @ (g / (shift + nu))
+    # rounding must not leave the ball the sensitivity analysis assumes
+    return theta * min(1.0, radius / linalg.norm(theta))
+
+
+def norm_exponential_noise(rng, n_features, scale, size=None):
+    """Draw(s) with density proportional to exp(-||k||_2 / scale) on R^d.
+
+    In polar coordinates the density of the radius is proportional to
+    rho^(d-1) exp(-rho / scale), a Gamma(d, scale) law, and the direction is
+    uniform on the sphere (a normalised standard normal vector).
+    """
+    shape = n_features if size is None else (size, n_features)
+    direction = rng.standard_normal(shape)
+    direction /= linalg.norm(direction, axis=-1, keepdims=True)
+    radius = rng.gamma(n_features, scale, size)
+    return direction * (radius if size is None else radius[:, None])
