@@ -34,7 +34,7 @@ from sklearn.isotonic import isotonic_regression
 from sklearn.utils import check_array
 
 from ._ridge_system import penalty
-from ._ssp import gram_change2, gram_max_change, gram_noise
+from ._accounting import gram_change2, gram_max_change, gram_noise
 from ._accounting._exponential import quantile_log_proba, select
 
 # Share of publish_epsilon spent on the noisy Gram matrix; the rest is split

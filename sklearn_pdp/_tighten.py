@@ -302,8 +302,15 @@ def plan_release(estimator, resolved, n_samples, epsilon, delta):
     release = BoundsRelease(*declared, n_samples, _share(estimator) * epsilon)
     if not (release.worthwhile or release.n_quantiles and _always(estimator.tighten_bounds)):
         return None
-    release.event_ = _EVENT_SHARE * delta if hasattr(estimator, "_box_epsilon") else 0.0
+    release.event_ = _EVENT_SHARE * delta if _bounds_its_rows(estimator) else 0.0
     return release
+
+
+def _bounds_its_rows(estimator):
+    """Whether the estimator's release bounds its rows' losses over the
+    plausible released bounds (``box_epsilon``: AdaSSP), read before it is
+    fitted from its class's ``_release_type``."""
+    return hasattr(getattr(estimator, "_release_type", None), "box_epsilon")
 
 
 def remaining_epsilon(epsilon, spent):
@@ -374,9 +381,9 @@ def fit_tightened(estimator, X, y):
 
 def model_loss(estimator, X, y, add):
     """The model stage's part of each row's loss: its guarantee, or for a
-    model with ``_box_epsilon`` (AdaSSP) its largest per-row loss over the
-    plausible released bounds (at the model's delta; the bounds fall
-    outside them with probability at most the rest of delta)."""
+    model whose release has ``box_epsilon`` (AdaSSP) its largest per-row
+    loss over the plausible released bounds (at the model's delta; the
+    bounds fall outside them with probability at most the rest of delta)."""
     rows = getattr(estimator.bounds_release_, "model_rows_", None)
     if rows is None:
         return estimator.model_epsilon_
@@ -394,10 +401,10 @@ def model_loss(estimator, X, y, add):
 def box_rows(release, model, X):
     """The :class:`_BoxRows` of a ``model`` fitted on bounds drawn from
     ``release`` (its training rows ``X``), or None when the model charges
-    its guarantee (no ``_box_epsilon``, no share of delta kept, mean only,
+    its guarantee (no ``box_epsilon``, no share of delta kept, mean only,
     or bounds it tightened itself: a search's grid may set ``tighten_bounds``)."""
-    if not (hasattr(model, "_box_epsilon") and release.event_) or model.mean_only_ or (
-            tightened(model)):
+    if not (hasattr(getattr(model, "release_", None), "box_epsilon") and release.event_) or (
+            model.mean_only_ or tightened(model)):
         return None
     return _BoxRows(release, release.plausible(release.event_), model.domain_scaler()).fit(X)
 
@@ -408,7 +415,7 @@ def bounded_loss(model, rows, X, y, add, delta, guarantee):
     for a training row; not for an added one (``add``), whose row can move
     the release more than the noise was sized for (AdaSSP's eigenvalue)."""
     Z, ys, eigen2 = rows.bound(X, y, add)
-    eps = model._box_epsilon(Z, ys, eigen2, delta)
+    eps = model.release_.box_epsilon(Z, ys, eigen2, delta)
     return eps if add else np.minimum(eps, guarantee)
 
 
@@ -458,7 +465,7 @@ class _BoxRows:
         return self
 
     def bound(self, X, y, add):
-        """``(Z, ys, eigen2)`` for :meth:`AdaSSPRegressor._box_epsilon`."""
+        """``(Z, ys, eigen2)`` for :meth:`~sklearn_pdp._ssp_release.AdaSSPRelease.box_epsilon`."""
         Z, ys = self._entries(X, y)
         if y is not None and ys is None:  # the label range was not tightened
             ys = np.abs(self.scaler.scale_labels(y))

@@ -236,10 +236,10 @@ def test_added_row_is_not_capped_at_the_budget():
     brute = []
     for x, label in rows:
         with_row = AdaSSPRegressor(**params).fit(np.vstack([X, [[x]]]), np.append(y, label))
-        with_row.noise_scale_ = est.noise_scale_
+        with_row.release_.noise_scale = est.release_.noise_scale
         scaler = with_row.domain_scaler()
-        ratio = with_row._row_ratio(scaler.scale(np.array([[x]])),
-                                    scaler.scale_labels(np.array([label])), add=False)
+        ratio = with_row.release_.row_ratio(scaler.scale(np.array([[x]])),
+                                            scaler.scale_labels(np.array([label])), add=False)
         brute.append(gaussian_epsilon(est.delta, ratio)[0])
     reported = est.pdp_epsilon(np.array([[x] for x, _ in rows]), np.array([l for _, l in rows]))
     assert_allclose(reported, brute, rtol=1e-9)

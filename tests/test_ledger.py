@@ -34,7 +34,7 @@ from sklearn_pdp._ledger import LedgerError
 from sklearn_pdp._cli._ledger_command import describe_record, record_from_cli
 from sklearn_pdp._output_perturbation_calibration import output_perturbation_auto_alpha
 from sklearn_pdp._profile import compose, family_epsilon, gaussian_ratio
-from sklearn_pdp._ssp import ssp_statistics
+from sklearn_pdp._ssp_release import ssp_statistics
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 from ._mc import Z_TOL, hockey_stick_mc
@@ -63,7 +63,7 @@ def two_adassp():
 def _exact_ratio(est, X, y):
     """Each training row's exact Gaussian ratio, from the estimator's own statistics."""
     Xs, ys = est.domain_scaler().scale(X, y)
-    return est._row_ratio(Xs, ys, add=False)
+    return est.release_.row_ratio(Xs, ys, add=False)
 
 
 def _analytic_delta(eps, s):

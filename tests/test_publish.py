@@ -39,7 +39,7 @@ from sklearn_pdp._output_perturbation_calibration import (
 from sklearn_pdp._publish import (
     _GRID_STEP, _QUANTILES, _private_quantile, gram_noise_bound, private_summary,
 )
-from sklearn_pdp._ssp import gram_noise
+from sklearn_pdp._accounting import gram_noise
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 # mechanisms whose loss is a function of the leverage and residual
@@ -304,7 +304,7 @@ def test_adassp_report_composes_exactly(fit_intercept):
     est, published = report.estimator_, report.published_
     law = published.law
     Xs, ys = law.scaler.scale(X, y)
-    changes = est._law_statistics(Xs, ys)
+    changes = est.release_.statistics(Xs, ys)
     model = np.sqrt(sum(changes[k] / s**2 for k, s in law.noise_scale.items()))
     total = np.hypot(model, published.gaussian_ratio(Xs))
     expected = gaussian_epsilon(est.delta, total) + published.summary_epsilon
@@ -644,7 +644,7 @@ def test_published_bound_covers_a_person_added_at_the_worst_row():
     target, label = np.array([[1.0]]), np.array([1.0])
     scaler = est.domain_scaler()
     Xs, ys = scaler.scale(target), scaler.scale_labels(label)
-    model = est._row_ratio(Xs, ys, add=True)
+    model = est.release_.row_ratio(Xs, ys, add=True)
     exact = gaussian_epsilon(published.delta, np.hypot(model, published.gaussian_ratio(Xs)))
     exact = exact + published.summary_epsilon
     assert exact[0] > published.dp_epsilon  # the removal guarantee under-reports

@@ -18,6 +18,7 @@ from sklearn_pdp import (
     config_context,
 )
 from sklearn_pdp._base import PrivateRegressorMixin
+from sklearn_pdp._release import Release
 from sklearn_pdp._ridge_system import RidgeSystem as ScaledRidge
 from sklearn_pdp._accounting import ops_dp_epsilon
 from sklearn_pdp.model_selection import PrivateGridSearchCV
@@ -311,12 +312,26 @@ class _BudgetRegressor(PrivateRegressorMixin):
     def dp_guarantee(self, n_samples, n_features, min_samples=None):
         return self.epsilon, self.delta
 
-    def _fit_scaled(self, data, rng):
-        self.dp_epsilon_, self.dp_delta_ = self.epsilon, self.delta
-        return ScaledRidge(*data.gram(), self.alpha).coef
+    def _make_release(self, data):
+        return _BudgetRelease.from_budget(self.epsilon, self.delta, data,
+                                          scaler=self._scaler, alpha=self.alpha)
 
-    def _training_epsilon(self, Xs, ys):
-        return np.full(Xs.shape[0], self.epsilon / 2)
+
+class _BudgetRelease(Release):
+    """The stub's release: the ridge solution, each row charged half the budget."""
+
+    @classmethod
+    def from_budget(cls, epsilon, delta, data, *, scaler, alpha):
+        release = cls(scaler=scaler, n_samples=data.n_samples, delta=delta,
+                      guarantee=(epsilon, delta), alpha=alpha)
+        release.ridge = ScaledRidge(*data.gram(), alpha)
+        return release
+
+    def draw(self, rng, size=None):
+        return self.ridge.coef if size is None else np.tile(self.ridge.coef, (size, 1))
+
+    def losses(self, Xs, ys, add=False):
+        return np.full(Xs.shape[0], self.guarantee[0] / 2)
 
 
 def test_budget_is_passed_to_estimators_with_epsilon():

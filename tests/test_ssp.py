@@ -8,6 +8,7 @@ from sklearn.linear_model import LinearRegression
 
 from sklearn_pdp import AdaSSPRegressor
 from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon
+from sklearn_pdp._ssp_release import AdaSSPRelease
 
 from ._mc import assert_matches_mc
 
@@ -188,7 +189,7 @@ def test_labels_without_signal_that_vary_little_give_the_mean(monkeypatch):
     """The signal test of the cross term releases (nearly) the label mean
     where slopes fitted at Wang's ridge alone cost far more than the mean."""
     assert _skewed_noise_ratios() < 1.05
-    monkeypatch.setattr(AdaSSPRegressor, "_signal_ridge", lambda self, scatter, *a: 0.0)
+    monkeypatch.setattr(AdaSSPRelease, "_signal_ridge", lambda self, scatter, *a: 0.0)
     assert _skewed_noise_ratios() > 1.3
 
 
@@ -198,10 +199,10 @@ def test_strong_signal_is_hardly_shrunk(monkeypatch):
     Wang's ridge alone (slopes shrunk by less than 0.1%)."""
     X, y = _data(n=20000, d=5, seed=2)
     reg = AdaSSPRegressor(epsilon=1.0, random_state=0, **BOUNDS).fit(X, y)
-    noisy = reg._noisy(np.random.RandomState(1), size=20)
-    theta, alpha = reg._model(noisy)
-    monkeypatch.setattr(AdaSSPRegressor, "_signal_ridge", lambda self, scatter, *a: 0.0)
-    theta_wang, alpha_wang = reg._model(noisy)
+    noisy = reg.release_._noisy(np.random.RandomState(1), size=20)
+    theta, alpha = reg.release_._model(noisy)
+    monkeypatch.setattr(AdaSSPRelease, "_signal_ridge", lambda self, scatter, *a: 0.0)
+    theta_wang, alpha_wang = reg.release_._model(noisy)
     assert np.all(alpha >= alpha_wang) and np.all(np.isfinite(alpha))
     shrink = np.linalg.norm(theta[:, :5], axis=1) / np.linalg.norm(theta_wang[:, :5], axis=1)
     assert np.all((shrink > 0.999) & (shrink <= 1.0))

@@ -512,7 +512,7 @@ def test_audit_whole_release_monte_carlo():
             model = AdaSSPRegressor(epsilon=est.model_epsilon_, delta=delta - rel.event_,
                                     bounds_X=bounds_X, y_bound=y_b).fit(X, y)
             Xs, ys = model.domain_scaler().scale(X[i: i + 1], y[i: i + 1])
-            ratios[key] = float(model._row_ratio(Xs, ys, add=False)[0])
+            ratios[key] = float(model.release_.row_ratio(Xs, ys, add=False)[0])
         return ratios[key]
 
     draws = 20000

@@ -23,8 +23,9 @@ mechanism holds its loss and its calibration: ``_gaussian`` (Gaussian
 mechanism: output perturbation, AdaSSP, publication), ``_laplace`` (Laplace
 mechanism: the label mean of the fallback, in closed form), ``_ops`` (One
 Posterior Sample and the AdaOPS mixture), ``_chi2`` (Gaussian sketch: random
-projection), ``_objpert`` (objective perturbation); ``_domain`` bounds the
-statistics over the privacy domain.
+projection), ``_objpert`` (objective perturbation), ``_gram`` (a released
+noisy Gram matrix: AdaSSP, publication); ``_domain`` bounds the statistics
+over the privacy domain.
 The exponential mechanism lives with the search
 (``sklearn_pdp.model_selection``).
 
@@ -43,6 +44,7 @@ from ._gaussian import (
     gaussian_epsilon,
     gaussian_noise_scale,
 )
+from ._gram import feature_powers, gram_change2, gram_max_change, gram_noise
 from ._laplace import laplace_delta, laplace_epsilon, laplace_noise_scale
 from ._objpert import (
     objpert_auto_alpha,
@@ -70,10 +72,14 @@ __all__ = [
     "compose_with_gaussian",
     "domain_bounds",
     "epsilon_from_delta",
+    "feature_powers",
     "gaussian_allowance",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_noise_scale",
+    "gram_change2",
+    "gram_max_change",
+    "gram_noise",
     "hockey_stick",
     "laplace_delta",
     "laplace_epsilon",
