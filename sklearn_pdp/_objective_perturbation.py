@@ -1,4 +1,6 @@
-"""Objective perturbation for ridge regression (Wang, lecture notes on objective perturbation; doc/mechanisms/objective_perturbation.rst)."""
+"""Objective perturbation for ridge regression (Wang, lecture notes on
+objective perturbation; :doc:`/mechanisms/objective_perturbation`): the
+estimator and its release."""
 
 from numbers import Real
 
@@ -17,8 +19,8 @@ from ._accounting import (
     objpert_noise_scale,
 )
 from ._base import InfeasibleBudget, PrivateRegressorMixin, ridge_fallback
+from ._release import Release
 from ._ridge_system import RidgeSystem, leave_one_out
-from ._law import ReleaseLaw
 from ._docstrings import fill_doc
 
 
@@ -163,137 +165,154 @@ class ObjPertRegressor(PrivateRegressorMixin):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _noise(self, n_samples, n_features):
-        """(alpha, sigma) of a fit of this size, from public quantities only."""
-        if (self.epsilon is None) == (self.sigma is None):
+    def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
+        return ObjPertRelease.guarantee_of(
+            self.epsilon, self.delta, self.alpha, self.sigma, n_samples, n_features,
+            self.fit_intercept, min_samples,
+        )
+
+    def _make_release(self, data):
+        return ObjPertRelease.from_budget(
+            self.epsilon, self.delta, data, scaler=self._scaler, alpha=self.alpha,
+            sigma=self.sigma,
+        )
+
+
+class ObjPertRelease(Release):
+    """Objective perturbation's release: coef = theta_hat - H^{-1} b,
+    ``b ~ N(0, noise_scale^2 I)`` (:doc:`/mechanisms/objective_perturbation`).
+
+    Calibrated by :meth:`from_budget` (:meth:`calibrate` gives the ridge
+    and the noise from public quantities only); holds the ridge system of
+    the scaled data (``ridge``, private). A row's loss is the tight loss of
+    :func:`~sklearn_pdp._accounting.objpert_epsilon` at its leverage,
+    residual, ``||x||^2`` and ``||H^{-1} x||^2`` against the data without it.
+
+    For a published report (:doc:`/publish`):
+    ``x^T (coef - theta_hat) ~ N(0, sigma^2 ||H^{-1} x||^2)``. The loss
+    grows with ``|r|``, with ``x^T H^{-2} x`` at fixed leverage and with the
+    leverage at fixed ``x^T H^{-2} x`` up to ``mu^2 = ||x||^2 x^T H^{-2} x``
+    (checked in the tests), so over a box of upper values its largest value
+    is at the upper corner, the leverage capped by that constraint. It is
+    capped by the domain's worst loss of a row removed from the n rows or
+    added to them (at n and n + 1 rows), which holds for anyone.
+    """
+
+    def __init__(self, *, noise_scale, **common):
+        super().__init__(**common)
+        self.noise_scale = float(noise_scale)
+        # a few deltas per report, each a costly worst-case search: kept
+        self._dp_cache = {}
+
+    @staticmethod
+    def calibrate(epsilon, delta, alpha, sigma, n_samples, n_features, intercept):
+        """``(alpha, sigma)`` of a fit of this size, from public quantities
+        only; raises :class:`InfeasibleBudget` where a given ``alpha``
+        cannot meet the budget."""
+        if (epsilon is None) == (sigma is None):
             raise ValueError(
                 "Give a budget epsilon, or epsilon=None and a noise level sigma "
-                f"(got epsilon={self.epsilon!r}, sigma={self.sigma!r})."
+                f"(got epsilon={epsilon!r}, sigma={sigma!r})."
             )
-        if self.sigma is not None:
-            if self.alpha == "auto":
+        if sigma is not None:
+            if alpha == "auto":
                 raise ValueError(
                     "alpha='auto' is chosen for an epsilon budget: give a "
                     "numeric alpha with sigma."
                 )
-            return float(self.alpha), float(self.sigma)
-        alpha = (
-            objpert_auto_alpha(
-                self.epsilon, self.delta, n_samples, n_features, self.fit_intercept
-            )
-            if self.alpha == "auto" else float(self.alpha)
-        )
+            return float(alpha), float(sigma)
+        auto = alpha == "auto"
+        alpha = (objpert_auto_alpha(epsilon, delta, n_samples, n_features, intercept)
+                 if auto else float(alpha))
         try:
-            sigma = objpert_noise_scale(
-                self.epsilon, self.delta, alpha, n_samples, self.fit_intercept
-            )
+            sigma = objpert_noise_scale(epsilon, delta, alpha, n_samples, intercept)
         except ValueError as exc:
-            if self.alpha == "auto" or alpha <= 0:  # alpha=0: invalid with a budget
+            if auto or alpha <= 0:  # alpha=0: invalid with a budget
                 raise
             try:
-                auto = objpert_auto_alpha(
-                    self.epsilon, self.delta, n_samples, n_features, self.fit_intercept)
+                ridge = objpert_auto_alpha(epsilon, delta, n_samples, n_features, intercept)
             except ValueError:
-                auto = None
+                ridge = None
             raise InfeasibleBudget(
                 f"ObjPertRegressor: {exc} "
-                + (f"alpha={auto:.4g} (the ridge of alpha='auto') meets it." if auto
+                + (f"alpha={ridge:.4g} (the ridge of alpha='auto') meets it." if ridge
                    else "No alpha meets it at this size."),
-                ridge=auto,
+                ridge=ridge,
             ) from None
         return alpha, sigma
 
-    def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
-        if self.sigma is None:
+    @classmethod
+    def guarantee_of(cls, epsilon, delta, alpha, sigma, n_samples, n_features,
+                     intercept, min_samples=None):
+        """The data-independent ``(epsilon, delta)`` of fits of ``min_samples``
+        to ``n_samples`` rows (``dp_guarantee`` of the mechanism)."""
+        if sigma is None:
             # every size gets its own alpha and sigma, calibrated and checked
             # there; a size refused is refused below every accepted one
             for n in {n_samples, min_samples or n_samples}:
-                self._noise(n, n_features)
-            return float(self.epsilon), self.delta
-        alpha, sigma = self._noise(n_samples, n_features)
-        return objpert_dp_epsilon(
-            self.delta, alpha, sigma, n_samples, self.fit_intercept, min_samples
-        ), self.delta
+                cls.calibrate(epsilon, delta, alpha, sigma, n, n_features, intercept)
+            return float(epsilon), delta
+        alpha, sigma = cls.calibrate(epsilon, delta, alpha, sigma, n_samples, n_features,
+                                     intercept)
+        return objpert_dp_epsilon(delta, alpha, sigma, n_samples, intercept, min_samples), delta
 
-    def _fit_scaled(self, data, rng):
+    @classmethod
+    def from_budget(cls, epsilon, delta, data, *, scaler, alpha="auto", sigma=None):
+        n, d, intercept = data.n_samples, data.n_features, bool(scaler.fit_intercept)
+        d -= intercept  # the features, without the constant column
         try:
-            self.alpha_, self.noise_scale_ = self._noise(data.n_samples, self.n_features_in_)
+            alpha, sigma = cls.calibrate(epsilon, delta, alpha, sigma, n, d, intercept)
         except InfeasibleBudget as exc:
-            self.alpha_ = ridge_fallback(exc)
-            self.noise_scale_ = objpert_noise_scale(
-                self.epsilon, self.delta, self.alpha_, data.n_samples, self.fit_intercept)
-        self._n = data.n_samples
-        self._ridge = RidgeSystem(*data.gram(), self.alpha_, self.fit_intercept)
-        self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
-            data.n_samples, self.n_features_in_
-        )
-        return self._mechanism_release(rng)
+            # stack: here, _make_release, _choose_release, fit, fit wrapper, the user
+            alpha = ridge_fallback(exc, stacklevel=7)
+            sigma = objpert_noise_scale(epsilon, delta, alpha, n, intercept)
+        # a budget is met as calibrated; a given sigma's guarantee is the law's
+        dp = epsilon if epsilon is not None else objpert_dp_epsilon(
+            delta, alpha, sigma, n, intercept)
+        release = cls(noise_scale=sigma, scaler=scaler, n_samples=n, delta=delta,
+                      guarantee=(dp, delta), alpha=alpha)
+        if epsilon is None:
+            release._dp_cache[delta, n] = dp
+        release.ridge = RidgeSystem(*data.gram(), alpha, intercept)
+        return release
 
-    def _mechanism_release(self, rng, size=None):
-        """Draw(s) of the released coefficients (scaled coordinates).
+    def draw(self, rng, size=None):
+        """theta = H^{-1}(X^T y - b) = theta_hat - H^{-1} b, b ~ N(0, sigma^2 I)
+        in every coordinate, the intercept's included."""
+        d = self.ridge.chol.shape[0]
+        b = self.noise_scale * rng.standard_normal(d if size is None else (d, size))
+        shift = linalg.cho_solve((self.ridge.chol, True), b, check_finite=False)
+        return self.ridge.coef - (shift if size is None else shift.T)
 
-        theta = H^{-1}(X^T y - b) = theta_hat - H^{-1} b, b ~ N(0, sigma^2 I)
-        in every coordinate, the intercept's included.
-        """
-        d = self._ridge.chol.shape[0]
-        b = self.noise_scale_ * rng.standard_normal(d if size is None else (d, size))
-        shift = linalg.cho_solve((self._ridge.chol, True), b, check_finite=False)
-        return self._ridge.coef - (shift if size is None else shift.T)
+    def fitted_attributes(self):
+        return {"alpha_": self.alpha, "noise_scale_": self.noise_scale}
 
-    def _training_epsilon(self, Xs, ys):
-        stats = self._ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True)
-        return objpert_epsilon(self.delta, *_remove_row(stats), self.noise_scale_)
-
-    def _target_epsilon(self, Xs, ys):
-        stats = self._ridge.row_statistics(Xs, inverse_norm=True, norm=True)
-        fitted = Xs @ self._ridge.coef
+    def losses(self, Xs, ys, add=False):
+        if not add:
+            stats = self.ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True)
+            return self._loss(self.delta, *_remove_row(stats))
+        stats = self.ridge.row_statistics(Xs, inverse_norm=True, norm=True)
+        fitted = Xs @ self.ridge.coef
         # The loss grows with |r|: the worst label is an end of [-1, 1].
         r = 1.0 + np.abs(fitted) if ys is None else ys - fitted
-        return objpert_epsilon(
-            self.delta, stats["norm2"], stats["leverage"], stats["inverse_norm2"],
-            r, self.noise_scale_,
-        )
+        return self._loss(self.delta, stats["norm2"], stats["leverage"],
+                          stats["inverse_norm2"], r)
 
+    def _loss(self, delta, norm2, mu, inverse_norm2, r):
+        """The tight loss of a row with these statistics against the data
+        without it."""
+        return objpert_epsilon(delta, norm2, mu, inverse_norm2, r, self.noise_scale)
 
-    def _mechanism_law(self):
-        """Public description of the release, for a published report.
-
-        Returns
-        -------
-        law : ObjPertLaw
-            The noise level ``noise_scale_``, the ridge, the public size, the
-            domain and the released (scaled) coefficients: see
-            :class:`sklearn_pdp._law.ReleaseLaw`.
-        """
-        return ObjPertLaw(sigma=self.noise_scale_, **self._law_public())
-
-
-class ObjPertLaw(ReleaseLaw):
-    """Objective perturbation's release law: coef = theta_hat - H^{-1} b (doc/publish.rst).
-
-    x^T (coef - theta_hat) ~ N(0, sigma^2 ||H^{-1} x||^2). The loss grows with
-    |r|, with x^T H^{-2} x at fixed leverage and with the leverage at fixed
-    x^T H^{-2} x up to mu^2 = ||x||^2 x^T H^{-2} x (checked in the tests), so
-    over a box of upper values its largest value is at the upper corner, the
-    leverage capped by that constraint. It is capped by the domain's worst
-    loss of a row removed from the n rows or added to them (at n and n + 1
-    rows), which holds for anyone.
-    """
-
-    def __init__(self, *, sigma, **public):
-        super().__init__(**public)
-        self.sigma = float(sigma)
-        self._dp_cache = {}
+    # -- the law of a published report ------------------------------------
 
     def residual_margin(self, beta, stats):
-        return ndtri(1.0 - beta / 2.0) * self.sigma * np.sqrt(stats["inverse_norm2"])
+        return ndtri(1.0 - beta / 2.0) * self.noise_scale * np.sqrt(stats["inverse_norm2"])
 
     def _dp(self, delta, n_samples=None):
-        # a few deltas per report, each a costly worst-case search: kept
         n_samples = self.n_samples if n_samples is None else n_samples
         if (delta, n_samples) not in self._dp_cache:
             self._dp_cache[delta, n_samples] = objpert_dp_epsilon(
-                delta, self.alpha, self.sigma, n_samples, self.intercept
+                delta, self.alpha, self.noise_scale, n_samples, self.intercept
             )
         return self._dp_cache[delta, n_samples]
 
@@ -307,7 +326,7 @@ class ObjPertLaw(ReleaseLaw):
         with np.errstate(invalid="ignore"):
             mu = np.minimum(mu, np.sqrt(norm2 * w))  # Cauchy-Schwarz
         return compose_with_gaussian(
-            lambda d: np.minimum(objpert_epsilon(d, norm2, mu, w, r, self.sigma), self._cap(d)),
+            lambda d: np.minimum(self._loss(d, norm2, mu, w, r), self._cap(d)),
             delta, gaussian_ratio,
         )
 

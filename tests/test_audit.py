@@ -290,8 +290,9 @@ def test_audit_objective_perturbation():
     without = ObjPertRegressor(**params).fit(X[neighbour], y[neighbour])
 
     def release_law(est):
-        H_inv = np.linalg.inv(est._ridge.chol @ est._ridge.chol.T)
-        return stats.multivariate_normal(est._ridge.coef, params["sigma"] ** 2 * H_inv @ H_inv)
+        H_inv = np.linalg.inv(est.release_.ridge.chol @ est.release_.ridge.chol.T)
+        return stats.multivariate_normal(est.release_.ridge.coef,
+                                         params["sigma"] ** 2 * H_inv @ H_inv)
 
     # the most powerful statistic: the log-likelihood ratio of the two releases
     law_p, law_q = release_law(without), release_law(full)

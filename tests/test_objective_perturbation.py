@@ -173,7 +173,7 @@ def test_stopping_rules_match_a_high_order_rule_on_training_rows(calibrated):
 
     Xs, ys = _scaled(X, y, reg)
     rows = rng.choice(len(y), 300, replace=False)
-    norm2, mu, w, r = _remove_row(reg._ridge.row_statistics(Xs[rows], ys[rows], inverse_norm=True, norm=True))
+    norm2, mu, w, r = _remove_row(reg.release_.ridge.row_statistics(Xs[rows], ys[rows], inverse_norm=True, norm=True))
     m0 = np.sqrt(norm2) * r / reg.noise_scale_
     s_perp = np.sqrt(np.maximum(norm2 * w - mu**2, 0.0))
     reference = _fixed_rule_epsilon(reg.delta, m0, mu, s_perp, 200)
@@ -297,7 +297,7 @@ def test_sherman_morrison_statistics_and_pdp_losses_match_brute_force():
     brute = np.array([_brute_force_statistics(Xs, ys, 0.5, i) for i in range(len(y))])
     from sklearn_pdp._objective_perturbation import _remove_row
 
-    stats_full = reg._ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True)
+    stats_full = reg.release_.ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True)
     assert_allclose(np.column_stack(_remove_row(stats_full)), brute, rtol=1e-10)
     assert_allclose(reg.pdp_losses_, objpert_epsilon(1e-6, *brute.T, 0.8), rtol=1e-7)
 

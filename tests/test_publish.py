@@ -519,7 +519,7 @@ def test_epsilon_checks_its_input():
 
 
 def test_objpert_loss_grows_with_the_leverage_at_fixed_inverse_norm():
-    # ObjPertLaw takes the upper corner of the box: the loss must not fall
+    # ObjPertRelease's law takes the upper corner of the box: the loss must not fall
     # as mu rises towards sqrt(||x||^2 x^T H^{-2} x)
     for sigma in (1.0, 30.0, 300.0):
         for norm2, w, r in [(0.5, 1e-6, 0.1), (2.0, 1e-4, 1.0), (1.0, 1e-2, 0.0),

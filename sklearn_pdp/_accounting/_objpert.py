@@ -1,6 +1,13 @@
-"""Objective perturbation for ridge (doc/mechanisms/objective_perturbation.rst):
+"""Objective perturbation for ridge (:doc:`/mechanisms/objective_perturbation`):
 the tight loss by Gauss-Hermite quadrature, the data-independent guarantee,
 and the calibration (the automatic ridge and the noise for a budget).
+
+The loss of a row depends on it only through ``m0 = ||x|| r / sigma``, its
+leverage ``mu`` and ``s_perp = sqrt(||x||^2 x^T H^{-2} x - mu^2)``; given
+one standard normal ``zeta_perp`` it is a quadratic in another, ``zeta``,
+whose tails are closed forms in Phi, and the expectation over ``zeta_perp``
+is a Gauss-Hermite sum (the derivation and the stopping rules are on the
+mechanism's page).
 """
 
 from functools import lru_cache
@@ -15,54 +22,10 @@ from ._domain import domain_bounds, quiet_ridge
 from ._engine import PrivacyLoss, _pick, largest_root
 from ._ops import ops_epsilon
 
-#
-# The release is theta = H^{-1}(g - b), b ~ N(0, sigma^2 I).  With a = ||x||^2,
-# mu = x^T H^{-1} x, w = x^T H^{-2} x, r the residual (all on the smaller data
-# set), u = x^T b and v = x^T H^{-1} b, the loss is
-#     L = -log(1 + mu) + (r + v) u / sigma^2 + a (r + v)^2 / (2 sigma^2).
-# Standardise: E = sqrt(a) (r + v) / sigma and zeta = u / (sigma sqrt(a)), so
-# under P   L = -log(1 + mu) + E zeta + E^2 / 2,  with E ~ N(m0, a w),
-#           zeta ~ N(0, 1), Cov(E, zeta) = mu, m0 = sqrt(a) r / sigma.
-# Under Q, theta ~ N(theta_hat', sigma^2 H'^{-2}) with H' = H + x x^T; with
-# b' = g' - H' theta ~ N(0, sigma^2 I), b = b' - x e where e = y_z - x^T theta
-# = (r + x^T H^{-1} b') / (1 + mu) (Sherman-Morrison: H'^{-1} x = H^{-1} x /
-# (1 + mu)).  The same standardisation of (x^T b', x^T H^{-1} b') gives
-# under Q   L = -log(1 + mu) + E zeta - E^2 / 2,  E = (m0 + sqrt(a w) z1) / (1 + mu),
-# with (z1, zeta) distributed exactly as under P.
-# Split z1 = rho zeta + sqrt(1 - rho^2) zeta_perp (rho = mu / sqrt(a w)), with
-# zeta_perp ~ N(0, 1) independent of zeta.  Given zeta_perp,
-# alpha = m0 + s_perp zeta_perp (s_perp^2 = a w - mu^2 >= 0, Cauchy-Schwarz)
-# and E = alpha + mu zeta, so L is a quadratic in zeta alone:
-#     P:  L + log(1 + mu) = kappa zeta^2 + alpha (1 + mu) zeta + alpha^2 / 2,
-#     Q:  L + log(1 + mu) = (kappa zeta^2 + alpha zeta - alpha^2 / 2) / (1 + mu)^2,
-# kappa = mu (2 + mu) / 2.  The inner probability is a closed form in Phi; the
-# outer expectation over zeta_perp is a Gauss-Hermite sum.  The loss therefore
-# depends on a row only through (m0, mu, s_perp), and on sigma only through m0.
-# Conditioning on zeta_perp (not on E or u) keeps the outer integrand smooth
-# in the common regime s_perp -> 0 (H close to isotropic), where it becomes
-# constant and the rule exact.
 
-# Outer expectation over zeta_perp ~ N(0, 1) by probabilists' Gauss-Hermite
-# rules of increasing order 2, 3, 6, 12, 24, then 96 for the rows that never
-# stop; the error of a rule is estimated by its difference from the previous
-# one (the finer rule's error is of higher order).  When delta(eps) itself is
-# wanted, a row stops once both probabilities agree to _GH_RTOL relative.  In
-# the search for eps(delta) only the comparison with the target matters, and
-# the error is controlled on D = A - e^eps B, whose cancellation makes relative
-# agreement of A and B far too strict (D's error is estimated by the larger of
-# its last two differences between rules): a row stops when D is above the target
-# by twice the estimated error (an error there can only make the reported eps
-# larger), below it by _GH_BELOW_MARGIN times that error (the estimate can be
-# several times too small when the nodes have not yet resolved the tails),
-# or when D is known to _GH_DTOL times the target; the search then aims below
-# the target by that much, so that the reported eps stays an upper bound.  A
-# "below" verdict also needs A to be resolved (positive, agreeing to
-# _GH_ARTOL): when the event's mass lies beyond the nodes of two small rules,
-# both return A ~ 0 and would agree.  (B's mass can be missed without harm:
-# it only makes D larger.)  Typical rows stop at 3 nodes (sigma ~ 1) or 6 to
-# 12 (sigma calibrated for a budget, residuals ~ 1e-4 sigma).  The accuracy
-# of the scheme against adaptive quadrature and against the 200-point rule
-# is checked in the tests.
+# Outer expectation over zeta_perp by probabilists' Gauss-Hermite rules of
+# increasing order; a row stops once the comparison with the target is
+# settled (stopping rules: the mechanism's page, "Quadrature").
 def _gh_rule(n):
     x, w = np.polynomial.hermite_e.hermegauss(n)
     return x, w / w.sum()
@@ -122,9 +85,10 @@ def _objpert_inner(t, m0, mu, s_perp, nodes, sides, above):
 
 def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, start=np.inf):
     """(log A, log B): the probabilities of L > eps (``above``) or L < -eps
-    under ``sides`` = (side of A, side of B), with the stopping rules above;
-    ``target`` is the delta the search compares D = A - e^eps B with, and
-    a rule with a node beyond ``start`` is known to resolve A."""
+    under ``sides`` = (side of A, side of B), with the stopping rules of
+    :doc:`/mechanisms/objective_perturbation`; ``target`` is the delta the
+    search compares D = A - e^eps B with, and a rule with a node beyond
+    ``start`` is known to resolve A."""
     t = eps if above else -eps
 
     start = np.broadcast_to(start, m0.shape)
@@ -184,12 +148,8 @@ def _objpert_tails(m0, mu, s_perp, target=None):
         args = (eps, m0[idx], mu[idx], s_perp[idx])
         if target is None:
             return _objpert_log_probs(*args, ("Q", "P"), False)
-        # Given zeta_perp, L < -eps needs |alpha| > edge (real roots), and
-        # the inner probability grows with |alpha| beyond it: A's support
-        # starts |zeta_perp| = (edge - |m0|) / s_perp standard deviations out.
-        # Once the coarser of two rules has a node there, A cannot be missed,
-        # while its kink at the edge makes A itself converge slowly (D
-        # converges fast).
+        # A's support starts |zeta_perp| = (edge - |m0|) / s_perp out: once a
+        # rule has a node there A cannot be missed (the mechanism's page)
         kappa = mu[idx] * (2.0 + mu[idx]) / 2.0
         edge = 2.0 * np.sqrt(np.maximum(kappa * (eps - np.log1p(mu[idx])), 0.0))
         gap = edge - np.abs(m0[idx])
@@ -219,25 +179,15 @@ class ObjPertLoss(PrivacyLoss):
         super().__init__(_objpert_tails(self.m0, mu, self.s_perp), zero, infinite, direction)
 
     def first_guess(self, delta):
-        # Given zeta_perp the loss is One Posterior Sample's with leverage
-        # mu' = mu (2 + mu) and a = (1 + mu) |alpha|: OPS's L = -log(1 + mu') / 2
-        # + (a^2 / (1 + mu') + 2 a Z + mu' Z^2) / 2 is, term by term, the P form
-        # above (1 + mu' = (1 + mu)^2, mu' / 2 = kappa), and Q follows from P as
-        # dQ = e^-L dP. The start is OPS's epsilon at a^2 = (1 + mu)^2 E[alpha^2]
-        # (within ~10% for the rows of fits; a Gaussian mechanism with the
-        # variance of L was 20-60% off). Quick stages on OPS's bounds averaged
-        # over zeta_perp were tried: rules of 6 to 24 nodes leave the
-        # quadrature error on D too wide to certify most rows where
-        # s_perp >~ |m0| (d = 100), and Newton from such bounds diverges.
+        # given zeta_perp the loss is OPS's with leverage mu (2 + mu): start
+        # from OPS's epsilon at the same second moment (the mechanism's page)
         mu = self.mu
         lev = mu * (2.0 + mu)
         r = (1.0 + mu) * np.hypot(self.m0, self.s_perp) / np.sqrt(lev)
         return ops_epsilon(delta * (1.0 - self.aim), lev, r, 1.0, self.direction)
 
-    # The tails know delta to _GH_DTOL * delta near the target, and even the
-    # 96-point rule was seen off by up to 8e-7 relative (against a 200-point
-    # rule; tiny mu, s_perp >> m0): aim _GH_AIM below the target, so that the
-    # true delta at the reported eps is at most delta.
+    # the quadrature's error: aim below the target, so that the true delta
+    # at the reported eps is at most delta
     aim = _GH_AIM
 
     def search_tails(self, delta):
@@ -247,7 +197,9 @@ class ObjPertLoss(PrivacyLoss):
 
 @fill_doc
 def objpert_delta(eps, norm2, mu, inverse_norm2, r, sigma, direction="both"):
-    """Tight delta(eps) of objective perturbation for ridge (doc/mechanisms/objective_perturbation.rst).
+    """Tight delta(eps) of objective perturbation for ridge.
+
+    See :doc:`/mechanisms/objective_perturbation`.
 
     The release is argmin 1/2 ||y - X theta||^2 + alpha/2 ||theta||^2 + b^T theta
     with b ~ N(0, sigma^2 I), that is N(theta_hat, sigma^2 H^{-2}).
@@ -286,7 +238,9 @@ _ARC = np.linspace(0.0, 1.0 - 1e-9, 17)
 
 def objpert_dp_epsilon(delta, alpha, sigma, n_samples, intercept=False,
                        min_samples=None, *, residual=None, refine=True):
-    """Data-independent epsilon of objective perturbation (doc/mechanisms/objective_perturbation.rst).
+    """Data-independent epsilon of objective perturbation.
+
+    See :doc:`/mechanisms/objective_perturbation`.
 
     The worst exact loss over the statistics the domain allows
     (:func:`domain_bounds`): ||x||^2 <= N, mu <= mu_max, x^T H^{-2} x <= w_max,
@@ -334,8 +288,7 @@ def objpert_dp_epsilon(delta, alpha, sigma, n_samples, intercept=False,
 
 # The "auto" rule: the share of the budget the loss floor may take, the
 # n * epsilon below which alpha grows as (_FEW / (n * epsilon))^3, and the
-# cap of that growth (all chosen by measurement:
-# doc/mechanisms/objective_perturbation.rst).
+# cap of that growth (all chosen by measurement: the mechanism's page).
 _FLOOR_SHARE = 0.25
 _FEW = 1000.0
 _MAX_GROWTH = 1000.0
