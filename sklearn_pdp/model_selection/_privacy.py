@@ -9,7 +9,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _tighten
 from .._public import public_model
-from ._selection import SIZE_SHARE, training_guarantee
+from ._release import SearchRelease
+from ._selection import training_guarantee
 
 
 class SearchPrivacyMixin:
@@ -21,12 +22,8 @@ class SearchPrivacyMixin:
         """``(epsilon, delta)`` of the search (selection and candidates) and
         of the refit (None without one): ``refit_share`` of the total (less
         the bounds' release) goes to the refit."""
-        epsilon, delta = self._model_budget()
-        if not self.refit:
-            return (epsilon, delta), None
-        share = self.refit_share
-        return ((1 - share) * epsilon, (1 - share) * delta), (
-            share * epsilon, share * delta)
+        return SearchRelease.split_budget(*self._model_budget(),
+                                          self.refit_share if self.refit else None)
 
     def _budget_params(self, epsilon, delta):
         """The budget the search sets on its estimators: ``epsilon`` where
@@ -54,7 +51,7 @@ class SearchPrivacyMixin:
     def _size_failure(self):
         """The probability, ``SIZE_SHARE`` of the search's delta, that a
         training part's size leaves the range the guarantee covers."""
-        return SIZE_SHARE * self._budgets()[0][1]
+        return SearchRelease.size_failure(self._budgets()[0][1])
 
     def _release_bounds(self, X, y, root):
         """Tighten the resolved bounds once, before the parts, with the

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _tighten
 from .._release import Release
-from ._selection import selection_epsilon, training_guarantee
+from ._selection import SIZE_SHARE, selection_epsilon, training_guarantee
 
 
 class SearchRelease(Release):
@@ -89,7 +89,25 @@ class SearchRelease(Release):
     def from_budget(cls, epsilon, delta, data, *, scaler, **params):
         raise NotImplementedError(
             "A search's release is made by PrivateGridSearchCV.fit from its "
-            "fits (the budget is split there between its stages).")
+            "fits, with the budget split by SearchRelease.split_budget.")
+
+    @staticmethod
+    def split_budget(epsilon, delta, refit_share=None):
+        """``(epsilon, delta)`` of the search (selection and candidates)
+        and of the refit (None without one, ``refit_share`` None): the
+        refit gets ``refit_share`` of the budget (the total less the bounds'
+        release)."""
+        if refit_share is None:
+            return (epsilon, delta), None
+        return ((1 - refit_share) * epsilon, (1 - refit_share) * delta), (
+            refit_share * epsilon, refit_share * delta)
+
+    @staticmethod
+    def size_failure(search_delta):
+        """The probability that a training part's size leaves the range
+        the candidates' guarantee covers: ``SIZE_SHARE`` of the search's
+        delta; the candidates get the rest."""
+        return SIZE_SHARE * search_delta
 
     def draw(self, rng, size=None):
         raise NotImplementedError(
@@ -141,6 +159,10 @@ class SearchRelease(Release):
         losses, or with tightened bounds one valid for every released bound
         (the guarantee, or AdaSSP's largest over the plausible bounds,
         :func:`~sklearn_pdp._tighten.bounded_loss`)."""
+        if not (add or self.tightened) and X.shape[0] != self.n_samples:
+            raise ValueError(
+                "The losses of training rows are those of the search's data "
+                f"itself ({self.n_samples} rows), got {X.shape[0]}.")
         if not self.tightened:
             return reduce(np.maximum, (
                 est.pdp_epsilon(X, y) if add else est.pdp_losses_ for est in self.full_fits))

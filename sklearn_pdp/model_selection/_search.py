@@ -182,6 +182,11 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
         (the label range is released) and the refits by a loss valid for
         every released bound (their guarantee, or AdaSSP's largest over the
         plausible bounds), so that no term conditions on the draw.
+    release_ : SearchRelease
+        The whole release (the selection, the candidates' fits, the refit's
+        and the bounds' release) from which ``dp_epsilon_``, ``dp_delta_``,
+        ``pdp_losses_``, :meth:`pdp_epsilon` and :meth:`release_law` are
+        read.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
