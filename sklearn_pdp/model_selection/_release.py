@@ -75,7 +75,7 @@ class SearchRelease(Release):
         self.box_rows = ([_tighten.box_rows(bounds_release, est, X) for est in full_fits]
                          if self.tightened and full_fits else None)
         self.n_features = int(n_features)
-        self.size_failure = float(size_failure)
+        self.part_size_failure = float(size_failure)
         self.y_bound = y_bound
         # the scaled label decides the selection bound unless its range was released
         self.label_released = self.tightened and "y" in bounds_release.source
@@ -139,7 +139,7 @@ class SearchRelease(Release):
         (a person added), computed once."""
         if self._added_part_epsilon is None:
             self._added_part_epsilon = float(training_guarantee(
-                self.part_fits, self.n_samples + 1, self.n_features, self.size_failure)[0])
+                self.part_fits, self.n_samples + 1, self.n_features, self.part_size_failure)[0])
         return self._added_part_epsilon
 
     def _selection_bound(self, y, n_rows):

@@ -19,10 +19,10 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._sklearn import HasMethods, Interval, _fit_context
+from .._accounting._exponential import exponential_log_proba, select
 from .._base import PrivateRegressorMixin, noise_generator, warn_large_delta
 from .._data import is_dask_array, validate_rows
-from .._accounting._exponential import exponential_log_proba, select
+from .._sklearn import HasMethods, Interval, _fit_context
 from ..exceptions import FallbackWarning
 from ._privacy import SearchPrivacyMixin
 from ._release import SearchRelease
