@@ -598,3 +598,26 @@ def test_candidates_warnings_are_emitted_once_per_kind(monkeypatch):
         with pytest.raises(FallbackWarning, match="candidate fits of the search"):
             PrivateGridSearchCV(OPSRegressor(alpha=0.01, **BOUNDS), grid, epsilon=1.0,
                                 random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("refit", [False, True])
+def test_search_release_is_the_whole_release(refit):
+    """The search's numbers are read from ``release_``; its public law keeps
+    none of the fits; a new draw of a search is a new search."""
+    X, y = _data()
+    search = _search(refit=refit).fit(X, y)
+    release = search.release_
+    assert release.guarantee == (search.dp_epsilon_, search.dp_delta_)
+    assert release.delta == search.pdp_delta_
+    assert_allclose(release.losses(X[:7], y[:7], add=True), search.pdp_epsilon(X[:7], y[:7]))
+    with pytest.raises(NotImplementedError, match="new search"):
+        release.draw(np.random.default_rng(0))
+    if refit:
+        with pytest.raises(NotImplementedError, match="refit=True"):
+            search.release_law()
+        return
+    law = search.release_law()
+    assert law is not release and not {"part_fits", "full_fits", "bounds_release"} & set(vars(law))
+    assert law.dp_epsilon(search.pdp_delta_) == search.dp_epsilon_
+    assert 0 < law.part_epsilon <= search.dp_epsilon_
+    assert np.isfinite(law.added_part_epsilon())  # kept for anyone added

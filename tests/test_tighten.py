@@ -289,7 +289,7 @@ def test_search_tightens_once_inside_its_budget(cls, grid, refit):
         assert np.all(part >= exact - 1e-12)
         if cls is AdaSSPRegressor:
             assert part.min() < part.max() <= max(f.dp_epsilon_ for f in search._full_fits)
-            rows = search._box_rows
+            rows = search.release_.box_rows
             assert np.allclose(part, np.max([bounded_loss(
                 f, r, X, y, False, f.delta, f.dp_epsilon_) for f, r in zip(
                     search._full_fits, rows)], axis=0))
@@ -356,7 +356,7 @@ def test_search_tightens_data_norm_and_chooses_without_data():
     twice = PrivateGridSearchCV(
         AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True),
         {"tighten_bounds": [False, True]}, epsilon=1.0, random_state=0).fit(X, y)
-    assert [r is None for r in twice._box_rows] == [False, True]
+    assert [r is None for r in twice.release_.box_rows] == [False, True]
     assert hasattr(twice._full_fits[1], "bounds_release_")
     assert twice.dp_epsilon_ <= 1.0 and np.all(twice.pdp_losses_ <= twice.dp_epsilon_)
     grid = {"fit_intercept": [True, False], "budget_split": [None, (1, 1, 1, 1)]}
@@ -368,10 +368,10 @@ def test_search_tightens_data_norm_and_chooses_without_data():
     assert [f.epsilon for f in small._full_fits] == [pytest.approx(0.9)] * 4
     assert small.dp_epsilon_ <= 1.0 and small.dp_delta_ <= 1e-6
     # mean-only fits (too little data for slopes) charge their guarantee
-    assert any(r is None for r in small._box_rows)
+    assert any(r is None for r in small.release_.box_rows)
     model = np.max([np.full(60, f.dp_epsilon_) if r is None else bounded_loss(
         f, r, X[:60], y[:60], False, f.delta, f.dp_epsilon_)
-        for f, r in zip(small._full_fits, small._box_rows)], axis=0)
+        for f, r in zip(small._full_fits, small.release_.box_rows)], axis=0)
     assert np.allclose(small.pdp_losses_,
                        small.bounds_release_.row_epsilon(X[:60], y[:60]) + model)
 

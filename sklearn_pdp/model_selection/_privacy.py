@@ -2,8 +2,6 @@
 bounds' release, the search and the refit, what each record is charged, and
 what can be published (:doc:`/mechanisms/tuning`)."""
 
-from functools import reduce
-
 import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid
@@ -11,7 +9,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _tighten
 from .._public import public_model
-from ._selection import SIZE_SHARE, SearchLaw, selection_epsilon, training_guarantee
+from ._release import SearchRelease
+from ._selection import training_guarantee
 
 
 class SearchPrivacyMixin:
@@ -23,12 +22,8 @@ class SearchPrivacyMixin:
         """``(epsilon, delta)`` of the search (selection and candidates) and
         of the refit (None without one): ``refit_share`` of the total (less
         the bounds' release) goes to the refit."""
-        epsilon, delta = self._model_budget()
-        if not self.refit:
-            return (epsilon, delta), None
-        share = self.refit_share
-        return ((1 - share) * epsilon, (1 - share) * delta), (
-            share * epsilon, share * delta)
+        return SearchRelease.split_budget(*self._model_budget(),
+                                          self.refit_share if self.refit else None)
 
     def _budget_params(self, epsilon, delta):
         """The budget the search sets on its estimators: ``epsilon`` where
@@ -51,8 +46,12 @@ class SearchPrivacyMixin:
         """(epsilon, delta) bounding every candidate over its possible part
         sizes (:func:`~sklearn_pdp.model_selection._selection.training_guarantee`),
         the size event at ``SIZE_SHARE`` of the search's delta."""
-        failure = SIZE_SHARE * self._budgets()[0][1]
-        return training_guarantee(estimators, n_samples, n_features, failure)
+        return training_guarantee(estimators, n_samples, n_features, self._size_failure())
+
+    def _size_failure(self):
+        """The probability, ``SIZE_SHARE`` of the search's delta, that a
+        training part's size leaves the range the guarantee covers."""
+        return SearchRelease.size_failure(self._budgets()[0][1])
 
     def _release_bounds(self, X, y, root):
         """Tighten the resolved bounds once, before the parts, with the
@@ -60,7 +59,7 @@ class SearchPrivacyMixin:
         (:doc:`/mechanisms/tightening`): sets ``bounds_release_`` and the
         bounds every fit then takes (the released ones), returned with
         ``tighten_bounds=False`` for the fits themselves."""
-        for name in ("bounds_release_", "declared_bounds_", "bounds_epsilon_", "_box_rows"):
+        for name in ("bounds_release_", "declared_bounds_", "bounds_epsilon_"):
             vars(self).pop(name, None)
         if "tighten_bounds" not in self.estimator.get_params(deep=False):
             return {}
@@ -96,29 +95,6 @@ class SearchPrivacyMixin:
         return (_tighten.remaining_epsilon(self.epsilon, release.epsilon),
                 self.delta - release.event_)
 
-    def _selection_bound(self, epsilon, y, n_rows=None):
-        """Each record's selection bound (:func:`selection_epsilon`). With a
-        tightened label range the scaled label depends on the released
-        range: the worst label's, valid for every release."""
-        if y is None or self._tightened() and "y" in self.bounds_release_.source:
-            return np.full(len(y) if n_rows is None else n_rows, float(epsilon))
-        return selection_epsilon(epsilon, y, self.y_bound_)
-
-    def _full_fit_losses(self, X, y, add):
-        """Per record, the largest of the fits on all the data: their exact
-        losses, or with tightened bounds one valid for every released bound
-        (the guarantee, or AdaSSP's largest over the plausible bounds,
-        :func:`~sklearn_pdp._tighten.bounded_loss`)."""
-        if not self._tightened():
-            return reduce(np.maximum, (
-                est.pdp_epsilon(X, y) if add else est.pdp_losses_ for est in self._full_fits))
-        out = np.zeros(X.shape[0])
-        for est, rows in zip(self._full_fits, self._box_rows):
-            loss = (est.dp_epsilon_ if rows is None else
-                    _tighten.bounded_loss(est, rows, X, y, add, est.delta, est.dp_epsilon_))
-            out = np.maximum(out, loss)
-        return out
-
     def pdp_epsilon(self, X, y=None):
         """Per-instance epsilon, at ``pdp_delta_``, of adding new targets.
 
@@ -145,20 +121,7 @@ class SearchPrivacyMixin:
             X = validate_data(self, X, reset=False, dtype=np.float64)
         else:
             X, y = validate_data(self, X, y, reset=False, dtype=np.float64, y_numeric=True)
-        eps = np.zeros(X.shape[0])
-        if self._part_fits:
-            n_samples = self.pdp_losses_.shape[0] + 1
-            train_epsilon, _ = self._training_guarantee(
-                self._part_fits, n_samples, self.n_features_in_
-            )
-            eps += np.maximum(
-                train_epsilon, self._selection_bound(self.selection_epsilon_, y, X.shape[0])
-            )
-        if self._full_fits:
-            eps = eps + self._full_fit_losses(X, y, add=True)
-        if self._tightened():
-            eps = eps + self.bounds_release_.row_epsilon(X, y, add=True)
-        return eps
+        return self.release_.losses(X, y, add=True)
 
     def release_law(self):
         """Public description of the search, for a published report.
@@ -166,12 +129,14 @@ class SearchPrivacyMixin:
         What :class:`~sklearn_pdp.PDPReport` with ``publish_epsilon`` needs
         (:doc:`/publish`). Without refit a record's loss,
         ``max(G, epsilon * (1 + |y| / y_bound)^2 / 4)``, is a public function
-        of its label: :class:`SearchLaw` holds ``G`` (at ``n`` and at
-        ``n + 1`` records), the selection's ``epsilon`` and the bounds.
+        of its label: ``release_.public()``, the
+        :class:`~sklearn_pdp.model_selection._release.SearchRelease` without
+        the fits, holds ``G`` (at ``n`` and at ``n + 1`` records), the
+        selection's ``epsilon`` and the bounds.
 
         Returns
         -------
-        law : SearchLaw
+        law : SearchRelease
 
         Raises
         ------
@@ -182,25 +147,8 @@ class SearchPrivacyMixin:
             published quantities.
         """
         check_is_fitted(self)
-        if self._tightened():
-            raise NotImplementedError(
-                "published reports of a search with tighten_bounds are not "
-                "supported yet (doc/mechanisms/tightening.rst).")
-        if self._full_fits:
-            raise NotImplementedError(
-                "PrivateGridSearchCV with refit=True (or a choice without data): "
-                "every candidate's fit on all the data is part of each record's "
-                "loss but only the selected one is released, so the others "
-                "cannot be bounded from published quantities (refit=False with "
-                "parts large enough for the grid can be published)."
-            )
-        n, d = self.pdp_losses_.shape[0], self.n_features_in_
-        return SearchLaw(
-            guarantee=self._training_guarantee(self._part_fits, n, d)[0],
-            added_guarantee=self._training_guarantee(self._part_fits, n + 1, d)[0],
-            selection=self.selection_epsilon_, dp=(self.dp_epsilon_, self.dp_delta_),
-            scaler=self.best_estimator_.domain_scaler(), n_samples=n,
-        )
+        self.release_.check_publishable()
+        return self.release_.public()
 
     def law_statistics(self):
         """The row statistics that :meth:`release_law`'s law takes.

@@ -19,15 +19,15 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._sklearn import HasMethods, Interval, _fit_context
-from .._base import PrivateRegressorMixin, noise_generator
-from .. import _tighten
+from .._accounting._exponential import exponential_log_proba, select
 from .._arrays import is_dask_array
+from .._base import PrivateRegressorMixin, noise_generator
 from .._domain import bound_params, read_from_data
 from .._validation import validate_rows, warn_large_delta
-from .._accounting._exponential import exponential_log_proba, select
+from .._sklearn import HasMethods, Interval, _fit_context
 from ..exceptions import FallbackWarning
 from ._privacy import SearchPrivacyMixin
+from ._release import SearchRelease
 from ._selection import (
     SENSITIVITY,
     SIZE_SHARE,
@@ -188,6 +188,11 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
         (the label range is released) and the refits by a loss valid for
         every released bound (their guarantee, or AdaSSP's largest over the
         plausible bounds), so that no term conditions on the draw.
+    release_ : SearchRelease
+        The whole release (the selection, the candidates' fits, the refit's
+        and the bounds' release) from which ``dp_epsilon_``, ``dp_delta_``,
+        ``pdp_losses_``, :meth:`pdp_epsilon` and :meth:`release_law` are
+        read.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -310,14 +315,15 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
             # from n, m and the parameters only, before any private fit
             guarantee = self._training_guarantee(estimators, *X.shape)
         except ValueError as exc:
+            guarantee = None
             log_proba = self._choose_without_data(exc, estimators, select_seed,
                                                   refit_seed, X, y)
         else:
             log_proba = self._search(X, y, estimators, seeds, split_seed, select_seed)
-            self._record_search(guarantee, y)
             self._refit(estimators, refit_seed, X, y)
         self._emit_fit_warnings(stacklevel=3)
-        self._record_results(grid, log_proba, X, y, seeded)
+        self._record_release(guarantee, X, y)
+        self._record_results(grid, log_proba, seeded)
         return self
 
     def _root_seed(self):
@@ -439,31 +445,30 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
             losses = np.zeros((0, m))
         return fitted, losses.sum(axis=0)
 
-    def _record_search(self, guarantee, y):
-        """The search's charge: ``dp_epsilon_``, ``dp_delta_`` and
-        ``pdp_losses_`` of the selection and the training parts."""
-        train_epsilon, train_delta = guarantee
-        # A record's part and the candidates' noise are not released: by joint
-        # convexity over the part, its loss is at most the largest over the
-        # candidates' guarantees and its selection bound.
-        self.dp_epsilon_ = max(self.selection_epsilon_, train_epsilon)
-        self.dp_delta_ = train_delta
-        self.pdp_losses_ = np.maximum(
-            train_epsilon, self._selection_bound(self.selection_epsilon_, y)
-        )
-
     def _refit(self, estimators, seed, X, y):
-        """With ``refit``, fit on all the data and compose sequentially with
-        the search; without, ``best_estimator_`` is the selected candidate."""
+        """With ``refit``, fit on all the data (composed sequentially with
+        the search by :class:`SearchRelease`); without, ``best_estimator_``
+        is the selected candidate."""
         if not self.refit:
             self._full_fits = []
             self.best_estimator_ = self._part_fits[self.best_index_]
             return
-        search = self.dp_epsilon_, self.dp_delta_, self.pdp_losses_
         self._fit_all_data(estimators, self._refit_params(), seed, X, y)
-        self.dp_epsilon_ += search[0]
-        self.dp_delta_ += search[1]
-        self.pdp_losses_ = self.pdp_losses_ + search[2]
+
+    def _record_release(self, guarantee, X, y):
+        """``release_``, the whole release (``guarantee``: the candidates'
+        over the part sizes, None without parts), and the numbers read from
+        it: ``dp_epsilon_``, ``dp_delta_``, ``pdp_delta_``, ``pdp_losses_``."""
+        self.release_ = release = SearchRelease(
+            scaler=self.best_estimator_.domain_scaler(), n_samples=X.shape[0],
+            n_features=X.shape[1], selection=self.selection_epsilon_,
+            size_failure=self._size_failure(), part_guarantee=guarantee,
+            part_fits=self._part_fits, full_fits=self._full_fits, y_bound=self.y_bound_,
+            bounds_release=getattr(self, "bounds_release_", None), X=X,
+        )
+        self.dp_epsilon_, self.dp_delta_ = release.guarantee
+        self.pdp_delta_ = self.dp_delta_
+        self.pdp_losses_ = release.losses(X, y)
 
     def _emit_fit_warnings(self, stacklevel):
         """Emit the candidates' warnings collected by :meth:`_fit_candidates`."""
@@ -471,16 +476,10 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
         del self._fit_warnings
         emit_warnings(records, n_fits, stacklevel=stacklevel + 1)
 
-    def _record_results(self, grid, log_proba, X, y, seeded):
-        """``best_params_``, ``cv_results_`` and the bounds' release composed
-        with the rest; the fits show the estimator's own ``random_state``."""
+    def _record_results(self, grid, log_proba, seeded):
+        """``best_params_`` and ``cv_results_``; the fits show the
+        estimator's own ``random_state``."""
         self.best_params_ = grid[self.best_index_]
-        if self._tightened():  # the bounds stage composes with the rest
-            release = self.bounds_release_
-            self.dp_epsilon_ += release.epsilon
-            self.dp_delta_ += release.event_
-            self.pdp_losses_ = release.row_epsilon(X, y) + self.pdp_losses_
-        self.pdp_delta_ = self.dp_delta_
         if seeded:
             # the search seeded every fit itself: show the estimator's own value
             own = self.estimator.get_params()["random_state"]
@@ -503,21 +502,15 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
     def _fit_all_data(self, estimators, params, seed, X, y):
         """Fit every candidate on all the data with ``params``; the selected
         one is ``best_estimator_``. The selected index is released, so the
-        charge is the worst candidate's (per record too): sets ``dp_epsilon_``,
-        ``dp_delta_``, ``pdp_losses_`` and ``_full_fits``. ``seed``: one seed
-        for every fit (None: the estimators' own ``random_state``)."""
+        charge is the worst candidate's (per record too, by
+        :class:`SearchRelease`): sets ``_full_fits``. ``seed``: one seed for
+        every fit (None: the estimators' own ``random_state``)."""
         fits = [clone(est).set_params(**params) for est in estimators]
         if seed is not None:
             for est in fits:
                 est.set_params(random_state=seeded_random_state(seed))
         self._full_fits = self._fit_candidates(
             delayed(fit_recording_warnings)(est, X, y) for est in fits)
-        self.dp_epsilon_ = max(est.dp_epsilon_ for est in self._full_fits)
-        self.dp_delta_ = max(est.dp_delta_ for est in self._full_fits)
-        if self._tightened():
-            self._box_rows = [_tighten.box_rows(self.bounds_release_, est, X)
-                              for est in self._full_fits]
-        self.pdp_losses_ = self._full_fit_losses(X, y, add=False)
         self.best_estimator_ = self._full_fits[self.best_index_]
 
     @available_if(_estimator_has("predict"))

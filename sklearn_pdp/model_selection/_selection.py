@@ -1,6 +1,6 @@
 """What the private search computes besides fitting: the part sizes it is
-charged for, the selection's scores and per-record bound, its release law,
-and the helpers that run and record the candidates' fits.
+charged for, the selection's scores and per-record bound, and the helpers
+that run and record the candidates' fits.
 
 The derivations are in :doc:`/mechanisms/tuning`.
 """
@@ -12,7 +12,6 @@ import numpy as np
 from scipy import stats
 
 from .._domain import label_range
-from .._law import ReleaseLaw
 
 # One validation record adds at most (2 B)^2 to a candidate's summed squared
 # error when predictions and labels are clipped to [-B, B]; in units of B^2: 4.
@@ -94,49 +93,6 @@ def validation_losses(estimator, X, y, y_bound):
     low, high = label_range(y_bound)
     pred = np.clip(estimator.predict(estimator.domain_scaler().clip(X)), low, high)
     return ((pred - np.clip(y, low, high)) / ((high - low) / 2)) ** 2
-
-
-class SearchLaw(ReleaseLaw):
-    """The private search's release law without refit (:doc:`/publish`).
-
-    A record's loss at the search's ``pdp_delta_`` is
-    ``max(G, selection * (1 + |y|)^2 / 4)`` with ``y`` its scaled label and
-    ``G`` the candidates' guarantee over the part sizes: a public function
-    of the label, so the published bound needs no high-probability step and
-    no Gram matrix (``needs_gram``). The published bound takes the larger
-    of ``G`` at ``n`` records (a training record's) and at ``n + 1`` (a
-    person added): it holds for both. The bound needs no coefficients
-    (``coef`` is empty).
-    """
-
-    needs_gram = False
-
-    def __init__(self, *, guarantee, added_guarantee, selection, dp, scaler, n_samples):
-        super().__init__(scaler=scaler, coef=np.empty(0), alpha=0.0, n_samples=n_samples)
-        self.guarantee = float(guarantee)
-        self.added_guarantee = float(added_guarantee)
-        self.selection = float(selection)
-        self.dp = dp
-
-    def statistics(self, Xs, ys, add=False):
-        """Exact statistics: the guarantee that applies and the selection bound."""
-        # scaled labels lie in [-1, 1]: the selection bound of the label bound 1
-        selection = selection_epsilon(self.selection, ys, 1.0) * np.ones(Xs.shape[0])
-        return {"guarantee": self.added_guarantee if add else self.guarantee,
-                "selection": selection}
-
-    def published_statistics(self, published, Xs, ys):
-        stats = self.statistics(Xs, ys)
-        stats["guarantee"] = max(self.guarantee, self.added_guarantee)
-        return stats
-
-    def epsilon(self, delta, stats, gaussian_ratio=None):
-        """The loss at the search's delta (``dp[1]``); it composes with no
-        Gaussian mechanism (``needs_gram`` false)."""
-        return np.maximum(stats["guarantee"], stats["selection"])
-
-    def dp_epsilon(self, delta, gaussian_ratio=None):
-        return self.dp[0]
 
 
 # A number in a warning: the candidates' warnings differ by them only
