@@ -9,7 +9,8 @@ from numpy.testing import assert_allclose
 from sklearn_pdp import OutputPerturbationRegressor, PrivacyLeakWarning
 
 
-def _data(n=300, seed=0):
+def _off_centre_data(n=300, seed=0):
+    """Two columns far from 0 on scales 10 and 200, labels around 50."""
     rng = np.random.default_rng(seed)
     X = np.column_stack([rng.uniform(0, 10, n), rng.uniform(-300, -100, n)])
     y = 50 + X @ [2.0, 0.05] + rng.normal(size=n)
@@ -21,7 +22,7 @@ def _fit(X, y, **bounds):
 
 
 def test_bounds_equal_the_same_fit_on_data_scaled_by_hand():
-    X, y = _data()
+    X, y = _off_centre_data()
     lower, upper = np.array([0.0, -300.0]), np.array([10.0, -100.0])
     low, high = 40.0, 80.0
     reg = _fit(X, y, bounds_X=(lower, upper), y_bound=(low, high))
@@ -35,7 +36,7 @@ def test_bounds_equal_the_same_fit_on_data_scaled_by_hand():
 
 
 def test_values_beyond_the_bounds_are_clipped_per_feature():
-    X, y = _data()
+    X, y = _off_centre_data()
     bounds = ([2.0, -250.0], [8.0, -150.0])
     reg = _fit(X, y, bounds_X=bounds, y_bound=(60.0, 70.0))
     clipped = _fit(np.clip(X, *bounds), np.clip(y, 60.0, 70.0), bounds_X=bounds,
@@ -45,7 +46,7 @@ def test_values_beyond_the_bounds_are_clipped_per_feature():
 
 
 def test_scalar_bounds_apply_to_every_feature():
-    X, y = _data()
+    X, y = _off_centre_data()
     X = X[:, :1]
     a = _fit(X, y, bounds_X=(0.0, 10.0), y_bound=100.0)
     b = _fit(X, y, bounds_X=([0.0], [10.0]), y_bound=(-100.0, 100.0))
@@ -54,7 +55,7 @@ def test_scalar_bounds_apply_to_every_feature():
 
 
 def test_declared_bounds_do_not_warn_and_missing_ones_do():
-    X, y = _data()
+    X, y = _off_centre_data()
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         _fit(X, y, bounds_X=(X.min(0), X.max(0)), y_bound=(30.0, 90.0))
@@ -75,7 +76,7 @@ def test_declared_bounds_do_not_warn_and_missing_ones_do():
     ],
 )
 def test_invalid_bounds_name_the_parameter(params, match):
-    X, y = _data()
+    X, y = _off_centre_data()
     params.setdefault("y_bound", 1.0)
     with pytest.raises(ValueError, match=match):
         _fit(X, y, **params)
