@@ -2,9 +2,9 @@
 that several modules fit.
 
 The data makers are plain functions, exposed as factory fixtures
-(``make_regression_data``, ``make_unbounded_data``); a module that needs the
-data at import time (a parametrize list, a table of cases) imports the
-function itself. Data that only one test needs stays in that test's module,
+(``make_regression_data``, ``make_unbounded_data``,
+``make_adversarial_data``); a module that needs the data at import time (a
+parametrize list, a table of cases) imports the function itself. Data that only one test needs stays in that test's module,
 under a name that says what is special about it.
 """
 
@@ -50,6 +50,26 @@ def unbounded_data(n, d=3, seed=0, *, features="normal", scale=1.0, coef_scale=1
     X = X * scale
     y = X @ rng.normal(size=d) * coef_scale + noise * rng.normal(size=n)
     return X, y
+
+
+def adversarial_data(rng, n, d=2, squeeze=0.01):
+    """Data built to be bad for a guarantee: rows at norm 1 and labels of
+    random sign at the bound, the first row's label against its first
+    feature, the other rows scaled by ``squeeze`` (below 1: the first row is
+    nearly alone in its direction). Drawn from ``rng``, which the test goes
+    on using."""
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.sign(rng.normal(size=n))
+    y[0] = -np.sign(X[0, 0])
+    X[1:] *= squeeze
+    return X, y
+
+
+@pytest.fixture(scope="session")
+def make_adversarial_data():
+    """:func:`adversarial_data`: ``make_adversarial_data(rng, n, d=2, squeeze=0.01)``."""
+    return adversarial_data
 
 
 @pytest.fixture(scope="session")

@@ -44,7 +44,7 @@ from sklearn_pdp._accounting._exponential import (
     quantile_loss_table,
 )
 
-from ._mc import hockey_stick_mc
+from ._mc import hockey_stick_mc, sampled_losses
 from .test_accounting import _ops_losses
 
 
@@ -147,9 +147,8 @@ def _objpert_mc(p, size, rng):
     H_big = H + np.outer(x, x)
     laws = [(np.zeros(2), sigma**2 * np.linalg.inv(H @ H)),
             (np.linalg.solve(H_big, x) * r, sigma**2 * np.linalg.inv(H_big @ H_big))]
-    P, Q = (stats.multivariate_normal(mean, cov) for mean, cov in laws)
-    draws = [rng.multivariate_normal(mean, cov, size) for mean, cov in laws]
-    return tuple(P.logpdf(t) - Q.logpdf(t) for t in draws)
+    return sampled_losses(*(stats.multivariate_normal(mean, cov) for mean, cov in laws),
+                          size, rng)
 
 
 def _scaled(p, factor, *keys):

@@ -21,7 +21,7 @@ from sklearn_pdp._accounting import (
 from sklearn_pdp._accounting._objpert import _floor_alpha, _gh_rule, _objpert_inner
 from sklearn_pdp._data import DomainScaler
 
-from ._mc import assert_matches_mc
+from ._mc import assert_matches_mc, sampled_losses
 from ._reference import ridge_penalty
 
 
@@ -63,9 +63,7 @@ def test_loss_matches_monte_carlo_of_the_releases(d, alpha, sigma, target_norm, 
 
     P = release(X, y)
     Q = release(np.vstack([X, x]), np.append(y, yz))
-    tp, tq = P.rvs(300_000, random_state=rng), Q.rvs(300_000, random_state=rng)
-    loss_p = P.logpdf(tp) - Q.logpdf(tp)
-    loss_q = P.logpdf(tq) - Q.logpdf(tq)
+    loss_p, loss_q = sampled_losses(P, Q, 300_000, rng)
 
     H = X.T @ X + alpha * np.eye(d)
     Hx = np.linalg.solve(H, x)
@@ -314,17 +312,13 @@ def test_pdp_epsilon_of_new_targets(make_unbounded_data):
         assert np.all(worst >= reg.pdp_epsilon(X_new, np.full(7, label)) - 1e-12)
 
 
-def test_dp_epsilon_bounds_adversarial_data_sets():
+def test_dp_epsilon_bounds_adversarial_data_sets(make_adversarial_data):
     """The guarantee holds on data built to be bad: one row alone in its
     direction at norm 1 with the worst label, and arbitrary new targets."""
     rng = np.random.default_rng(4)
     n, alpha, worst = 30, 2.0, 0.0
     for trial in range(4):
-        X = rng.normal(size=(n, 3))
-        X /= np.linalg.norm(X, axis=1, keepdims=True)
-        y = np.sign(rng.normal(size=n))
-        X[1:] *= [1.0, 0.02, 0.5][trial % 3]
-        y[0] = -np.sign(X[0, 0])
+        X, y = make_adversarial_data(rng, n, d=3, squeeze=[1.0, 0.02, 0.5][trial % 3])
         reg = ObjPertRegressor(
             epsilon=None, sigma=2.0, alpha=alpha, data_norm=1.0, y_bound=1.0,
             fit_intercept=False,

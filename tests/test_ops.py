@@ -60,17 +60,13 @@ def test_pdp_epsilon_of_new_targets(make_unbounded_data):
         assert np.all(worst >= reg.pdp_epsilon(X_new, np.full(7, label)) - 1e-12)
 
 
-def test_dp_epsilon_bounds_adversarial_data_sets():
+def test_dp_epsilon_bounds_adversarial_data_sets(make_adversarial_data):
     """The data-independent guarantee holds on data built to be bad: every
     row at norm 1, labels at the bound and of opposite signs to the fit."""
     rng = np.random.default_rng(4)
     n, alpha = 40, 0.3
     for _ in range(5):
-        X = rng.normal(size=(n, 2))
-        X /= np.linalg.norm(X, axis=1, keepdims=True)
-        y = np.sign(rng.normal(size=n))
-        y[0] = -np.sign(X[0, 0])
-        X[1:] *= 0.01  # make row 0 the only support of its direction
+        X, y = make_adversarial_data(rng, n)
         reg = OPSRegressor(
             epsilon=None, gamma=10.0, alpha=alpha, data_norm=1.0, y_bound=1.0,
             fit_intercept=False, random_state=0,

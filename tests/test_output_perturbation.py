@@ -150,17 +150,14 @@ def test_constrained_losses_exact_where_inside_and_bounds_elsewhere(make_unbound
 @pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("radius", [None, 0.2, 1.0])
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
-def test_dp_epsilon_bounds_adversarial_data_sets(noise, radius, fit_intercept):
+def test_dp_epsilon_bounds_adversarial_data_sets(noise, radius, fit_intercept,
+                                                  make_adversarial_data):
     """Rows at norm 1, labels at the bound against the fit, one row the only
     support of its direction: the global sensitivity still bounds them."""
     rng = np.random.default_rng(4)
     n, alpha = 40, 0.3
     for _ in range(5):
-        X = rng.normal(size=(n, 2))
-        X /= np.linalg.norm(X, axis=1, keepdims=True)
-        y = np.sign(rng.normal(size=n))
-        y[0] = -np.sign(X[0, 0])
-        X[1:] *= 0.01
+        X, y = make_adversarial_data(rng, n)
         # epsilon 10: above the fallback to the label mean, n epsilon > 100 (d + 1)
         reg = OutputPerturbationRegressor(
             epsilon=10.0, noise=noise, alpha=alpha, radius=radius, data_norm=1.0,
