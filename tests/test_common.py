@@ -53,6 +53,15 @@ ESTIMATORS = [cls(**EXPERT_PARAMS.get(name, {})) for name, cls in REGRESSORS.ite
 ]
 
 
+def test_registry_holds_every_public_regressor():
+    """The tests parametrised over the registry reach every regressor."""
+    import sklearn_pdp
+
+    public = {getattr(sklearn_pdp, name) for name in sklearn_pdp.__all__
+              if name.endswith("Regressor")}
+    assert set(REGRESSORS.values()) == public and len(REGRESSORS) == len(public)
+
+
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
 @parametrize_with_checks(
