@@ -25,6 +25,13 @@ def hockey_stick_mc(loss_p, loss_q, eps):
     return out
 
 
+def sampled_losses(P, Q, size, rng):
+    """Samples of L = log dP/dQ under P and under Q, two frozen scipy
+    distributions (the releases on the smaller and the larger data set)."""
+    tp, tq = P.rvs(size, random_state=rng), Q.rvs(size, random_state=rng)
+    return P.logpdf(tp) - Q.logpdf(tp), P.logpdf(tq) - Q.logpdf(tq)
+
+
 def assert_matches_mc(exact_pq, exact_qp, loss_p, loss_q, eps):
     """Exact divergences agree with Monte Carlo within Z_TOL standard errors."""
     for exact, (est, se) in zip((exact_pq, exact_qp), hockey_stick_mc(loss_p, loss_q, eps)):

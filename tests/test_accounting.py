@@ -12,7 +12,7 @@ from sklearn_pdp._accounting import (
     ops_epsilon,
 )
 
-from ._mc import assert_matches_mc
+from ._mc import assert_matches_mc, sampled_losses
 
 
 def test_log_gauss_mass_matches_direct_difference():
@@ -74,9 +74,7 @@ def test_ops_monte_carlo_on_real_posteriors():
 
     P = posterior(X, y)
     Q = posterior(np.vstack([X, x]), np.append(y, yz))
-    tp, tq = P.rvs(300_000, random_state=rng), Q.rvs(300_000, random_state=rng)
-    loss_p = P.logpdf(tp) - Q.logpdf(tp)
-    loss_q = P.logpdf(tq) - Q.logpdf(tq)
+    loss_p, loss_q = sampled_losses(P, Q, 300_000, rng)
 
     H = X.T @ X + alpha * np.eye(d)
     mu = x @ np.linalg.solve(H, x)

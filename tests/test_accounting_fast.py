@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 from scipy.special import chdtr, chdtrc, erfinv, ndtr
 
-from sklearn_pdp._accounting import _engine, _ops, _search, _table
+from sklearn_pdp._accounting import _engine, _search, _table
 from sklearn_pdp._accounting import (
     chi2_delta,
     chi2_epsilon,

@@ -10,7 +10,8 @@ from sklearn_pdp import OutputPerturbationRegressor, PrivacyLeakWarning
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 
-def _data(n=300, seed=0):
+def _off_centre_data(n=300, seed=0):
+    """Two columns far from 0 on scales 10 and 200, labels around 50."""
     rng = np.random.default_rng(seed)
     X = np.column_stack([rng.uniform(0, 10, n), rng.uniform(-300, -100, n)])
     y = 50 + X @ [2.0, 0.05] + rng.normal(size=n)
@@ -22,7 +23,7 @@ def _fit(X, y, **bounds):
 
 
 def test_bounds_equal_the_same_fit_on_data_scaled_by_hand():
-    X, y = _data()
+    X, y = _off_centre_data()
     lower, upper = np.array([0.0, -300.0]), np.array([10.0, -100.0])
     low, high = 40.0, 80.0
     reg = _fit(X, y, bounds_X=(lower, upper), y_bound=(low, high))
@@ -36,7 +37,7 @@ def test_bounds_equal_the_same_fit_on_data_scaled_by_hand():
 
 
 def test_values_beyond_the_bounds_are_clipped_per_feature():
-    X, y = _data()
+    X, y = _off_centre_data()
     bounds = ([2.0, -250.0], [8.0, -150.0])
     reg = _fit(X, y, bounds_X=bounds, y_bound=(60.0, 70.0))
     clipped = _fit(np.clip(X, *bounds), np.clip(y, 60.0, 70.0), bounds_X=bounds,
@@ -46,7 +47,7 @@ def test_values_beyond_the_bounds_are_clipped_per_feature():
 
 
 def test_scalar_bounds_apply_to_every_feature():
-    X, y = _data()
+    X, y = _off_centre_data()
     X = X[:, :1]
     a = _fit(X, y, bounds_X=(0.0, 10.0), y_bound=100.0)
     b = _fit(X, y, bounds_X=([0.0], [10.0]), y_bound=(-100.0, 100.0))
@@ -55,7 +56,7 @@ def test_scalar_bounds_apply_to_every_feature():
 
 
 def test_declared_bounds_do_not_warn_and_missing_ones_do():
-    X, y = _data()
+    X, y = _off_centre_data()
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         _fit(X, y, bounds_X=(X.min(0), X.max(0)), y_bound=(30.0, 90.0))
@@ -77,7 +78,7 @@ def test_declared_bounds_do_not_warn_and_missing_ones_do():
 def test_bounds_from_data_names_each_bound_read(params, read):
     """``bounds_from_data_`` names the bounds not declared, each with its own
     PrivacyLeakWarning; a refit with every bound declared empties it."""
-    X, y = _data()
+    X, y = _off_centre_data()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         reg = _fit(X, y, **params)
@@ -93,7 +94,7 @@ def test_bounds_from_data_with_tightening_and_in_the_search():
     read (not its inner model's, whose bounds are all given); so does the
     search, which resolves the bounds once for all its fits, and its public
     model leaves out what it read."""
-    X, y = _data(n=2000)
+    X, y = _off_centre_data(n=2000)
     with pytest.warns(PrivacyLeakWarning, match="y_bound was not given"):
         reg = _fit(X, y, bounds_X=(X.min(0) - 1, X.max(0) + 1), tighten_bounds=True)
     assert hasattr(reg, "bounds_release_") and reg.bounds_from_data_ == ("y_bound",)
@@ -122,7 +123,7 @@ def test_bounds_from_data_with_tightening_and_in_the_search():
     ],
 )
 def test_invalid_bounds_name_the_parameter(params, match):
-    X, y = _data()
+    X, y = _off_centre_data()
     params.setdefault("y_bound", 1.0)
     with pytest.raises(ValueError, match=match):
         _fit(X, y, **params)

@@ -9,49 +9,36 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn import clone, config_context
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_pdp import (
-    AdaOPSRegressor,
-    AdaSSPRegressor,
-    ObjPertRegressor,
-    OPSRegressor,
-    OutputPerturbationRegressor,
-    PDPReport,
-    RandomProjectionRegressor,
-)
+from sklearn_pdp import AdaSSPRegressor, OPSRegressor, PDPReport
 from sklearn_pdp._accounting import gaussian_epsilon
+from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 # what a user gets: the default-constructed estimators (scikit-learn's
 # checks fit 10 to 200 rows, where budgets are met by falling back to the
 # label mean, a larger ridge or a choice without data, with a FallbackWarning)
-DEFAULTS = [
-    OPSRegressor(),
-    AdaOPSRegressor(),
-    AdaSSPRegressor(),
-    OutputPerturbationRegressor(),
-    ObjPertRegressor(),
-    RandomProjectionRegressor(),
+DEFAULTS = [cls() for cls in REGRESSORS.values()] + [
     PDPReport(),
     PrivateGridSearchCV(AdaSSPRegressor(), {"fit_intercept": [True, False]}),
 ]
 
-# expert configurations, on top of the defaults
-ESTIMATORS = [
+# expert configurations, on top of the defaults: every registered regressor,
+# with these parameters where its defaults do not suit the checks
+EXPERT_PARAMS = {
     # scikit-learn's checks fit 10 rows, where no budget of 1 can be met with
     # an intercept: the raw noise level of the expert API (the budget path is
     # covered by tests/test_ops.py and the tests below)
-    OPSRegressor(epsilon=None, gamma=10.0, alpha=1.0),
+    "ops": dict(epsilon=None, gamma=10.0, alpha=1.0),
     # 10 rows: the intercept's leverage 1/9 needs a budget above 3 (tests/test_adaops.py)
-    AdaOPSRegressor(epsilon=5.0),
-    AdaSSPRegressor(),
-    OutputPerturbationRegressor(),
+    "adaops": dict(epsilon=5.0),
     # the expert parameters: scikit-learn's checks fit 10 rows (where the
     # unpenalised intercept's leverage alone costs objective perturbation
     # about 2.9 at delta=1e-6) and set alpha=0.01 (where no noise reaches a
     # budget); the default, epsilon-first path is in GUARANTEED and
     # tests/test_objective_perturbation.py
-    ObjPertRegressor(epsilon=None, sigma=1.0, alpha=50.0),
-    RandomProjectionRegressor(),
+    "objpert": dict(epsilon=None, sigma=1.0, alpha=50.0),
+}
+ESTIMATORS = [cls(**EXPERT_PARAMS.get(name, {})) for name, cls in REGRESSORS.items()] + [
     # the default estimator made explicit, so that the bad-input matrix can
     # declare its bounds and seed (PDPReport() itself: tests/test_report.py)
     PDPReport(OPSRegressor(epsilon=None, gamma=10.0, alpha=1.0)),
@@ -64,6 +51,15 @@ ESTIMATORS = [
         random_state=0,
     ),
 ]
+
+
+def test_registry_holds_every_public_regressor():
+    """The tests parametrised over the registry reach every regressor."""
+    import sklearn_pdp
+
+    public = {getattr(sklearn_pdp, name) for name in sklearn_pdp.__all__
+              if name.endswith("Regressor")}
+    assert set(REGRESSORS.values()) == public and len(REGRESSORS) == len(public)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
@@ -167,20 +163,18 @@ def _seeded(estimator, seed):
     return clone(estimator).set_params(**updates)
 
 
-GUARANTEED = [
-    OPSRegressor(epsilon=None, gamma=5.0, alpha=2.0),
-    OPSRegressor(epsilon=None, gamma=1.0, alpha=0.0),
-    AdaOPSRegressor(),
-    AdaOPSRegressor(epsilon=4.0, kappa=2.0),
-    AdaSSPRegressor(),
-    AdaSSPRegressor(epsilon=0.3, fit_intercept=False),
-    OutputPerturbationRegressor(),
-    OutputPerturbationRegressor(noise="laplace", radius=2.0),
-    ObjPertRegressor(),
-    ObjPertRegressor(epsilon=None, sigma=2.0, alpha=50.0),
-    RandomProjectionRegressor(n_components=5),
-    RandomProjectionRegressor(variant="paper"),
-]
+# two configurations of every registered regressor (a KeyError here means a
+# new one needs its two)
+GUARANTEE_PARAMS = {
+    "ops": [dict(epsilon=None, gamma=5.0, alpha=2.0), dict(epsilon=None, gamma=1.0, alpha=0.0)],
+    "adaops": [{}, dict(epsilon=4.0, kappa=2.0)],
+    "adassp": [{}, dict(epsilon=0.3, fit_intercept=False)],
+    "output": [{}, dict(noise="laplace", radius=2.0)],
+    "objpert": [{}, dict(epsilon=None, sigma=2.0, alpha=50.0)],
+    "projection": [dict(n_components=5), dict(variant="paper")],
+}
+GUARANTEED = [cls(**params) for name, cls in REGRESSORS.items()
+              for params in GUARANTEE_PARAMS[name]]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")

@@ -218,17 +218,15 @@ def test_clip_shares_are_counted_in_the_scaling_pass(bounds, working_memory):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
-def test_bounds_that_clip_most_labels_warn_with_the_shares():
+def test_bounds_that_clip_most_labels_warn_with_the_shares(diabetes):
     """The README's snippet on the diabetes data: y_bound=1.0 clips every
     label (25 to 346) and data_norm=1.0 none of the rows; bounds_X=(0, 1)
     clips the rows of features in the hundreds (at epsilon 2: at 1 the fit
     releases the label mean alone, which reads no feature). Declared bounds
     that fit the data do not warn."""
-    from sklearn.datasets import load_diabetes
-
     from sklearn_pdp import AdaSSPRegressor, BoundsWarning
 
-    X, y = load_diabetes(return_X_y=True)
+    X, y = diabetes
     with pytest.warns(BoundsWarning, match=r"clip 100\.0% of the labels \(outside y_bound\):"):
         AdaSSPRegressor(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
     big = 100 * X + 300

@@ -3,17 +3,14 @@ document are parameters of the estimators that use them."""
 
 import inspect
 
-import pytest
 
-from sklearn_pdp import OPSRegressor, RandomProjectionRegressor
 from sklearn_pdp._docstrings import fill_doc
 
 
-@pytest.mark.parametrize("estimator", [OPSRegressor, RandomProjectionRegressor])
-def test_shared_paragraphs_are_filled_in(estimator):
-    doc = estimator.__doc__
+def test_shared_paragraphs_are_filled_in(regressor_class):
+    doc = regressor_class.__doc__
     assert "{bounds}" not in doc and "{n_jobs}" not in doc
-    for name in inspect.signature(estimator).parameters:
+    for name in inspect.signature(regressor_class).parameters:
         assert f"    {name} : " in doc, name
 
 

@@ -38,22 +38,16 @@ from sklearn_pdp._ssp_release import ssp_statistics
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 from ._mc import Z_TOL, hockey_stick_mc
+from .conftest import UNIT_BOUNDS
 
-BOUNDS = dict(data_norm=1.0, y_bound=1.0)
+BOUNDS = dict(UNIT_BOUNDS)
 DELTA = 1e-6
 
 
-def _data(n, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, d)) / np.sqrt(d)
-    y = np.clip(0.3 + X @ rng.normal(size=d) + 0.1 * rng.normal(size=n), -1, 1)
-    return X, y
-
-
 @pytest.fixture(scope="module")
-def two_adassp():
+def two_adassp(make_regression_data):
     """Two AdaSSP releases over overlapping people: rows 0-1499 and 500-1999."""
-    X, y = _data(2000)
+    X, y = make_regression_data(2000, offset=0.3, noise=0.1)
     ids = np.arange(2000)
     first = AdaSSPRegressor(epsilon=1.0, **BOUNDS, random_state=0).fit(X[:1500], y[:1500])
     second = AdaSSPRegressor(epsilon=0.5, **BOUNDS, random_state=1).fit(X[500:], y[500:])
@@ -127,8 +121,8 @@ def test_profile_is_exact_and_independent_of_the_draw(two_adassp):
     assert gaussian_epsilon(DELTA, profile.guarantee) == pytest.approx(1.0, rel=1e-9)
 
 
-def test_output_perturbation_profiles():
-    X, y = _data(800)
+def test_output_perturbation_profiles(make_regression_data):
+    X, y = make_regression_data(800, offset=0.3, noise=0.1)
     gauss = OutputPerturbationRegressor(alpha=50.0, **BOUNDS, random_state=0).fit(X, y)
     profile = gauss.privacy_profile()
     assert profile.family == "gaussian"
@@ -160,8 +154,8 @@ def test_output_perturbation_profiles():
     (ObjPertRegressor(), "epsilon_delta"),
     (RandomProjectionRegressor(epsilon=5.0), "epsilon_delta"),
 ])
-def test_every_estimator_has_a_profile_of_its_losses(estimator, family):
-    X, y = _data(1500)
+def test_every_estimator_has_a_profile_of_its_losses(estimator, family, make_regression_data):
+    X, y = make_regression_data(1500, offset=0.3, noise=0.1)
     est = clone(estimator).set_params(**BOUNDS, random_state=0).fit(X, y)
     assert not est.mean_only_
     profile = est.privacy_profile()
@@ -191,8 +185,8 @@ def test_gaussian_ratio_inverts_the_epsilon():
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_other_mechanisms_never_above_the_sum_of_losses():
-    X, y = _data(1500)
+def test_other_mechanisms_never_above_the_sum_of_losses(make_regression_data):
+    X, y = make_regression_data(1500, offset=0.3, noise=0.1)
     ids = np.arange(1500)
     ops = OPSRegressor(**BOUNDS, random_state=0).fit(X[:1000], y[:1000])
     ssp = AdaSSPRegressor(**BOUNDS, random_state=0).fit(X[500:], y[500:])
@@ -479,8 +473,8 @@ def _group_ratio(est, X, y, rows):
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_a_person_with_two_rows_is_charged_as_a_group():
-    X, y = _data(300, d=2, seed=4)
+def test_a_person_with_two_rows_is_charged_as_a_group(make_regression_data):
+    X, y = make_regression_data(300, d=2, seed=4, offset=0.3, noise=0.1)
     ids = np.arange(300)
     ids[7] = 3  # person 3 has rows 3 and 7
     est = AdaSSPRegressor(epsilon=2.0, **BOUNDS, random_state=0).fit(X, y)
@@ -496,7 +490,7 @@ def test_a_person_with_two_rows_is_charged_as_a_group():
     assert ledger.epsilon([3], DELTA)[0] > max(est.pdp_losses_[[3, 7]])
     # OPS has no bound for a data set it was not fitted on: a group costs
     # inf, and so does an absent person without their record (with a warning)
-    X2, y2 = _data(1000, d=2, seed=5)
+    X2, y2 = make_regression_data(1000, d=2, seed=5, offset=0.3, noise=0.1)
     ops = OPSRegressor(**BOUNDS, random_state=0).fit(X2, y2)
     assert not ops.mean_only_
     with pytest.warns(UserWarning, match="charged inf"):
@@ -583,8 +577,8 @@ def test_remaining_and_individual_filter(two_adassp):
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_reports_and_searches_are_recorded():
-    X, y = _data(1200)
+def test_reports_and_searches_are_recorded(make_regression_data):
+    X, y = make_regression_data(1200, offset=0.3, noise=0.1)
     ids = np.arange(1200)
     report = PDPReport(AdaSSPRegressor(**BOUNDS, random_state=0)).fit(X, y)
     published = PDPReport(AdaSSPRegressor(**BOUNDS, random_state=0), publish_epsilon=0.5,
@@ -644,11 +638,11 @@ def _ridge_center(est, X, y):
 
 @pytest.mark.audit
 @pytest.mark.parametrize("alphas", [(2.0, 8.0), (2.0, 5.0, 20.0)])
-def test_audit_composed_output_perturbation(alphas):
+def test_audit_composed_output_perturbation(alphas, make_regression_data):
     """Monte Carlo of two and three Gaussian releases on a data set and on it
     without one row: at the ledger's total the estimated delta is within the
     target, and at the largest single loss it is not (the test can fail)."""
-    X, y = _data(40, d=2, seed=1)
+    X, y = make_regression_data(40, d=2, seed=1, offset=0.3, noise=0.1)
     delta = 1e-3
     ids = np.arange(40)
     rng = np.random.default_rng(0)
@@ -680,10 +674,10 @@ def test_audit_composed_output_perturbation(alphas):
 
 @pytest.mark.audit
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_audit_gaussian_and_laplace_releases():
+def test_audit_gaussian_and_laplace_releases(make_regression_data):
     """A Gaussian release composed with the label mean's Laplace release:
     the ledger's bound holds under Monte Carlo."""
-    X, y = _data(60, d=1, seed=2)
+    X, y = make_regression_data(60, d=1, seed=2, offset=0.3, noise=0.1)
     delta = 1e-3
     ids = np.arange(60)
     gauss = OutputPerturbationRegressor(alpha=2.0, delta=delta, fit_intercept=False,

@@ -44,7 +44,7 @@ def _assert_one_line_error(capsys, args, message):
     assert last.startswith("python -m sklearn_pdp: error:") and message in last
 
 
-def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path):
+def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path, diabetes):
     plot = tmp_path / "report.png"
     res = _run("--plot", str(plot))
     assert res.returncode == 0, res.stderr
@@ -61,7 +61,7 @@ def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path):
     # the JSON numbers are those of the same fit in-process
     report = json.loads(_run("--json", "--random-state", "0").stdout)
     public, curator = report["publishable"], report["curator_only"]
-    X, y = load_diabetes(return_X_y=True)
+    X, y = diabetes
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=0.25, random_state=0)
     est = REGRESSORS[DEFAULT_REGRESSOR](
@@ -643,7 +643,7 @@ def test_two_csv_releases_into_one_ledger(tmp_path, capsys):
         assert words in ledger_part
 
 
-def test_ledger_text_rounds_epsilons_up_and_json_keeps_them(tmp_path, capsys):
+def test_ledger_text_rounds_epsilons_up_and_json_keeps_them(tmp_path, capsys, diabetes):
     """The ledger's text shows 3 significant digits, never below a value
     (beyond float noise); --json the numbers as computed."""
     import re
@@ -654,7 +654,7 @@ def test_ledger_text_rounds_epsilons_up_and_json_keeps_them(tmp_path, capsys):
     assert main(["--ledger", str(path), "--test-size", "0", "--random-state", "0",
                  "--json"]) == 0
     capsys.readouterr()
-    X, y = load_diabetes(return_X_y=True)
+    X, y = diabetes
     est = sklearn_pdp.AdaSSPRegressor(random_state=0, **DIABETES_BOUNDS).fit(X, y)
     assert main(["ledger", str(path), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
@@ -674,13 +674,13 @@ def test_ledger_text_rounds_epsilons_up_and_json_keeps_them(tmp_path, capsys):
     assert shown(1.0049) == "1.01"
 
 
-def test_bundled_data_ledger_keys_are_row_numbers(tmp_path, capsys):
+def test_bundled_data_ledger_keys_are_row_numbers(tmp_path, capsys, diabetes):
     path = tmp_path / "ledger.sqlite"
     assert main(["--ledger", str(path), "--test-size", "0", "--epsilon", "3",
                  "--random-state", "0", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)["curator_only"]["ledger"]
     assert summary["absent"] is None and summary["people"] == 442
-    X, y = load_diabetes(return_X_y=True)
+    X, y = diabetes
     est = sklearn_pdp.AdaSSPRegressor(epsilon=3.0, random_state=0,
                                       **DIABETES_BOUNDS).fit(X, y)
     with sklearn_pdp.PrivacyLedger(path) as ledger:
@@ -764,10 +764,10 @@ def test_ledger_empty_ids_and_options_without_a_csv(capsys, tmp_path):
                                     "--id-column", "person"], "need a CSV file")
 
 
-def test_ledger_summaries_keep_inf_totals(tmp_path, capsys):
+def test_ledger_summaries_keep_inf_totals(tmp_path, capsys, diabetes):
     """People charged inf (absent from a published report, whose cost of
     adding a record is not known) make the upper quantiles inf, not NaN."""
-    X, y = load_diabetes(return_X_y=True)
+    X, y = diabetes
     report = sklearn_pdp.PDPReport(
         sklearn_pdp.AdaSSPRegressor(epsilon=3.0, random_state=0, **DIABETES_BOUNDS),
         publish_epsilon=0.5, random_state=0).fit(X[:300], y[:300])

@@ -17,18 +17,14 @@ from sklearn_pdp import (
     RandomProjectionRegressor,
 )
 from sklearn_pdp._accounting import chi2_noise_scale
+from sklearn_pdp._registry import REGRESSORS
+
+from .conftest import UNIT_BOUNDS
 
 # each estimator's n epsilon per coefficient up to which it releases the mean
-RATES = {OPSRegressor: 100, AdaOPSRegressor: 100, ObjPertRegressor: 100,
-         OutputPerturbationRegressor: 100, RandomProjectionRegressor: 100, AdaSSPRegressor: 60}
-BOUNDS = dict(data_norm=1.0, y_bound=1.0)
-
-
-def _data(n, d=3, seed=0, offset=0.4):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, d)) / np.sqrt(d)
-    y = np.clip(offset + X @ rng.normal(size=d) + 0.2 * rng.normal(size=n), -1, 1)
-    return X, y
+# (100 for every registered regressor but AdaSSP)
+RATES = {cls: 60 if name == "adassp" else 100 for name, cls in REGRESSORS.items()}
+BOUNDS = dict(UNIT_BOUNDS)
 
 
 def _laplace_scale(eps, delta):
@@ -71,13 +67,13 @@ def _fallback_size(cls, eps, delta, d):
 
 
 @pytest.mark.parametrize("cls", RATES, ids=lambda c: c.__name__)
-def test_small_n_epsilon_releases_the_label_mean(cls):
+def test_small_n_epsilon_releases_the_label_mean(cls, make_regression_data):
     """At n epsilon <= c (d + 1) the release is the label mean by the Laplace
     mechanism at the whole budget: slopes 0, exact losses at |y| / b, the same
     for every seed, and the worst row costs the budget."""
     eps, delta, d = 0.5, 1e-6, 3
     n = _fallback_size(cls, eps, delta, d)  # the largest size that falls back
-    X, y = _data(n, d)
+    X, y = make_regression_data(n, d)
     fits = [cls(epsilon=eps, delta=delta, random_state=s, **BOUNDS).fit(X, y) for s in (0, 1)]
     t = np.abs(y) / _laplace_scale(eps, delta)
     for reg in fits:
@@ -94,16 +90,16 @@ def test_small_n_epsilon_releases_the_label_mean(cls):
     assert_allclose(fits[0].pdp_losses_, fits[1].pdp_losses_, rtol=0)
     assert fits[0].intercept_ != fits[1].intercept_
     # one more row: the mechanism itself
-    X, y = _data(n + 1, d)
+    X, y = make_regression_data(n + 1, d)
     assert not cls(epsilon=eps, delta=delta, **BOUNDS).fit(X, y).mean_only_
 
 
-def test_released_mean_has_the_calibrated_law_and_monte_carlo_loss():
+def test_released_mean_has_the_calibrated_law_and_monte_carlo_loss(make_regression_data):
     """KS test of the released intercepts against Lap(mean, b / n), and
     delta at the reported epsilon of the worst row against Monte Carlo of
     the release on the data set and on its neighbour without the row."""
     eps, delta = 1.0, 0.05
-    X, y = _data(60)
+    X, y = make_regression_data(60)
     y[0] = -1.0  # the row of largest |y|
     reg = OPSRegressor(epsilon=eps, delta=delta, **BOUNDS).fit(X, y)
     assert reg.mean_only_
@@ -142,13 +138,13 @@ def test_released_mean_has_the_calibrated_law_and_monte_carlo_loss():
     ids=["adassp-no-intercept", "no-intercept", "raw-gamma", "laplace", "paper"],
 )
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_no_fallback_without_an_intercept_and_a_gaussian_budget(reg):
-    X, y = _data(50)
+def test_no_fallback_without_an_intercept_and_a_gaussian_budget(reg, make_regression_data):
+    X, y = make_regression_data(50)
     assert not reg.set_params(**BOUNDS).fit(X, y).mean_only_
 
 
-def test_refit_drops_the_previous_mechanism_state():
-    X, y = _data(2000)
+def test_refit_drops_the_previous_mechanism_state(make_regression_data):
+    X, y = make_regression_data(2000)
     reg = OPSRegressor(**BOUNDS).fit(X, y)
     assert not reg.mean_only_ and reg.design_ridge() is not None
     reg.fit(X[:100], y[:100])
@@ -156,8 +152,8 @@ def test_refit_drops_the_previous_mechanism_state():
     assert not hasattr(reg, "alpha_") and not hasattr(reg, "gamma_")
 
 
-def test_invalid_parameters_are_raised_in_the_fallback_too():
-    X, y = _data(50)
+def test_invalid_parameters_are_raised_in_the_fallback_too(make_regression_data):
+    X, y = make_regression_data(50)
     with pytest.raises(ValueError, match="budget_split"):
         AdaOPSRegressor(budget_split=[1.0, 0.0], **BOUNDS).fit(X, y)
     with pytest.raises(ValueError, match="exactly one of epsilon"):
@@ -169,10 +165,10 @@ def test_guarantee_over_a_range_of_sizes_spanning_the_fallback():
     assert reg.dp_guarantee(10_000, 3, 10) == (1.0, 1e-6) == reg.dp_guarantee(100, 3, 10)
 
 
-def test_published_report_of_the_mean():
+def test_published_report_of_the_mean(make_regression_data):
     """The mean's release law is Laplace noise on the label sum: the
     published bounds cover the exact losses, which include the publication."""
-    X, y = _data(150)
+    X, y = make_regression_data(150)
     report = PDPReport(OPSRegressor(**BOUNDS), publish_epsilon=0.2, random_state=0).fit(X, y)
     assert report.estimator_.mean_only_
     published = report.published_
@@ -186,11 +182,11 @@ def test_published_report_of_the_mean():
     assert_allclose(bounds, report.pdp_losses_, rtol=1e-9)
 
 
-def test_fallback_predicts_about_as_well_as_the_mean():
+def test_fallback_predicts_about_as_well_as_the_mean(make_regression_data):
     """Where no slope can be learnt the model is within a few percent of the
     (non-private) mean predictor, whatever the label mean."""
-    X, y = _data(4000, d=10, offset=0.6)
-    X_test, y_test = _data(20_000, d=10, seed=1, offset=0.6)
+    X, y = make_regression_data(4000, d=10, offset=0.6)
+    X_test, y_test = make_regression_data(20_000, d=10, seed=1, offset=0.6)
     reg = ObjPertRegressor(epsilon=0.1, **BOUNDS).fit(X, y)
     assert reg.mean_only_
     mse = np.mean((reg.predict(X_test) - y_test) ** 2)
@@ -216,13 +212,13 @@ def test_laplace_loss_is_the_tight_root(delta):
             assert root - 2e-15 <= eps <= root * (1 + 1e-12) + 2e-15
 
 
-def test_mean_law_composes_with_a_gaussian_publication():
+def test_mean_law_composes_with_a_gaussian_publication(make_regression_data):
     """The mean's law alone gives the fit's losses and budget; with a
     Gaussian publication it composes by basic composition (never below
     either part), and ``gaussian_allowance`` inverts ``dp_epsilon``."""
     from sklearn_pdp._accounting import gaussian_epsilon
 
-    X, y = _data(150)
+    X, y = make_regression_data(150)
     reg = OPSRegressor(**BOUNDS).fit(X, y)
     assert reg.mean_only_
     law = reg.release_law()
@@ -252,14 +248,14 @@ def _thresholds(reason):
 
 
 @pytest.mark.parametrize("cls", list(RATES), ids=lambda c: c.__name__)
-def test_fallback_warns_why_with_the_public_thresholds(cls):
+def test_fallback_warns_why_with_the_public_thresholds(cls, make_regression_data):
     """A mean-only fit warns (FallbackWarning) and keeps the reason; the
     epsilon and the size it names are thresholds: at them slopes are
     fitted, one row less (or a hair less epsilon) still the mean."""
     from sklearn_pdp import FallbackWarning
 
     n, d, eps = 200, 3, 1.0
-    X, y = _data(n, d)
+    X, y = make_regression_data(n, d)
     with pytest.warns(FallbackWarning, match="released the private label mean alone") as record:
         reg = cls(epsilon=eps, random_state=0, **BOUNDS).fit(X, y)
     assert reg.mean_only_ and str(record[0].message).endswith(reg.mean_only_reason_ + ".")
@@ -270,7 +266,7 @@ def test_fallback_warns_why_with_the_public_thresholds(cls):
     assert cls(epsilon=epsilon * (1 - 2e-3), **BOUNDS)._mean_only_size(d) >= n
     if cls is RandomProjectionRegressor:  # its own sketch rule: a size, no formula
         return  # (and a sketch fit of thousands of rows: the size checked above)
-    X_big, y_big = _data(size, d)
+    X_big, y_big = make_regression_data(size, d)
     assert not cls(epsilon=eps, random_state=0, **BOUNDS).fit(X_big, y_big).mean_only_
     with pytest.warns(FallbackWarning):
         assert cls(epsilon=eps, **BOUNDS).fit(X_big[1:], y_big[1:]).mean_only_
@@ -280,12 +276,12 @@ def test_fallback_warns_why_with_the_public_thresholds(cls):
             f"intercept, here {RATES[cls] * (d + 1):g})") in reg.mean_only_reason_
 
 
-def test_slopes_released_have_no_reason_and_no_warning():
+def test_slopes_released_have_no_reason_and_no_warning(make_regression_data):
     import warnings
 
     from sklearn_pdp import FallbackWarning
 
-    X, y = _data(4000)
+    X, y = make_regression_data(4000)
     with warnings.catch_warnings():
         warnings.simplefilter("error", FallbackWarning)
         reg = OPSRegressor(random_state=0, **BOUNDS).fit(X, y)

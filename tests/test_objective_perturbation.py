@@ -21,15 +21,8 @@ from sklearn_pdp._accounting import (
 from sklearn_pdp._accounting._objpert import _floor_alpha, _gh_rule, _objpert_inner
 from sklearn_pdp._domain import DomainScaler
 
-from ._mc import assert_matches_mc
+from ._mc import assert_matches_mc, sampled_losses
 from ._reference import ridge_penalty
-
-
-def _data(n=60, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
-    return X, y
 
 
 def _scaled(X, y, reg):
@@ -70,9 +63,7 @@ def test_loss_matches_monte_carlo_of_the_releases(d, alpha, sigma, target_norm, 
 
     P = release(X, y)
     Q = release(np.vstack([X, x]), np.append(y, yz))
-    tp, tq = P.rvs(300_000, random_state=rng), Q.rvs(300_000, random_state=rng)
-    loss_p = P.logpdf(tp) - Q.logpdf(tp)
-    loss_q = P.logpdf(tq) - Q.logpdf(tq)
+    loss_p, loss_q = sampled_losses(P, Q, 300_000, rng)
 
     H = X.T @ X + alpha * np.eye(d)
     Hx = np.linalg.solve(H, x)
@@ -288,8 +279,8 @@ def test_dp_epsilon_without_intercept_is_the_quarter_circle():
 # ----------------------------------------------------------- estimator ------
 
 
-def test_sherman_morrison_statistics_and_pdp_losses_match_brute_force():
-    X, y = _data(n=40)
+def test_sherman_morrison_statistics_and_pdp_losses_match_brute_force(make_unbounded_data):
+    X, y = make_unbounded_data(40)
     reg = ObjPertRegressor(
         epsilon=None, sigma=0.8, alpha=0.5, data_norm=3.0, y_bound=4.0, random_state=0
     ).fit(X, y)
@@ -302,10 +293,10 @@ def test_sherman_morrison_statistics_and_pdp_losses_match_brute_force():
     assert_allclose(reg.pdp_losses_, objpert_epsilon(1e-6, *brute.T, 0.8), rtol=1e-7)
 
 
-def test_pdp_epsilon_of_new_targets():
-    X, y = _data(n=500)  # above the fallback to the label mean, n epsilon > 100 (d + 1)
+def test_pdp_epsilon_of_new_targets(make_unbounded_data):
+    X, y = make_unbounded_data(500)  # above the fallback to the label mean, n epsilon > 100 (d + 1)
     reg = ObjPertRegressor(data_norm=3.0, y_bound=4.0).fit(X, y)
-    X_new, y_new = _data(n=7, seed=1)
+    X_new, y_new = make_unbounded_data(7, seed=1)
     Xs, ys = _scaled(X, y, reg)
     Xn, yn = _scaled(X_new, y_new, reg)
     H = Xs.T @ Xs + reg.alpha_ * ridge_penalty(Xs, True)
@@ -321,17 +312,13 @@ def test_pdp_epsilon_of_new_targets():
         assert np.all(worst >= reg.pdp_epsilon(X_new, np.full(7, label)) - 1e-12)
 
 
-def test_dp_epsilon_bounds_adversarial_data_sets():
+def test_dp_epsilon_bounds_adversarial_data_sets(make_adversarial_data):
     """The guarantee holds on data built to be bad: one row alone in its
     direction at norm 1 with the worst label, and arbitrary new targets."""
     rng = np.random.default_rng(4)
     n, alpha, worst = 30, 2.0, 0.0
     for trial in range(4):
-        X = rng.normal(size=(n, 3))
-        X /= np.linalg.norm(X, axis=1, keepdims=True)
-        y = np.sign(rng.normal(size=n))
-        X[1:] *= [1.0, 0.02, 0.5][trial % 3]
-        y[0] = -np.sign(X[0, 0])
+        X, y = make_adversarial_data(rng, n, d=3, squeeze=[1.0, 0.02, 0.5][trial % 3])
         reg = ObjPertRegressor(
             epsilon=None, sigma=2.0, alpha=alpha, data_norm=1.0, y_bound=1.0,
             fit_intercept=False,
@@ -348,8 +335,8 @@ def test_dp_epsilon_bounds_adversarial_data_sets():
     assert reg0.fit(X, y).dp_epsilon_ == np.inf
 
 
-def test_epsilon_budget_calibrates_sigma():
-    X, y = _data(n=200)
+def test_epsilon_budget_calibrates_sigma(make_unbounded_data):
+    X, y = make_unbounded_data(200)
     reg = ObjPertRegressor(epsilon=3.0, alpha=50.0, data_norm=3.0, y_bound=4.0).fit(X, y)
     assert reg.dp_epsilon_ == 3.0
     # the budget is met, and a little less noise would break it
@@ -361,10 +348,10 @@ def test_epsilon_budget_calibrates_sigma():
     assert_allclose(fixed.pdp_losses_, reg.pdp_losses_)
 
 
-def test_budget_below_the_floor_falls_back_to_the_automatic_ridge():
+def test_budget_below_the_floor_falls_back_to_the_automatic_ridge(make_unbounded_data):
     """A given alpha whose loss floor is above the budget: the ridge of
     alpha='auto' is released instead, with a warning that names both."""
-    X, y = _data()
+    X, y = make_unbounded_data(60)
     params = dict(epsilon=0.5, data_norm=3.0, y_bound=4.0, fit_intercept=False,
                   random_state=0)
     with pytest.warns(FallbackWarning, match=r"epsilon=0.5 cannot be reached with "
@@ -388,8 +375,8 @@ def test_budget_below_the_floor_falls_back_to_the_automatic_ridge():
         ({"epsilon": None, "sigma": 2.0}, "alpha='auto' is chosen for an epsilon budget"),
     ],
 )
-def test_epsilon_or_sigma(params, message):
-    X, y = _data()
+def test_epsilon_or_sigma(params, message, make_unbounded_data):
+    X, y = make_unbounded_data(60)
     with pytest.raises(ValueError, match=message):
         ObjPertRegressor(data_norm=3.0, y_bound=4.0, **params).fit(X, y)
 
@@ -400,14 +387,14 @@ def test_epsilon_or_sigma(params, message):
      ("delta", 1.0), ("delta", 0.0),
      ("data_norm", 0.0), ("y_bound", -1.0), ("sigma", "big")],
 )
-def test_invalid_parameters_name_the_parameter(param, value):
-    X, y = _data()
+def test_invalid_parameters_name_the_parameter(param, value, make_unbounded_data):
+    X, y = make_unbounded_data(60)
     with pytest.raises(ValueError, match=param):
         ObjPertRegressor(**{param: value}).fit(X, y)
 
 
-def test_converges_to_ridge_as_sigma_vanishes():
-    X, y = _data(n=200)
+def test_converges_to_ridge_as_sigma_vanishes(make_unbounded_data):
+    X, y = make_unbounded_data(200)
     reg = ObjPertRegressor(
         epsilon=None, sigma=1e-10, alpha=2.0, data_norm=4.0, y_bound=5.0, random_state=0
     ).fit(X, y)
@@ -417,9 +404,9 @@ def test_converges_to_ridge_as_sigma_vanishes():
     assert_allclose(reg.predict(X) / 5.0, ridge.predict(Xs[:, :-1]), atol=1e-8)
 
 
-def test_release_has_the_stated_distribution():
+def test_release_has_the_stated_distribution(make_unbounded_data):
     """H (theta - theta_hat) / sigma must be N(0, I) (it is -b / sigma)."""
-    X, y = _data(n=30, d=2)
+    X, y = make_unbounded_data(30, d=2)
     sigma = 0.7
     reg = ObjPertRegressor(
         epsilon=None, sigma=sigma, alpha=1.0, data_norm=3.0, y_bound=4.0, fit_intercept=False
@@ -437,8 +424,8 @@ def test_release_has_the_stated_distribution():
     assert_allclose(a.fit(X, y).coef_, b.fit(X, y).coef_)
 
 
-def test_missing_bounds_warn():
-    X, y = _data()
+def test_missing_bounds_warn(make_unbounded_data):
+    X, y = make_unbounded_data(60)
     with pytest.warns(PrivacyLeakWarning):
         ObjPertRegressor().fit(X, y)
     with warnings.catch_warnings():
@@ -446,10 +433,10 @@ def test_missing_bounds_warn():
         ObjPertRegressor(data_norm=1.0, y_bound=1.0).fit(X, y)
 
 
-def test_chunked_passes_do_not_depend_on_chunk_size():
+def test_chunked_passes_do_not_depend_on_chunk_size(make_unbounded_data):
     import sklearn
 
-    X, y = _data(n=2000, d=4)
+    X, y = make_unbounded_data(2000, d=4)
     params = dict(data_norm=4.0, y_bound=5.0, random_state=0)
     whole = ObjPertRegressor(**params).fit(X, y)
     with sklearn.config_context(working_memory=0.01):
@@ -458,11 +445,11 @@ def test_chunked_passes_do_not_depend_on_chunk_size():
     assert_allclose(small.pdp_losses_, whole.pdp_losses_, rtol=1e-8)
 
 
-def test_defaults_meet_the_budget_whatever_the_seed():
+def test_defaults_meet_the_budget_whatever_the_seed(make_unbounded_data):
     """Given only epsilon: alpha and sigma come from public quantities, the
     budget is met, and the privacy numbers do not depend on the noise draw."""
     n = 1000  # above the fallback to the label mean, n epsilon > 100 (d + 1)
-    X, y = _data(n=n)
+    X, y = make_unbounded_data(n)
     fits = [
         ObjPertRegressor(epsilon=0.5, data_norm=3.0, y_bound=4.0, random_state=seed).fit(X, y)
         for seed in (0, 1)
@@ -506,12 +493,12 @@ def test_auto_alpha_rule():
 
 
 @pytest.mark.parametrize("n", [1, 2, 4])
-def test_too_few_samples_release_the_label_mean(n):
+def test_too_few_samples_release_the_label_mean(n, make_unbounded_data):
     """With an intercept the leverage 1/(n - 1) costs a loss no alpha removes:
     the mechanism refuses a small data set by its size alone, and the fit
     releases the label mean within the budget instead."""
     with pytest.raises(ValueError, match=f"n_samples={n} is too few"):
         ObjPertRegressor()._mechanism_guarantee(n, 3)
-    X, y = _data(n=n)
+    X, y = make_unbounded_data(n)
     reg = ObjPertRegressor(data_norm=3.0, y_bound=4.0).fit(X, y)
     assert reg.mean_only_ and reg.dp_epsilon_ == 1.0 and np.all(reg.coef_ == 0)

@@ -20,20 +20,13 @@ from sklearn_pdp._domain import DomainScaler
 from sklearn_pdp._rows import ScaledData
 
 
-def _data(n=60, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
-    return X, y
-
-
 def _scaled(X, y, reg):
     return DomainScaler(reg.data_norm_, reg.y_bound_, reg.fit_intercept).scale(X, y)
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_pdp_losses_equal_brute_force_leave_one_out(fit_intercept):
-    X, y = _data()
+def test_pdp_losses_equal_brute_force_leave_one_out(fit_intercept, make_unbounded_data):
+    X, y = make_unbounded_data(60)
     reg = OPSRegressor(
         epsilon=None, gamma=30.0, alpha=0.5, data_norm=3.0, y_bound=4.0,
         fit_intercept=fit_intercept, random_state=0,
@@ -50,10 +43,10 @@ def test_pdp_losses_equal_brute_force_leave_one_out(fit_intercept):
     assert np.all(reg.pdp_losses_ <= reg.dp_epsilon_)
 
 
-def test_pdp_epsilon_of_new_targets():
-    X, y = _data()
+def test_pdp_epsilon_of_new_targets(make_unbounded_data):
+    X, y = make_unbounded_data(60)
     reg = OPSRegressor(epsilon=None, alpha=1.0, gamma=5.0, data_norm=3.0, y_bound=4.0, random_state=0).fit(X, y)
-    X_new, y_new = _data(n=7, seed=1)
+    X_new, y_new = make_unbounded_data(7, seed=1)
     Xs, ys = _scaled(X, y, reg)
     Xn, yn = _scaled(X_new, y_new, reg)
     H = Xs.T @ Xs + reg.alpha * ridge_penalty(Xs, reg.fit_intercept)
@@ -68,17 +61,13 @@ def test_pdp_epsilon_of_new_targets():
         assert np.all(worst >= reg.pdp_epsilon(X_new, np.full(7, label)) - 1e-12)
 
 
-def test_dp_epsilon_bounds_adversarial_data_sets():
+def test_dp_epsilon_bounds_adversarial_data_sets(make_adversarial_data):
     """The data-independent guarantee holds on data built to be bad: every
     row at norm 1, labels at the bound and of opposite signs to the fit."""
     rng = np.random.default_rng(4)
     n, alpha = 40, 0.3
     for _ in range(5):
-        X = rng.normal(size=(n, 2))
-        X /= np.linalg.norm(X, axis=1, keepdims=True)
-        y = np.sign(rng.normal(size=n))
-        y[0] = -np.sign(X[0, 0])
-        X[1:] *= 0.01  # make row 0 the only support of its direction
+        X, y = make_adversarial_data(rng, n)
         reg = OPSRegressor(
             epsilon=None, gamma=10.0, alpha=alpha, data_norm=1.0, y_bound=1.0,
             fit_intercept=False, random_state=0,
@@ -90,8 +79,8 @@ def test_dp_epsilon_bounds_adversarial_data_sets():
     assert reg0.fit(X * 100 + rng.normal(size=X.shape), y).dp_epsilon_ == np.inf
 
 
-def test_converges_to_ridge_as_gamma_grows():
-    X, y = _data(n=200)
+def test_converges_to_ridge_as_gamma_grows(make_unbounded_data):
+    X, y = make_unbounded_data(200)
     reg = OPSRegressor(epsilon=None, gamma=1e12, alpha=2.0, data_norm=4.0, y_bound=5.0, random_state=0)
     reg.fit(X, y)
     Xs, ys = _scaled(X, y, reg)
@@ -100,8 +89,8 @@ def test_converges_to_ridge_as_gamma_grows():
     assert_allclose(reg.predict(X) / 5.0, ridge.predict(Xs[:, :-1]), atol=1e-5)
 
 
-def test_random_state_makes_fit_reproducible():
-    X, y = _data(n=500)  # above the fallback to the label mean, n epsilon > 100 (d + 1)
+def test_random_state_makes_fit_reproducible(make_unbounded_data):
+    X, y = make_unbounded_data(500)  # above the fallback to the label mean, n epsilon > 100 (d + 1)
     a = OPSRegressor(data_norm=3.0, y_bound=4.0, random_state=3).fit(X, y)
     b = OPSRegressor(data_norm=3.0, y_bound=4.0, random_state=3).fit(X, y)
     c = OPSRegressor(data_norm=3.0, y_bound=4.0, random_state=4).fit(X, y)
@@ -109,10 +98,10 @@ def test_random_state_makes_fit_reproducible():
     assert not np.allclose(a.coef_, c.coef_)
 
 
-def test_posterior_draw_has_the_stated_distribution():
+def test_posterior_draw_has_the_stated_distribution(make_unbounded_data):
     """Whitened draws sqrt(gamma) L^T (theta - theta_hat) must be N(0, I):
     their squared norms sum to a chi-square with (draws x d) degrees of freedom."""
-    X, y = _data(n=30, d=2)
+    X, y = make_unbounded_data(30, d=2)
     gamma, draws = 4.0, 400
     reg = OPSRegressor(epsilon=None, alpha=1.0, gamma=gamma, data_norm=3.0, y_bound=4.0, fit_intercept=False)
     thetas = np.array(
@@ -128,8 +117,8 @@ def test_posterior_draw_has_the_stated_distribution():
     assert np.all(np.abs(z.mean(axis=0)) * np.sqrt(draws) < 4.9)
 
 
-def test_missing_bounds_warn_and_are_stored_not_written_back():
-    X, y = _data()
+def test_missing_bounds_warn_and_are_stored_not_written_back(make_unbounded_data):
+    X, y = make_unbounded_data(60)
     reg = OPSRegressor(random_state=0)
     with pytest.warns(PrivacyLeakWarning) as record:
         reg.fit(X, y)
@@ -143,8 +132,8 @@ def test_missing_bounds_warn_and_are_stored_not_written_back():
         OPSRegressor(data_norm=1.0, y_bound=1.0).fit(X, y)
 
 
-def test_out_of_bound_rows_are_clipped_on_a_copy():
-    X, y = _data()
+def test_out_of_bound_rows_are_clipped_on_a_copy(make_unbounded_data):
+    X, y = make_unbounded_data(60)
     X_orig, y_orig = X.copy(), y.copy()
     reg = OPSRegressor(data_norm=0.5, y_bound=0.5, random_state=0).fit(X, y)
     assert_allclose(X, X_orig) and assert_allclose(y, y_orig)
@@ -174,16 +163,16 @@ def test_singular_without_ridge_is_a_clear_error():
      ("data_norm", 0.0), ("y_bound", -1.0), ("gamma", "big"), ("epsilon", 0.0),
      ("alpha", "manual")],
 )
-def test_invalid_parameters_name_the_parameter(param, value):
-    X, y = _data()
+def test_invalid_parameters_name_the_parameter(param, value, make_unbounded_data):
+    X, y = make_unbounded_data(60)
     with pytest.raises(ValueError, match=param):
         OPSRegressor(**{param: value}).fit(X, y)
 
 
-def test_chunked_passes_do_not_depend_on_chunk_size():
+def test_chunked_passes_do_not_depend_on_chunk_size(make_unbounded_data):
     import sklearn
 
-    X, y = _data(n=3000, d=5)
+    X, y = make_unbounded_data(3000, d=5)
     reg = OPSRegressor(data_norm=4.0, y_bound=5.0, random_state=0)
     whole = reg.fit(X, y)
     coef, losses = whole.coef_.copy(), whole.pdp_losses_.copy()
@@ -193,11 +182,11 @@ def test_chunked_passes_do_not_depend_on_chunk_size():
     assert_allclose(small.pdp_losses_, losses, rtol=1e-8)
 
 
-def test_domain_clip_gives_the_rows_the_mechanism_sees():
+def test_domain_clip_gives_the_rows_the_mechanism_sees(make_unbounded_data):
     """DomainScaler.clip: rows inside the ball of radius data_norm unchanged,
     longer rows scaled down to it (even near the float64 maximum), so that
     scaling the clipped rows gives the scaled rows."""
-    X, _ = _data(n=30)
+    X, _ = make_unbounded_data(30)
     X[::4] *= np.array([1e6, 1e300, 1e6, 1e300, 1e6, 1e300, 1e6, 1e300])[:, None]
     scaler = DomainScaler(2.0, 1.0, True)
     clipped = scaler.clip(X)

@@ -22,16 +22,10 @@ from sklearn_pdp._output_perturbation_calibration import (
 from tests._reference import ridge_penalty
 
 from ._mc import assert_matches_mc
+from .conftest import unbounded_data
 
 # False-alarm rate of each goodness-of-fit test: reject at p < P_FALSE_ALARM.
 P_FALSE_ALARM = 1e-6
-
-
-def _data(n=200, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
-    return X, y
 
 
 def _scaled(X, y, reg):
@@ -72,8 +66,8 @@ def _params(**kwargs):
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
-def test_pdp_losses_equal_brute_force_refits(noise, fit_intercept):
-    X, y = _data()
+def test_pdp_losses_equal_brute_force_refits(noise, fit_intercept, make_unbounded_data):
+    X, y = make_unbounded_data(200)
     # epsilon 3: above the fallback to the label mean, n epsilon > 100 (d + 1);
     # the refits' differences resolve the losses to ~1e-15 only
     reg = OutputPerturbationRegressor(
@@ -89,8 +83,8 @@ def test_pdp_losses_equal_brute_force_refits(noise, fit_intercept):
     assert np.all(reg.pdp_losses_ <= reg.dp_epsilon_)
 
 
-def test_ball_ridge_satisfies_the_kkt_conditions():
-    X, y = _data(n=30, d=4)
+def test_ball_ridge_satisfies_the_kkt_conditions(make_unbounded_data):
+    X, y = make_unbounded_data(30, d=4)
     XtX, Xty = X.T @ X, X.T @ y
     alpha, unconstrained = 0.7, np.linalg.solve(X.T @ X + 0.7 * np.eye(4), X.T @ y)
     radius = 0.4 * np.linalg.norm(unconstrained)
@@ -123,8 +117,8 @@ def _ball_bound(Xs, ys, alpha, radius):
                               np.full(len(ys), 2 * radius)])
 
 
-def test_constrained_losses_exact_where_inside_and_bounds_elsewhere():
-    X, y = _data(n=40)
+def test_constrained_losses_exact_where_inside_and_bounds_elsewhere(make_unbounded_data):
+    X, y = make_unbounded_data(40)
     X[0], y[0] = [2.9, 0.3, 0.2], -4.0  # an outlier that pulls the fit towards 0
     params = _params(alpha=0.5, noise="laplace", fit_intercept=False)
     Xs, ys = _scaled(X, y, OutputPerturbationRegressor(**params).fit(X, y))
@@ -157,17 +151,14 @@ def test_constrained_losses_exact_where_inside_and_bounds_elsewhere():
 @pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("radius", [None, 0.2, 1.0])
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
-def test_dp_epsilon_bounds_adversarial_data_sets(noise, radius, fit_intercept):
+def test_dp_epsilon_bounds_adversarial_data_sets(noise, radius, fit_intercept,
+                                                  make_adversarial_data):
     """Rows at norm 1, labels at the bound against the fit, one row the only
     support of its direction: the global sensitivity still bounds them."""
     rng = np.random.default_rng(4)
     n, alpha = 40, 0.3
     for _ in range(5):
-        X = rng.normal(size=(n, 2))
-        X /= np.linalg.norm(X, axis=1, keepdims=True)
-        y = np.sign(rng.normal(size=n))
-        y[0] = -np.sign(X[0, 0])
-        X[1:] *= 0.01
+        X, y = make_adversarial_data(rng, n)
         # epsilon 10: above the fallback to the label mean, n epsilon > 100 (d + 1)
         reg = OutputPerturbationRegressor(
             epsilon=10.0, noise=noise, alpha=alpha, radius=radius, data_norm=1.0,
@@ -183,11 +174,11 @@ def test_dp_epsilon_bounds_adversarial_data_sets(noise, radius, fit_intercept):
 
 
 @pytest.mark.parametrize("radius", [None, 1.0, 0.4])
-def test_pdp_epsilon_of_new_targets(radius):
-    X, y = _data(n=100)
+def test_pdp_epsilon_of_new_targets(radius, make_unbounded_data):
+    X, y = make_unbounded_data(100)
     # epsilon 5: above the fallback to the label mean, n epsilon > 100 (d + 1)
     reg = OutputPerturbationRegressor(**_params(epsilon=5.0, alpha=2.0, radius=radius)).fit(X, y)
-    X_new, y_new = _data(n=7, seed=1)
+    X_new, y_new = make_unbounded_data(7, seed=1)
     Xs, ys = _scaled(X, y, reg)
     Xn, yn = _scaled(X_new, y_new, reg)
     theta = _ridge(Xs, ys, 2.0, radius, intercept=True)
@@ -213,7 +204,7 @@ def test_pdp_epsilon_of_new_targets(radius):
 
 
 def _small_data_with_outlier():
-    X, y = _data(n=10, d=2, seed=2)
+    X, y = unbounded_data(10, d=2, seed=2)
     X[0], y[0] = [2.5, 1.0], -3.0
     return X, y
 
@@ -311,11 +302,11 @@ def test_norm_exponential_sampler_goodness_of_fit(d):
 
 
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
-def test_released_noise_has_the_calibrated_law(noise):
+def test_released_noise_has_the_calibrated_law(noise, make_unbounded_data):
     """KS tests (false-alarm rate P_FALSE_ALARM each) on releases of a fitted
     estimator: projections of Gaussian noise are N(0, noise_scale_^2), the
     norm of norm-exponential noise is Gamma(d, noise_scale_)."""
-    X, y = _data(n=500, d=3)  # above the fallback to the label mean
+    X, y = make_unbounded_data(500, d=3)  # above the fallback to the label mean
     reg = OutputPerturbationRegressor(**_params(noise=noise, alpha=3.0)).fit(X, y)
     Xs, ys = _scaled(X, y, reg)
     noise_draws = reg.release_.draw(np.random.default_rng(5), size=20_000) - _ridge(
@@ -337,8 +328,8 @@ def test_released_noise_has_the_calibrated_law(noise):
 
 
 @pytest.mark.parametrize("radius", [None, 0.5])
-def test_converges_to_ridge_as_epsilon_grows(radius):
-    X, y = _data(n=500)  # above the fallback to the label mean at epsilon 1
+def test_converges_to_ridge_as_epsilon_grows(radius, make_unbounded_data):
+    X, y = make_unbounded_data(500)  # above the fallback to the label mean at epsilon 1
     # data_norm above every row: predict() sees the rows the mechanism saw
     params = _params(data_norm=10.0, alpha=2.0, radius=radius)
     reg = OutputPerturbationRegressor(epsilon=1e14, **params).fit(X, y)
@@ -358,9 +349,9 @@ def test_converges_to_ridge_as_epsilon_grows(radius):
     assert errors[0] > errors[1] > errors[2]
 
 
-def test_global_sensitivity_formulas():
+def test_global_sensitivity_formulas(make_unbounded_data):
     n = 500  # above the fallback to the label mean, n epsilon > 100 (d + 1)
-    X, y = _data(n=n)
+    X, y = make_unbounded_data(n)
     fit = OutputPerturbationRegressor(**_params(alpha=4.0, fit_intercept=False)).fit(X, y)
     assert fit.sensitivity_ == pytest.approx((1 + np.sqrt(n) / 4.0) / 4.0)
     # constrained: (R + 1)/alpha, or the ball's diameter when smaller
@@ -380,8 +371,8 @@ def test_global_sensitivity_formulas():
         min(np.sqrt(2) * (np.sqrt(2) + 1) / (4.0 / 5), 2.0))
 
 
-def test_random_state_makes_fit_reproducible():
-    X, y = _data()
+def test_random_state_makes_fit_reproducible(make_unbounded_data):
+    X, y = make_unbounded_data(200)
     a = OutputPerturbationRegressor(**_params(random_state=3, noise="laplace")).fit(X, y)
     b = OutputPerturbationRegressor(**_params(random_state=3, noise="laplace")).fit(X, y)
     c = OutputPerturbationRegressor(**_params(random_state=4, noise="laplace")).fit(X, y)
@@ -395,17 +386,17 @@ def test_random_state_makes_fit_reproducible():
      ("noise", "cauchy"), ("alpha", 0.0), ("radius", 0.0), ("radius", -1.0),
      ("data_norm", 0.0), ("y_bound", -1.0)],
 )
-def test_invalid_parameters_name_the_parameter(param, value):
-    X, y = _data()
+def test_invalid_parameters_name_the_parameter(param, value, make_unbounded_data):
+    X, y = make_unbounded_data(200)
     with pytest.raises(ValueError, match=param):
         OutputPerturbationRegressor(**{param: value}).fit(X, y)
 
 
 @pytest.mark.parametrize("radius", [None, 0.3, 3.0])
-def test_chunked_passes_do_not_depend_on_chunk_size(radius):
+def test_chunked_passes_do_not_depend_on_chunk_size(radius, make_unbounded_data):
     import sklearn
 
-    X, y = _data(n=3000, d=5)
+    X, y = make_unbounded_data(3000, d=5)
     params = _params(data_norm=4.0, y_bound=5.0, radius=radius, alpha=10.0)
     whole = OutputPerturbationRegressor(**params).fit(X, y)
     with sklearn.config_context(working_memory=0.01):  # chunks of a few dozen rows
@@ -631,10 +622,10 @@ def test_private_ridge_release_law():
     assert stats.kstest(z, "norm").pvalue > P_FALSE_ALARM
 
 
-def test_fixed_alpha_is_output_perturbation_at_that_ridge():
+def test_fixed_alpha_is_output_perturbation_at_that_ridge(make_unbounded_data):
     """A numeric alpha (and pure noise or a radius with "auto") releases no
     eigenvalue: the noise is the global sensitivity's."""
-    X, y = _data(n=2000)
+    X, y = make_unbounded_data(2000)
     for params in ({"alpha": 50.0}, {"noise": "laplace"}, {"radius": 1.0}):
         reg = OutputPerturbationRegressor(**_params(**params)).fit(X, y)
         assert not hasattr(reg.release_, "adaptive") and not hasattr(reg, "lowest_eigenvalue_")

@@ -8,12 +8,11 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_pdp import OPSRegressor, PDPReport, PrivacyLossDisplay
 
-from .test_report import agg  # noqa: F401 (the fixture)
-from .test_search import _data
+from .conftest import unbounded_data
 
 
 def _report(**params):
-    X, y = _data(n=300)
+    X, y = unbounded_data(300, scale=0.6)
     X[0] = 0.0  # a row with epsilon 0, counted in the axis label
     params = {"data_norm": 2.0, "y_bound": 3.0, "fit_intercept": False, "random_state": 0,
               **params}

@@ -20,7 +20,8 @@ from sklearn_pdp.model_selection import PrivateGridSearchCV
 from tests.test_common import ESTIMATORS, _seeded
 
 
-def _data(n=500):
+def _frame_data(n=500):
+    """A DataFrame with named columns (the public model keeps the names)."""
     rng = np.random.RandomState(0)
     X = pd.DataFrame(rng.uniform(-1, 1, size=(n, 3)), columns=["a", "b", "c"])
     y = 0.5 + X.to_numpy() @ [0.6, -0.3, 0.0] + 0.2 * rng.normal(size=n)
@@ -33,7 +34,7 @@ def _data(n=500):
     ids=lambda e: type(e).__name__,
 )
 def test_public_model_predicts_like_the_release_and_holds_nothing_else(estimator):
-    X, y = _data()
+    X, y = _frame_data()
     est = _seeded(estimator, 0).fit(X, y)
     public = est.public_model()
     assert isinstance(public, PublicLinearModel)
@@ -50,8 +51,8 @@ def test_public_model_predicts_like_the_release_and_holds_nothing_else(estimator
 
 
 def test_decimals_round_the_release():
-    X, y = _data()
-    est = clone(ESTIMATORS[2]).set_params(data_norm=2.0, y_bound=2.0, random_state=0)
+    X, y = _frame_data()
+    est = AdaSSPRegressor(data_norm=2.0, y_bound=2.0, random_state=0)
     est.fit(X, y)
     public = est.public_model(decimals=2)
     assert_allclose(public.coef_, np.round(est.coef_, 2))
@@ -60,7 +61,7 @@ def test_decimals_round_the_release():
 
 
 def test_search_public_model_carries_the_search_guarantee():
-    X, y = _data(n=2000)
+    X, y = _frame_data(n=2000)
     search = next(e for e in ESTIMATORS if isinstance(e, PrivateGridSearchCV))
     search = _seeded(search, 0).fit(X, y)
     public = search.public_model()
@@ -76,7 +77,7 @@ def test_search_public_model_carries_the_search_guarantee():
     ids=lambda e: type(e).__name__,
 )
 def test_json_round_trip_predicts_bit_for_bit(estimator, tmp_path):
-    X, y = _data()
+    X, y = _frame_data()
     est = _seeded(estimator, 0).fit(X, y)
     public = est.public_model()
     path = tmp_path / "model.json"
@@ -97,7 +98,7 @@ def test_json_round_trip_predicts_bit_for_bit(estimator, tmp_path):
 
 
 def test_json_holds_the_declared_bounds_and_the_parameters():
-    X, y = _data()
+    X, y = _frame_data()
     est = AdaSSPRegressor(epsilon=2.0, delta=1e-5, bounds_X=(-1, [1, 1, 2]), y_bound=(-2, 3),
                           random_state=0).fit(X, y)
     document = json.loads(est.public_model().to_json())
@@ -111,7 +112,7 @@ def test_json_holds_the_declared_bounds_and_the_parameters():
 
 
 def test_bounds_read_from_the_data_are_not_written():
-    X, y = _data()
+    X, y = _frame_data()
     with pytest.warns(PrivacyLeakWarning):
         est = AdaSSPRegressor(random_state=0).fit(X.to_numpy(), y)
     bounds = json.loads(est.public_model().to_json())["bounds"]
@@ -119,7 +120,7 @@ def test_bounds_read_from_the_data_are_not_written():
 
 
 def test_no_guarantee_is_written_as_a_string_and_read_back():
-    X, y = _data()
+    X, y = _frame_data()
     with pytest.warns(PrivacyLeakWarning, match="no differential privacy"):
         est = RandomProjectionRegressor(variant="paper", data_norm=2.0, y_bound=2.0,
                                         random_state=0).fit(X, y)
@@ -142,7 +143,7 @@ def test_from_json_refuses_other_documents(tmp_path):
 
 
 def test_secure_noise_is_the_default_and_ignores_the_global_seed():
-    X, y = _data()
+    X, y = _frame_data()
     assert sklearn_pdp.get_config()["secure_noise"] is True
     est = AdaSSPRegressor(epsilon=5.0, bounds_X=(-1, 1), y_bound=(-2, 3))
     fits = []

@@ -40,11 +40,13 @@ from sklearn_pdp._publish import (
     _GRID_STEP, _QUANTILES, _private_quantile, gram_noise_bound, private_summary,
 )
 from sklearn_pdp._accounting import gram_noise
+from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 # mechanisms whose loss is a function of the leverage and residual
 RIDGE_LAWS = [OPSRegressor, OutputPerturbationRegressor, ObjPertRegressor]
-SUPPORTED = RIDGE_LAWS + [AdaOPSRegressor, AdaSSPRegressor, RandomProjectionRegressor]
+# every registered regressor publishes
+SUPPORTED = list(REGRESSORS.values())
 # OPS's alpha="auto" releases AdaOPS's law, output perturbation's its private
 # ridge (no law yet): the ridge laws' have a fixed ridge, the former public
 # rule's (ops_auto_alpha, output_perturbation_auto_alpha at the defaults)
@@ -69,7 +71,9 @@ LAWS = [pytest.param(cls, RIDGE_PARAMS.get(cls, {}), id=cls.__name__) for cls in
 ]
 
 
-def _data(n, d=5, seed=0, squeeze=1.0):
+def _squeezable_data(n, d=5, seed=0, squeeze=1.0):
+    """Data inside unit bounds, drawn by RandomState, whose first column
+    ``squeeze`` scales."""
     rng = np.random.RandomState(seed)
     X = rng.uniform(-1, 1, size=(n, d)) / np.sqrt(d)
     X[:, 0] *= squeeze  # below 1: a smaller conditioning
@@ -96,21 +100,21 @@ def _in_sample_stats(est, X, y):
 @pytest.mark.parametrize("cls", RIDGE_LAWS)
 def test_law_reproduces_the_estimators_losses(cls):
     # the release law's loss at the exact statistics is the estimator's own
-    X, y = _data(1500)
+    X, y = _squeezable_data(1500)
     est = cls(data_norm=1.0, y_bound=1.0, random_state=0, **RIDGE_PARAMS.get(cls, {})).fit(X, y)
     _, _, stats, _ = _in_sample_stats(est, X, y)
     assert_allclose(est.release_law().epsilon(est.delta, stats), est.pdp_losses_, rtol=1e-6)
 
 
 def test_random_projection_law_reproduces_the_estimators_losses():
-    X, y = _data(3000)  # above the fallback to the label mean
+    X, y = _squeezable_data(3000)  # above the fallback to the label mean
     est = RandomProjectionRegressor(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
     law = est.release_law()
     Xs, ys = law.scaler.scale(X, y)
     eps = law.epsilon(est.delta, est.law_statistics()(Xs, ys))
     assert_allclose(eps, est.pdp_losses_, rtol=1e-12)
     # added targets, with a label and with the worst one
-    X_new, y_new = _data(50, seed=1)
+    X_new, y_new = _squeezable_data(50, seed=1)
     Xn, yn = law.scaler.scale(X_new, y_new)
     for labels, given in ((yn, y_new), (None, None)):
         added = law.epsilon(est.delta, est.law_statistics()(Xn, labels, add=True))
@@ -122,7 +126,7 @@ def test_ball_law_reproduces_the_estimators_losses(radius):
     # the law at the exact statistics gives the estimator's losses, whether
     # the constraint is inactive (exact) or binds (the variational bound,
     # far below the strong-convexity one)
-    X, y = _data(1500)
+    X, y = _squeezable_data(1500)
     est = OutputPerturbationRegressor(radius=radius, data_norm=1.0, y_bound=1.0,
                                       random_state=0).fit(X, y)
     law = est.release_law()
@@ -144,7 +148,7 @@ def test_ball_law_reproduces_the_estimators_losses(radius):
 def test_ball_bound_covers_the_constrained_solutions(radius, alpha):
     # ||theta_c - theta_c'|| of the ball-constrained ridge, solved with and
     # without each row (and with targets added), never exceeds the law's bound
-    X, y = _data(500, d=3)  # above the fallback to the label mean
+    X, y = _squeezable_data(500, d=3)  # above the fallback to the label mean
     y = np.clip(3 * y, -1, 1)  # large coefficients: the constraint binds
     est = OutputPerturbationRegressor(alpha=alpha, radius=radius, data_norm=1.0,
                                       y_bound=1.0, random_state=0).fit(X, y)
@@ -160,7 +164,7 @@ def test_ball_bound_covers_the_constrained_solutions(radius, alpha):
     removed = np.array([moved(x, t, -1) for x, t in zip(Xs, ys)])
     bound = law._ball_bound(est.law_statistics()(Xs, ys))
     assert np.all(bound >= removed * (1 - 1e-9))
-    X_new, y_new = _data(40, d=3, seed=1)
+    X_new, y_new = _squeezable_data(40, d=3, seed=1)
     Xn, yn = law.scaler.scale(X_new, np.clip(3 * y_new, -1, 1))
     added = np.array([moved(x, t, 1) for x, t in zip(Xn, yn)])
     assert np.all(law._ball_bound(est.law_statistics()(Xn, yn, add=True)) >= added * (1 - 1e-9))
@@ -174,7 +178,7 @@ def test_sketch_bound_coverage():
     # tau' <= s^2 z^T (R^T R)^{-1} z for all rows at once, on at least
     # 1 - beta of the sketches; with 1500 sketch rows s^2 / n' = 1.26 and the
     # bound is within 35% of tau' at the median
-    X, y = _data(2000, d=3)
+    X, y = _squeezable_data(2000, d=3)
     est = RandomProjectionRegressor(n_components=1500, data_norm=1.0, y_bound=1.0,
                                     random_state=0).fit(X, y)
     law = est.release_law()
@@ -199,7 +203,7 @@ def test_sketch_bound_coverage():
 
 
 def test_laplace_law_reproduces_the_estimators_losses():
-    X, y = _data(1500)
+    X, y = _squeezable_data(1500)
     est = OutputPerturbationRegressor(noise="laplace", data_norm=1.0, y_bound=1.0,
                                       random_state=0).fit(X, y)
     _, _, stats, _ = _in_sample_stats(est, X, y)
@@ -210,7 +214,7 @@ def test_laplace_law_reproduces_the_estimators_losses():
 def test_residual_margin_has_its_coverage(cls):
     # |x^T (coef - theta_hat)| exceeds the margin with probability beta for
     # the Gaussian laws (exactly: a two-sided normal quantile)
-    X, y = _data(800, d=3)
+    X, y = _squeezable_data(800, d=3)
     est = cls(data_norm=1.0, y_bound=1.0, random_state=0, **RIDGE_PARAMS.get(cls, {})).fit(X, y)
     law = est.release_law()
     Xs, _, stats, ridge = _in_sample_stats(est, X, y)
@@ -225,7 +229,7 @@ def test_residual_margin_has_its_coverage(cls):
 
 
 def test_laplace_residual_margin_is_valid():
-    X, y = _data(800, d=3)
+    X, y = _squeezable_data(800, d=3)
     est = OutputPerturbationRegressor(noise="laplace", data_norm=1.0, y_bound=1.0,
                                       random_state=0).fit(X, y)
     Xs, _, stats, ridge = _in_sample_stats(est, X, y)
@@ -250,7 +254,7 @@ def test_gram_noise_bound_coverage(intercept):
 
 @pytest.mark.parametrize("cls, params", LAWS)
 def test_targets_at_n_20000(cls, params):
-    X, y = _data(20000)
+    X, y = _squeezable_data(20000)
     report = _report(cls, X, y, **params)
     published = report.published_
     exact = report.pdp_losses_
@@ -267,7 +271,7 @@ def test_targets_at_n_20000(cls, params):
 def test_random_projection_publishes_no_gram():
     # the sketch bounds the statistic: the whole budget goes to the summary,
     # and a training row's loss is the model's plus the summary's
-    X, y = _data(3000, d=3)
+    X, y = _squeezable_data(3000, d=3)
     report = _report(RandomProjectionRegressor, X, y)
     published = report.published_
     assert published.noisy_gram is None and published.summary_epsilon == 0.2
@@ -283,7 +287,7 @@ def test_random_projection_publishes_no_gram():
 def test_model_part_of_the_bound_is_tight(cls):
     # without the publication's own (exact, shared) cost the bound stays
     # within a small factor of the model's exact loss for a typical row
-    X, y = _data(20000)
+    X, y = _squeezable_data(20000)
     report = _report(cls, X, y, **_ridge_params(cls, 20000))
     law = report.published_.law
     Xs, ys, stats, _ = _in_sample_stats(report.estimator_, X, y)
@@ -299,7 +303,7 @@ def test_adassp_report_composes_exactly(fit_intercept):
     row's loss is the Gaussian epsilon at the two ratios added in squares,
     and its published bound differs only by the eigenvalue's change, bounded
     by the rank-one update through the noisy feature mean."""
-    X, y = _data(3000, d=3)
+    X, y = _squeezable_data(3000, d=3)
     report = _report(AdaSSPRegressor, X, y, fit_intercept=fit_intercept)
     est, published = report.estimator_, report.published_
     law = published.law
@@ -321,7 +325,7 @@ def test_adassp_report_composes_exactly(fit_intercept):
 def test_pickle_holds_no_rows():
     sizes = []
     for n in (2000, 8000):
-        X, y = _data(n)
+        X, y = _squeezable_data(n)
         published = _report(OPSRegressor, X, y, alpha=300.0).published_
         sizes.append(len(pickle.dumps(published)))
         arrays = [v for v in vars(published).values() if isinstance(v, np.ndarray)]
@@ -332,7 +336,7 @@ def test_pickle_holds_no_rows():
 
 @pytest.mark.parametrize("cls, params", LAWS)
 def test_losses_do_not_depend_on_the_draw(cls, params):
-    X, y = _data(1000, d=3)
+    X, y = _squeezable_data(1000, d=3)
     a, b = _report(cls, X, y, seed=0, **params), _report(cls, X, y, seed=1, **params)
     assert_allclose(a.pdp_losses_, b.pdp_losses_, rtol=1e-12)
     assert a.dp_epsilon_ == b.dp_epsilon_
@@ -341,7 +345,7 @@ def test_losses_do_not_depend_on_the_draw(cls, params):
 
 
 def test_transform_includes_the_publication():
-    X, y = _data(1000, d=3)
+    X, y = _squeezable_data(1000, d=3)
     report = _report(OPSRegressor, X, y)
     plain = PDPReport(report.estimator).fit(X, y)
     eps = report.transform(X[:20])[:, 0]
@@ -358,7 +362,7 @@ def test_transform_includes_the_publication():
 ], ids=["paper", "refit"])
 @pytest.mark.filterwarnings("ignore:variant='paper'")
 def test_unsupported_estimators_are_named(est):
-    X, y = _data(3000, d=3)
+    X, y = _squeezable_data(3000, d=3)
     name = type(est).__name__
     with pytest.raises(NotImplementedError, match=f"not supported for {name}"):
         PDPReport(est, publish_epsilon=0.2).fit(X, y)
@@ -366,7 +370,7 @@ def test_unsupported_estimators_are_named(est):
 
 def test_adaops_law_reproduces_the_estimators_losses():
     # the mixture over pairs of cells, for training rows and added ones
-    X, y = _data(3000, d=3)
+    X, y = _squeezable_data(3000, d=3)
     est = AdaOPSRegressor(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
     assert not est.mean_only_
     law = est.release_law()
@@ -374,7 +378,7 @@ def test_adaops_law_reproduces_the_estimators_losses():
     Xs, ys = law.scaler.scale(X, y)
     eps = law.epsilon(est.delta, est.law_statistics()(Xs, ys))
     assert_allclose(eps, est.pdp_losses_, rtol=1e-12)
-    X_new, y_new = _data(50, d=3, seed=1)
+    X_new, y_new = _squeezable_data(50, d=3, seed=1)
     Xn, yn = law.scaler.scale(X_new, y_new)
     for labels, given in ((yn, y_new), (None, None)):
         added = law.epsilon(est.delta, est.law_statistics()(Xn, labels, add=True))
@@ -390,7 +394,7 @@ def test_adaops_composition_bounds_the_exact_mixture(squeeze, add):
     the pairs of cells within the window, the mass outside spent from delta,
     is at least the exact mixture, for every row (squeeze 0.55: cells with
     and without ridge in the window)."""
-    X, y = _data(20000, squeeze=squeeze)
+    X, y = _squeezable_data(20000, squeeze=squeeze)
     est = AdaOPSRegressor(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
     Xs, ys = est.release_law().scaler.scale(X, y)
     cal = est._cal
@@ -447,7 +451,7 @@ def test_adaops_published_bound_coverage(runs):
     are those whose bound is closest to their loss, and a few others (at
     n = 20000 with cells with and without ridge in the window: at the audit's
     n = 1000 the bound is the guarantee)."""
-    X, y = _data(20000, squeeze=0.55)
+    X, y = _squeezable_data(20000, squeeze=0.55)
     report = _report(AdaOPSRegressor, X, y)
     est, law = report.estimator_, report.published_.law
     Xs, ys = law.scaler.scale(X, y)
@@ -482,7 +486,7 @@ def test_search_without_refit_publishes_its_exact_losses(epsilon):
     # max(G, selection bound of the label): a public function of the label,
     # so the published bound of a training row is its loss; G at n + 1
     # records for anyone added
-    X, y = _data(6000, d=3)
+    X, y = _squeezable_data(6000, d=3)
     grid = {"gamma": [10.0, 100.0]} if epsilon is None else {"alpha": [300.0, 3000.0]}
     ops = OPSRegressor(epsilon=epsilon, alpha=1000.0, data_norm=1.0, y_bound=1.0)
     search = PrivateGridSearchCV(ops, grid, epsilon=1.0, refit=False, random_state=0)
@@ -502,7 +506,7 @@ def test_search_without_refit_publishes_its_exact_losses(epsilon):
 
 
 def test_publish_epsilon_validated():
-    X, y = _data(100, d=2)
+    X, y = _squeezable_data(100, d=2)
     with pytest.raises(ValueError, match="publish_epsilon"):
         PDPReport(publish_epsilon=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="publish_beta"):
@@ -510,7 +514,7 @@ def test_publish_epsilon_validated():
 
 
 def test_epsilon_checks_its_input():
-    X, y = _data(1000, d=3)
+    X, y = _squeezable_data(1000, d=3)
     published = _report(OPSRegressor, X, y).published_
     with pytest.raises(ValueError, match="features"):
         published.epsilon(X[:, :2])
@@ -560,7 +564,7 @@ def test_private_quantile_is_the_exponential_mechanism():
 def test_published_bound_coverage_over_releases(cls, params):
     # the whole release (model and publication) redrawn: each fixed row's
     # bound covers its exact loss with frequency >= 1 - beta
-    X, y = _data(1000, d=3)
+    X, y = _squeezable_data(1000, d=3)
     runs, beta, rows = 300, 0.05, np.arange(5)
     hits = np.zeros(rows.size)
     for seed in range(runs):
@@ -726,7 +730,7 @@ def test_output_perturbation_ball_cap_is_the_removal_guarantee(fit_intercept):
     n, alpha = 1500, 5.0
     assert (output_perturbation_sensitivity(alpha, n + 1, 1.0, fit_intercept)
             <= output_perturbation_sensitivity(alpha, n, 1.0, fit_intercept))
-    X, y = _data(n)
+    X, y = _squeezable_data(n)
     est = OutputPerturbationRegressor(alpha=alpha, radius=1.0, fit_intercept=fit_intercept,
                                       data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
     law = est.release_law()

@@ -14,13 +14,6 @@ from sklearn_pdp._domain import DomainScaler
 from ._mc import Z_TOL, assert_matches_mc
 
 
-def _data(n=60, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, d))
-    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
-    return X, y
-
-
 def _scaled_z(X, y, reg):
     Xs, ys = DomainScaler(reg.data_norm_, reg.y_bound_, reg.fit_intercept).scale(X, y)
     return np.column_stack((Xs, ys))
@@ -167,8 +160,8 @@ def test_chi2_noise_scale_is_tight():
 
 @pytest.mark.parametrize("variant", ["dp", "paper"])
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_pdp_losses_equal_brute_force_leave_one_out(variant, fit_intercept):
-    X, y = _data(n=40)
+def test_pdp_losses_equal_brute_force_leave_one_out(variant, fit_intercept, make_unbounded_data):
+    X, y = make_unbounded_data(40, features="uniform")
     # epsilon 15: above the fallback to the label mean, n epsilon > 100 (d + 1)
     reg = _fit(X, y, epsilon=15.0, n_components=7, variant=variant, fit_intercept=fit_intercept)
     Z = _scaled_z(X, y, reg)
@@ -205,10 +198,10 @@ def test_dp_calibration_is_tight_at_the_worst_row():
     assert reg.noise_scale_ == chi2_noise_scale(0.7, 1e-5, 12)
 
 
-def test_pdp_epsilon_of_new_targets():
-    X, y = _data(n=50)
+def test_pdp_epsilon_of_new_targets(make_unbounded_data):
+    X, y = make_unbounded_data(50, features="uniform")
     reg = _fit(X, y, epsilon=10.0, n_components=5)  # above the fallback to the mean
-    X_new, y_new = _data(n=8, seed=1)
+    X_new, y_new = make_unbounded_data(8, seed=1, features="uniform")
     Z, Z_new = _scaled_z(X, y, reg), _scaled_z(X_new, y_new, reg)
     sigma = Z.T @ Z + np.diag(_noise_variances(reg, Z.shape[1]))
     tau = np.einsum("ij,ij->i", Z_new, np.linalg.solve(sigma, Z_new.T).T)
@@ -218,10 +211,10 @@ def test_pdp_epsilon_of_new_targets():
         assert np.all(worst >= reg.pdp_epsilon(X_new, np.full(8, label)) - 1e-12)
 
 
-def test_sketch_rows_have_the_analysed_distribution():
+def test_sketch_rows_have_the_analysed_distribution(make_unbounded_data):
     """The explicitly drawn sketch, whitened by Sigma, has identity covariance
     (catches a wrong noise column, reused or correlated blocks of S)."""
-    X, y = _data(n=700, d=2)  # one full and one partial block of S
+    X, y = make_unbounded_data(700, d=2, features="uniform")  # one full and one partial block of S
     for variant in ("dp", "paper"):
         with warnings.catch_warnings():  # n_components > n_samples on purpose
             warnings.simplefilter("ignore", DataDimensionalityWarning)
@@ -236,8 +229,8 @@ def test_sketch_rows_have_the_analysed_distribution():
 
 
 @pytest.mark.parametrize("variant", ["dp", "paper"])
-def test_result_does_not_depend_on_chunk_size(variant):
-    X, y = _data(n=1500, d=3)
+def test_result_does_not_depend_on_chunk_size(variant, make_unbounded_data):
+    X, y = make_unbounded_data(1500, d=3, features="uniform")
     fits = []
     for working_memory in (0.01, 0.07, 1024):  # chunks of 81, 573 and all rows
         with config_context(working_memory=working_memory):
@@ -253,13 +246,13 @@ def test_result_does_not_depend_on_chunk_size(variant):
     assert not np.allclose(other_seed.sketch_, fits[-1].sketch_)
 
 
-def test_n_components_rules():
+def test_n_components_rules(make_unbounded_data):
     # without an intercept: no fallback to the label mean at any size
-    X, y = _data(n=2000, d=2)
+    X, y = make_unbounded_data(2000, d=2, features="uniform")
     fit = dict(fit_intercept=False)
     assert _fit(X, y, n_components="log", **fit).n_components_ == round(1000 * (1 + np.log(2)))
     assert _fit(X, y, n_components="linear", **fit).n_components_ == 1500
-    X, y = _data(n=300, d=2)
+    X, y = make_unbounded_data(300, d=2, features="uniform")
     for rule in ("log", "linear", "full"):
         assert _fit(X, y, n_components=rule, **fit).n_components_ == 300
     with pytest.warns(DataDimensionalityWarning, match="n_components=400"):
@@ -277,8 +270,8 @@ def test_n_components_rules():
         ({"delta": 1.0}, "delta"),
     ],
 )
-def test_invalid_parameters_name_the_parameter(params, name):
-    X, y = _data()
+def test_invalid_parameters_name_the_parameter(params, name, make_unbounded_data):
+    X, y = make_unbounded_data(60, features="uniform")
     with pytest.raises(InvalidParameterError, match=name):
         RandomProjectionRegressor(**params).fit(X, y)
 
@@ -450,10 +443,10 @@ def _sketches(reg, size, seed=1):
     return reg.release_.draw(np.random.default_rng(seed), size)
 
 
-def test_strong_signal_is_hardly_shrunk(monkeypatch):
+def test_strong_signal_is_hardly_shrunk(monkeypatch, make_unbounded_data):
     """Where the cross term is far above its noise, the same sketches give
     nearly the slopes of the noise's ridge alone (less than 0.1% shorter)."""
-    X, y = _data(n=20_000, d=5, seed=2)
+    X, y = make_unbounded_data(20_000, d=5, seed=2, features="uniform")
     reg = RandomProjectionRegressor(epsilon=1.0, data_norm=np.sqrt(5), y_bound=3.0,
                                     random_state=0).fit(X, y)
     sketches = _sketches(reg, 20)
@@ -491,10 +484,10 @@ def test_mean_alone_is_the_unbiased_label_mean(monkeypatch):
     assert abs(error.var(ddof=1) / var - 1) <= Z_TOL * np.sqrt(2 / error.size)
 
 
-def test_signal_ridge_changes_no_privacy_number(monkeypatch):
+def test_signal_ridge_changes_no_privacy_number(monkeypatch, make_unbounded_data):
     """The ridge is post-processing of the sketch: the losses and the
     guarantee do not depend on it."""
-    X, y = _data(n=3000, d=4, seed=3)
+    X, y = make_unbounded_data(3000, d=4, seed=3, features="uniform")
     fits = []
     for ridge in (None, 0.0, np.inf):
         if ridge is not None:

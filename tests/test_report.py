@@ -12,12 +12,7 @@ from tests._reference import ridge_penalty
 from sklearn_pdp import AdaSSPRegressor, OPSRegressor, PDPReport, PrivacyLeakWarning
 from sklearn_pdp._domain import DomainScaler
 
-
-def _data(n=80, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
-    return X, y
+from .conftest import unbounded_data
 
 
 def _ops(**params):
@@ -37,8 +32,8 @@ def _one_direction_data():
     return X, y
 
 
-def test_report_numbers_equal_the_wrapped_estimator():
-    X, y = _data()
+def test_report_numbers_equal_the_wrapped_estimator(make_unbounded_data):
+    X, y = make_unbounded_data(80)
     est = _ops(gamma=20.0, alpha=0.5).fit(X, y)
     report = PDPReport(_ops(gamma=20.0, alpha=0.5), thresholds=[0.5, 2.0]).fit(X, y)
     assert_array_equal(report.pdp_losses_, est.pdp_losses_)
@@ -59,8 +54,8 @@ def test_report_numbers_equal_the_wrapped_estimator():
     assert s["dp_over_median"] > 1
 
 
-def test_delta_is_set_on_the_clone_not_on_the_argument():
-    X, y = _data()
+def test_delta_is_set_on_the_clone_not_on_the_argument(make_unbounded_data):
+    X, y = make_unbounded_data(80)
     inner = _ops(delta=1e-6)
     report = PDPReport(inner, delta=1e-3).fit(X, y)
     assert inner.delta == 1e-6 and not hasattr(inner, "pdp_losses_")
@@ -70,10 +65,10 @@ def test_delta_is_set_on_the_clone_not_on_the_argument():
     assert np.all(report.pdp_losses_ < PDPReport(inner).fit(X, y).pdp_losses_)
 
 
-def test_transform_is_worst_label_epsilon_and_leverage():
-    X, y = _data()
+def test_transform_is_worst_label_epsilon_and_leverage(make_unbounded_data):
+    X, y = make_unbounded_data(80)
     report = PDPReport(_ops(gamma=5.0)).fit(X, y)
-    X_new, _ = _data(n=9, seed=1)
+    X_new, _ = make_unbounded_data(9, seed=1)
     out = report.transform(X_new)
     assert out.shape == (9, 2)
     est = report.estimator_
@@ -88,7 +83,7 @@ def test_transform_is_worst_label_epsilon_and_leverage():
         assert np.all(out[:, 0] >= est.pdp_epsilon(X_new, np.full(9, label)) - 1e-12)
 
 
-@pytest.mark.parametrize("data", [_data(n=15, d=2), _one_direction_data()])
+@pytest.mark.parametrize("data", [unbounded_data(15, d=2), _one_direction_data()])
 def test_worst_label_epsilon_bounds_every_training_rows_loss(data):
     """Row i's in-sample loss is the loss of adding (x_i, y_i) to the data
     without row i, so the report of that data set, applied to x_i, bounds it
@@ -115,16 +110,16 @@ def test_transform_of_a_training_row_is_not_its_in_sample_loss():
     assert report.transform(X[:1])[0, 0] < report.pdp_losses_[0] / 2
 
 
-def test_fit_transform_agrees_with_fit_then_transform():
-    X, y = _data()
+def test_fit_transform_agrees_with_fit_then_transform(make_unbounded_data):
+    X, y = make_unbounded_data(80)
     a = PDPReport(_ops()).fit_transform(X, y)
     b = PDPReport(_ops()).fit(X, y).transform(X)
     assert_array_equal(a, b)
 
 
-def test_feature_names_and_pandas_output():
+def test_feature_names_and_pandas_output(make_unbounded_data):
     pd = pytest.importorskip("pandas")
-    X, y = _data()
+    X, y = make_unbounded_data(80)
     df = pd.DataFrame(X, columns=["age", "bmi", "bp"], index=np.arange(100, 180))
     report = PDPReport(_ops()).set_output(transform="pandas").fit(df, y)
     assert_array_equal(report.feature_names_in_, ["age", "bmi", "bp"])
@@ -138,9 +133,9 @@ def test_feature_names_and_pandas_output():
         report.get_feature_names_out(["a", "b", "c"])
 
 
-def test_pipeline_and_feature_union_and_column_transformer():
+def test_pipeline_and_feature_union_and_column_transformer(make_unbounded_data):
     pd = pytest.importorskip("pandas")
-    X, y = _data(d=4)
+    X, y = make_unbounded_data(80, d=4)
     direct = PDPReport(_ops()).fit(X[:, :3], y).transform(X[:, :3])
 
     pipe = Pipeline([("select", FunctionTransformer(lambda Z: Z[:, :3])),
@@ -161,15 +156,15 @@ def test_pipeline_and_feature_union_and_column_transformer():
     assert_array_equal(out.iloc[:, :2].to_numpy(), direct)
 
 
-def test_default_estimator_is_adassp_and_warns_about_bounds():
-    X, y = _data()
+def test_default_estimator_is_adassp_and_warns_about_bounds(make_unbounded_data):
+    X, y = make_unbounded_data(80)
     with pytest.warns(PrivacyLeakWarning):
         report = PDPReport().fit(X, y)
     assert isinstance(report.estimator_, AdaSSPRegressor)
 
 
-def test_no_guarantee_gives_infinite_ratio():
-    X, y = _data()
+def test_no_guarantee_gives_infinite_ratio(make_unbounded_data):
+    X, y = make_unbounded_data(80)
     report = PDPReport(_ops(alpha=0.0)).fit(X, y)
     assert report.dp_epsilon_ == np.inf
     assert report.summary_["dp_epsilon"] == np.inf
@@ -182,25 +177,15 @@ def test_no_guarantee_gives_infinite_ratio():
      ({"thresholds": [0.1, -1]}, "thresholds"), ({"thresholds": [np.nan]}, "thresholds"),
      ({"estimator": StandardScaler()}, "estimator")],
 )
-def test_invalid_parameters_name_the_parameter(params, message):
-    X, y = _data()
+def test_invalid_parameters_name_the_parameter(params, message, make_unbounded_data):
+    X, y = make_unbounded_data(80)
     with pytest.raises(ValueError, match=message):
         PDPReport(**params).fit(X, y)
 
 
-@pytest.fixture
-def agg():
-    mpl = pytest.importorskip("matplotlib")
-    mpl.use("Agg")
-    import matplotlib.pyplot as plt
-
-    yield plt
-    plt.close("all")
-
-
 @pytest.mark.parametrize("kind, leverage", [("box", False), ("violin", True)])
-def test_plot_writes_a_png(agg, tmp_path, kind, leverage):
-    X, y = _data(n=300)
+def test_plot_writes_a_png(agg, tmp_path, kind, leverage, make_unbounded_data):
+    X, y = make_unbounded_data(300)
     X[0] = 0.0  # a row with epsilon 0, left out of the log-scale plot
     report = PDPReport(_ops(fit_intercept=False)).fit(X, y)
     ax = report.plot(kind=kind, leverage=leverage)
@@ -218,8 +203,8 @@ def test_plot_writes_a_png(agg, tmp_path, kind, leverage):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_plot_on_given_axes_and_bad_arguments(agg):
-    X, y = _data()
+def test_plot_on_given_axes_and_bad_arguments(agg, make_unbounded_data):
+    X, y = make_unbounded_data(80)
     report = PDPReport(_ops(alpha=0.0)).fit(X, y)  # no DP guarantee to draw
     _, ax = agg.subplots()
     assert report.plot(ax=ax) is ax
@@ -229,16 +214,12 @@ def test_plot_on_given_axes_and_bad_arguments(agg):
         report.plot(kind="bar")
 
 
-def test_plot_labels_log_axes_in_decimals_and_keeps_the_legend_inside(agg):
+def test_plot_labels_log_axes_in_decimals_and_keeps_the_legend_inside(
+        agg, diabetes, diabetes_bounds):
     """Log axes read 0.6, not 6x10^-1; the DP epsilon's legend lies inside
     the distribution's axes, clear of the subtitle above them."""
-    from sklearn.datasets import load_diabetes
-
-    from sklearn_pdp import AdaSSPRegressor
-
-    X, y = load_diabetes(return_X_y=True)
-    report = PDPReport(AdaSSPRegressor(epsilon=3.0, bounds_X=(-0.2, 0.2),
-                                       y_bound=(0.0, 400.0), random_state=0)).fit(X, y)
+    X, y = diabetes
+    report = PDPReport(AdaSSPRegressor(epsilon=3.0, random_state=0, **diabetes_bounds)).fit(X, y)
     axes = report.plot(leverage=True)
     figure = axes[0].figure
     figure.canvas.draw()
@@ -258,8 +239,8 @@ def test_plot_labels_log_axes_in_decimals_and_keeps_the_legend_inside(agg):
     assert inside.y0 <= legend.y0 and legend.y1 <= inside.y1
 
 
-def test_plot_without_matplotlib_names_the_extra(monkeypatch):
-    X, y = _data()
+def test_plot_without_matplotlib_names_the_extra(monkeypatch, make_unbounded_data):
+    X, y = make_unbounded_data(80)
     report = PDPReport(_ops()).fit(X, y)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
@@ -288,8 +269,8 @@ class _NoRidgeOPS(OPSRegressor):
         return np.zeros(len(X))
 
 
-def test_leverage_without_the_estimators_ridge():
-    X, y = _data()
+def test_leverage_without_the_estimators_ridge(make_unbounded_data):
+    X, y = make_unbounded_data(80)
     expected = PDPReport(_ops(alpha=0.3)).fit(X, y).transform(X)[:, 1]
     report = PDPReport(_NoRidgeOPS(epsilon=None, gamma=10.0, alpha=0.3, data_norm=4.0,
                                    y_bound=5.0)).fit(X, y)
@@ -297,10 +278,10 @@ def test_leverage_without_the_estimators_ridge():
     assert_allclose(report.transform(X)[:, 1], expected, rtol=1e-10)
 
 
-def test_report_wraps_the_private_search():
+def test_report_wraps_the_private_search(make_unbounded_data):
     from sklearn_pdp.model_selection import PrivateGridSearchCV
 
-    X, y = _data(n=400)
+    X, y = make_unbounded_data(400)
     search = PrivateGridSearchCV(_ops(), {"gamma": [1.0, 20.0]}, random_state=0)
     report = PDPReport(search).fit(X, y)
     fitted = report.estimator_
@@ -316,7 +297,7 @@ def test_report_wraps_the_private_search():
     assert_allclose(leverage, best.transform(X[:5])[:, 1])
 
 
-def test_public_hooks_the_report_uses():
+def test_public_hooks_the_report_uses(make_unbounded_data):
     """design_ridge and law_statistics: H of the scaled training rows (its
     leverages equal a dense solve) and the law's statistics; None where the
     mechanism keeps no ridge; NotFittedError before fit."""
@@ -324,7 +305,7 @@ def test_public_hooks_the_report_uses():
 
     from sklearn_pdp import RandomProjectionRegressor
 
-    X, y = _data()
+    X, y = make_unbounded_data(80)
     est = _ops()
     with pytest.raises(NotFittedError):
         est.design_ridge()
@@ -354,22 +335,13 @@ def _one_hot_table(n=300, seed=0):
     return X, y
 
 
-def _all_estimators():
-    from sklearn_pdp import (AdaOPSRegressor, AdaSSPRegressor, ObjPertRegressor,
-                             OutputPerturbationRegressor, RandomProjectionRegressor)
-
-    return [AdaSSPRegressor, OPSRegressor, ObjPertRegressor, OutputPerturbationRegressor,
-            AdaOPSRegressor, RandomProjectionRegressor]
-
-
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
 @pytest.mark.parametrize("epsilon", [1.0, 50.0])  # the label mean alone; slopes
-@pytest.mark.parametrize("cls", _all_estimators(), ids=lambda c: c.__name__)
-def test_full_one_hot_encoding_in_every_estimator(cls, epsilon):
+def test_full_one_hot_encoding_in_every_estimator(regressor_class, epsilon):
     """The issue's table: the report works whatever the fit released, with
     the estimator's exact losses; a mean's leverage is 1/n for every row."""
     X, y = _one_hot_table()
-    est = cls(epsilon=epsilon, bounds_X=(-4, 4), y_bound=(-8, 8), random_state=0)
+    est = regressor_class(epsilon=epsilon, bounds_X=(-4, 4), y_bound=(-8, 8), random_state=0)
     report = PDPReport(est).fit(X, y)
     fitted = report.estimator_
     assert fitted.mean_only_ == (epsilon == 1.0)
@@ -443,10 +415,10 @@ def test_leverage_of_an_infinite_ridge_is_that_of_the_mean():
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
-def test_plot_of_a_mean_release_shows_the_label(agg):
+def test_plot_of_a_mean_release_shows_the_label(agg, make_unbounded_data):
     """The loss of the label mean depends on the label alone: the second
     panel draws it against the scaled label, not the (constant) leverage."""
-    X, y = _data(n=200)
+    X, y = make_unbounded_data(200)
     report = PDPReport(OPSRegressor(data_norm=4.0, y_bound=5.0, random_state=0)).fit(X, y)
     assert report.estimator_.mean_only_
     axes = report.plot(leverage=True)

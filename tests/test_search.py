@@ -35,13 +35,6 @@ GRID = {"gamma": [0.3, 3.0, 30.0], "alpha": [1.0, 10.0]}
 BOUNDS = dict(data_norm=2.0, y_bound=3.0)
 
 
-def _data(n=600, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d)) * 0.6
-    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
-    return X, y
-
-
 def _search(**kwargs):
     kwargs = {"param_grid": GRID, "epsilon": 1.0, "random_state": 0, **kwargs}
     return PrivateGridSearchCV(OPSRegressor(epsilon=None, alpha=1.0, **BOUNDS), **kwargs)
@@ -101,8 +94,8 @@ def test_selection_loss_approaches_epsilon():
 
 
 @pytest.fixture(scope="module")
-def noisy_candidates():
-    X, y = _data(n=40)
+def noisy_candidates(make_unbounded_data):
+    X, y = make_unbounded_data(40, scale=0.6)
     return [
         OPSRegressor(epsilon=None, gamma=g, alpha=0.1, random_state=s, **BOUNDS).fit(X, y)
         for g, s in ((1e-3, 0), (1e-2, 1), (10.0, 2))
@@ -116,9 +109,9 @@ def noisy_candidates():
     seed=st.integers(0, 2**16),
 )
 def test_one_record_moves_summed_loss_by_at_most_sensitivity(
-    noisy_candidates, x, y, seed
+    noisy_candidates, x, y, seed, make_unbounded_data
 ):
-    X_val, y_val = _data(n=15, seed=seed)
+    X_val, y_val = make_unbounded_data(15, seed=seed, scale=0.6)
     y_bound = BOUNDS["y_bound"]
     for est in noisy_candidates:
         before = validation_losses(est, X_val, y_val, y_bound).sum() * y_bound**2
@@ -142,8 +135,8 @@ def _guarantee(search, n_samples, delta, min_samples=None):
     )
 
 
-def test_guarantee_bounds_the_part_sizes_no_refit():
-    X, y = _data()
+def test_guarantee_bounds_the_part_sizes_no_refit(make_unbounded_data):
+    X, y = make_unbounded_data(600, scale=0.6)
     search = _search(refit=False).fit(X, y)
     m, n = len(search.cv_results_["params"]), len(y)
     failure = SIZE_SHARE * search.delta
@@ -169,8 +162,8 @@ def test_guarantee_bounds_the_part_sizes_no_refit():
     assert best.pdp_losses_.shape == (np.sum(search._parts == search.best_index_),)
 
 
-def test_refit_adds_the_worst_candidate():
-    X, y = _data()
+def test_refit_adds_the_worst_candidate(make_unbounded_data):
+    X, y = make_unbounded_data(600, scale=0.6)
     search = _search(refit=True).fit(X, y)
     # refit_share=0.5: the search without refit at half the budget
     once = _search(refit=False, epsilon=0.5, delta=0.5e-6).fit(X, y)
@@ -196,8 +189,8 @@ def test_refit_adds_the_worst_candidate():
 
 
 @pytest.mark.parametrize("refit", [False, True])
-def test_privacy_numbers_do_not_depend_on_random_state(refit):
-    X, y = _data(n=300)
+def test_privacy_numbers_do_not_depend_on_random_state(refit, make_unbounded_data):
+    X, y = make_unbounded_data(300, scale=0.6)
     fits = [_search(refit=refit, random_state=seed).fit(X, y) for seed in range(4)]
     assert len({fit.best_index_ for fit in fits}) > 1  # the draws did differ
     for fit in fits[1:]:
@@ -206,10 +199,10 @@ def test_privacy_numbers_do_not_depend_on_random_state(refit):
         assert_array_equal(fit.pdp_losses_, fits[0].pdp_losses_)
 
 
-def test_refit_guarantee_does_not_depend_on_the_winner():
+def test_refit_guarantee_does_not_depend_on_the_winner(make_unbounded_data):
     """Issue case: OPS at alpha=200 with gamma 0.5 or 20 on 600 rows used to
     report 2.6 or 4.9 depending on which candidate won."""
-    X, y = _data(n=600)
+    X, y = make_unbounded_data(600, scale=0.6)
     ops = OPSRegressor(epsilon=None, alpha=200.0, **BOUNDS)
     fits = [
         PrivateGridSearchCV(ops, {"gamma": [0.5, 20.0]}, random_state=seed).fit(X, y)
@@ -222,10 +215,10 @@ def test_refit_guarantee_does_not_depend_on_the_winner():
     assert fits[0].dp_epsilon_ > refit
 
 
-def test_selection_bound_covers_the_validation_row():
+def test_selection_bound_covers_the_validation_row(make_unbounded_data):
     """The reported loss of a validation row bounds its exact selection loss
     given the candidates (the search on the data without it)."""
-    X, y = _data(n=300)
+    X, y = make_unbounded_data(300, scale=0.6)
     m = 6
     for seed in range(50):
         search = _search(random_state=seed, refit=False).fit(X, y)
@@ -241,8 +234,8 @@ def test_selection_bound_covers_the_validation_row():
     assert 0 < exact <= bound <= search.pdp_losses_[-1]
 
 
-def test_n_jobs_does_not_change_results():
-    X, y = _data()
+def test_n_jobs_does_not_change_results(make_unbounded_data):
+    X, y = make_unbounded_data(600, scale=0.6)
     one = _search(n_jobs=1).fit(X, y)
     two = _search(n_jobs=2).fit(X, y)
     assert one.best_index_ == two.best_index_
@@ -251,8 +244,8 @@ def test_n_jobs_does_not_change_results():
     assert one.dp_epsilon_ == two.dp_epsilon_
 
 
-def test_cv_results_expose_no_scores():
-    X, y = _data()
+def test_cv_results_expose_no_scores(make_unbounded_data):
+    X, y = make_unbounded_data(600, scale=0.6)
     search = _search().fit(X, y)
     assert set(search.cv_results_) == {"params", "param_alpha", "param_gamma"}
     assert search.best_params_ == search.cv_results_["params"][search.best_index_]
@@ -262,9 +255,9 @@ def test_cv_results_expose_no_scores():
     )
 
 
-def test_selection_prefers_the_better_candidate():
+def test_selection_prefers_the_better_candidate(make_unbounded_data):
     # alpha = 1e4 shrinks the model to zero: far worse than alpha = 1
-    X, y = _data(n=3000)
+    X, y = make_unbounded_data(3000, scale=0.6)
     grid = {"gamma": [100.0], "alpha": [1.0, 1e4]}
     picks = [
         _search(param_grid=grid, epsilon=2.0, random_state=s, refit=False)
@@ -275,8 +268,8 @@ def test_selection_prefers_the_better_candidate():
     assert picks == [0] * 5
 
 
-def test_bounds_read_once_from_data():
-    X, y = _data()
+def test_bounds_read_once_from_data(make_unbounded_data):
+    X, y = make_unbounded_data(600, scale=0.6)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         search = PrivateGridSearchCV(OPSRegressor(epsilon=None, alpha=1.0), GRID, random_state=0).fit(X, y)
@@ -334,8 +327,8 @@ class _BudgetRelease(Release):
         return np.full(Xs.shape[0], self.guarantee[0] / 2)
 
 
-def test_budget_is_passed_to_estimators_with_epsilon():
-    X, y = _data()
+def test_budget_is_passed_to_estimators_with_epsilon(make_unbounded_data):
+    X, y = make_unbounded_data(600, scale=0.6)
     # without intercept: no fallback to the label mean at these small budgets
     est = _BudgetRegressor(epsilon=5.0, delta=0.1, fit_intercept=False, **BOUNDS)
     search = PrivateGridSearchCV(
@@ -384,20 +377,20 @@ def test_delegation_before_fit():
         ({"delta": 1.0}, InvalidParameterError, "delta"),
     ],
 )
-def test_invalid_parameters(kwargs, error, match):
-    X, y = _data(n=50)
+def test_invalid_parameters(kwargs, error, match, make_unbounded_data):
+    X, y = make_unbounded_data(50, scale=0.6)
     with pytest.raises(error, match=match):
         _search(**kwargs).fit(X, y)
 
 
-def test_non_private_estimator_is_refused():
-    X, y = _data(n=50)
+def test_non_private_estimator_is_refused(make_unbounded_data):
+    X, y = make_unbounded_data(50, scale=0.6)
     with pytest.raises(ValueError, match="estimator"):
         PrivateGridSearchCV(Ridge(), {"alpha": [1.0]}).fit(X, y)
 
 
-def test_empty_validation_part_gives_uniform_choice():
-    X, y = _data(n=10)
+def test_empty_validation_part_gives_uniform_choice(make_unbounded_data):
+    X, y = make_unbounded_data(10, scale=0.6)
     grid = {"gamma": [1.0, 10.0]}
     # a large delta admits parts of 2 rows out of 10; a seed whose split
     # fills both training parts and leaves the validation part empty
@@ -416,11 +409,11 @@ def test_empty_validation_part_gives_uniform_choice():
     assert np.all(np.isfinite(search.pdp_losses_))
 
 
-def test_validation_rows_are_clipped_like_training_rows():
+def test_validation_rows_are_clipped_like_training_rows(make_unbounded_data):
     """Validation rows far beyond data_norm (and labels beyond y_bound) are
     scored as the clipped rows they stand for: the same selection
     probabilities and per-instance losses as the clipped data."""
-    X, y = _data(n=300)
+    X, y = make_unbounded_data(300, scale=0.6)
     m = len(GRID["gamma"]) * len(GRID["alpha"])
     val = _search(refit=False).fit(X, y)._parts == m
     assert val.sum() >= 10
@@ -442,7 +435,7 @@ def test_validation_rows_are_clipped_like_training_rows():
     assert not np.allclose(raw, validation_losses(est, X_far[val], y_far[val], bound))
 
 
-def test_too_small_parts_choose_without_data(monkeypatch):
+def test_too_small_parts_choose_without_data(monkeypatch, make_unbounded_data):
     """5 candidates on 40 rows: parts too small, decided from n, the grid and
     delta alone; the candidate is drawn uniformly (the same whatever the
     labels), every candidate is fitted on all the data at the whole budget
@@ -455,7 +448,7 @@ def test_too_small_parts_choose_without_data(monkeypatch):
         return fit(self, X, y)
 
     monkeypatch.setattr(OPSRegressor, "fit", spy)
-    X, y = _data(n=40)
+    X, y = make_unbounded_data(40, scale=0.6)
     grid = {"gamma": [0.1, 1.0, 10.0, 100.0, 1000.0]}
     chosen = []
     for labels in (y, -y, np.zeros_like(y)):
@@ -482,8 +475,8 @@ def test_too_small_parts_choose_without_data(monkeypatch):
     assert len(picks) > 1
 
 
-def test_privacy_leak_warning_points_at_the_callers_line():
-    X, y = _data()
+def test_privacy_leak_warning_points_at_the_callers_line(make_unbounded_data):
+    X, y = make_unbounded_data(600, scale=0.6)
     with pytest.warns(PrivacyLeakWarning) as record:
         PrivateGridSearchCV(OPSRegressor(epsilon=None, alpha=1.0), GRID, random_state=0).fit(X, y)
     leaks = [w for w in record if issubclass(w.category, PrivacyLeakWarning)]
@@ -493,8 +486,8 @@ def test_privacy_leak_warning_points_at_the_callers_line():
 
 @pytest.mark.parametrize("refit", [False, True])
 @pytest.mark.parametrize("own", [None, 7])
-def test_best_estimator_shows_the_estimators_random_state(refit, own):
-    X, y = _data(n=300)
+def test_best_estimator_shows_the_estimators_random_state(refit, own, make_unbounded_data):
+    X, y = make_unbounded_data(300, scale=0.6)
     ops = OPSRegressor(epsilon=None, alpha=1.0, random_state=own, **BOUNDS)
     search = PrivateGridSearchCV(ops, GRID, refit=refit, random_state=0).fit(X, y)
     assert search.best_estimator_.random_state == own
@@ -504,8 +497,8 @@ def test_best_estimator_shows_the_estimators_random_state(refit, own):
     assert not np.array_equal(other.best_estimator_.coef_, search.best_estimator_.coef_)
 
 
-def test_secure_noise_covers_the_split_and_the_selection():
-    X, y = _data(n=200)
+def test_secure_noise_covers_the_split_and_the_selection(make_unbounded_data):
+    X, y = make_unbounded_data(200, scale=0.6)
     runs = []
     for secure in (False, True):
         with config_context(secure_noise=secure):
@@ -516,9 +509,9 @@ def test_secure_noise_covers_the_split_and_the_selection():
     assert not np.array_equal(runs[2]._parts, runs[3]._parts)
 
 
-def test_pdp_epsilon_of_new_targets():
-    X, y = _data(n=400)
-    X_new, y_new = _data(n=20, seed=5)
+def test_pdp_epsilon_of_new_targets(make_unbounded_data):
+    X, y = make_unbounded_data(400, scale=0.6)
+    X_new, y_new = make_unbounded_data(20, seed=5, scale=0.6)
     search = _search().fit(X, y)
     m, n = len(search.cv_results_["params"]), len(y)
     # the search's bound on the data set with the target (n + 1 rows)
@@ -538,10 +531,10 @@ def test_pdp_epsilon_of_new_targets():
 
 
 @pytest.mark.parametrize("refit", [False, True])
-def test_budget_is_the_total(refit):
+def test_budget_is_the_total(refit, make_unbounded_data):
     """epsilon and delta bound the whole release, selection and refit
     together, for estimators with a budget (which the search sets)."""
-    X, y = _data(n=2000)
+    X, y = make_unbounded_data(2000, scale=0.6)
     search = PrivateGridSearchCV(
         AdaSSPRegressor(**BOUNDS), {"fit_intercept": [True, False]}, epsilon=1.0,
         delta=1e-6, refit=refit, random_state=0,
@@ -554,17 +547,17 @@ def test_budget_is_the_total(refit):
     assert search.selection_epsilon_ == search._part_fits[0].epsilon
 
 
-def test_invalid_candidate_is_an_error_not_a_fallback():
+def test_invalid_candidate_is_an_error_not_a_fallback(make_unbounded_data):
     """A bad grid value is refused before any fit, even on data too small
     for the grid (where the search would otherwise choose without data)."""
-    X, y = _data(n=30)
+    X, y = make_unbounded_data(30, scale=0.6)
     with warnings.catch_warnings():
         warnings.simplefilter("error", FallbackWarning)
         with pytest.raises(ValueError, match="'gamma' parameter of OPSRegressor"):
             _search(param_grid={"gamma": [-1.0, 2.0]}).fit(X, y)
 
 
-def test_candidates_warnings_are_emitted_once_per_kind(monkeypatch):
+def test_candidates_warnings_are_emitted_once_per_kind(monkeypatch, make_unbounded_data):
     """Every candidate fit (parts and refit) falls back: one FallbackWarning
     per kind of message (the parts' sizes differ in their numbers) for the
     whole search, with the number of fits that raised it, at the caller's
@@ -576,7 +569,7 @@ def test_candidates_warnings_are_emitted_once_per_kind(monkeypatch):
         return fit(self, X, y)
 
     monkeypatch.setattr(OPSRegressor, "fit", noisy)
-    X, y = _data(n=300)
+    X, y = make_unbounded_data(300, scale=0.6)
     grid = {"fit_intercept": [True, False]}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -601,10 +594,10 @@ def test_candidates_warnings_are_emitted_once_per_kind(monkeypatch):
 
 
 @pytest.mark.parametrize("refit", [False, True])
-def test_search_release_is_the_whole_release(refit):
+def test_search_release_is_the_whole_release(refit, make_unbounded_data):
     """The search's numbers are read from ``release_``; its public law keeps
     none of the fits; a new draw of a search is a new search."""
-    X, y = _data()
+    X, y = make_unbounded_data(600, scale=0.6)
     search = _search(refit=refit).fit(X, y)
     release = search.release_
     assert release.guarantee == (search.dp_epsilon_, search.dp_delta_)

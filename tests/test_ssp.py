@@ -11,8 +11,9 @@ from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon
 from sklearn_pdp._ssp_release import AdaSSPRelease
 
 from ._mc import assert_matches_mc
+from .conftest import UNIT_BOUNDS, regression_data
 
-BOUNDS = dict(data_norm=1.0, y_bound=1.0)
+BOUNDS = dict(UNIT_BOUNDS)
 
 
 def _statistics(X, y, intercept):
@@ -47,17 +48,16 @@ def _ratio(reg, X, y, i):
     ))
 
 
-def _data(n=600, d=3, seed=0):  # above the fallback to the mean at epsilon 0.5
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, d)) / np.sqrt(d)
-    y = np.clip(0.4 + X @ np.linspace(1, -1, d) + 0.3 * rng.normal(size=n), -1, 1)
-    X[0], y[0] = np.eye(d)[0], -1.0  # a row at the edge of the domain
+def _data_with_an_edge_row(n=600, d=3, seed=0):  # above the fallback to the mean at epsilon 0.5
+    """Data inside BOUNDS with fixed slopes, its first row at the edge of the domain."""
+    X, y = regression_data(n, d, seed, coef=np.linspace(1, -1, d), noise=0.3)
+    X[0], y[0] = np.eye(d)[0], -1.0
     return X, y
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_losses_are_the_gaussian_losses_of_the_brute_force_sensitivity(fit_intercept):
-    X, y = _data()
+    X, y = _data_with_an_edge_row()
     reg = AdaSSPRegressor(epsilon=0.5, fit_intercept=fit_intercept, random_state=0, **BOUNDS)
     reg.fit(X, y)
     for i in (0, 1, 7, 30):
@@ -68,7 +68,7 @@ def test_losses_are_the_gaussian_losses_of_the_brute_force_sensitivity(fit_inter
 
 
 def test_a_target_is_a_training_row_of_the_larger_data_set():
-    X, y = _data()
+    X, y = _data_with_an_edge_row()
     reg = AdaSSPRegressor(random_state=0, **BOUNDS).fit(X[1:], y[1:])
     # adding row 0 to the fitted set, at the fitted noise
     expected = gaussian_epsilon(reg.delta, _ratio(reg, X, y, 0))
@@ -98,7 +98,7 @@ def test_the_whole_release_matches_the_gaussian_divergence():
     """Monte Carlo of the released statistics on neighbouring data sets (same
     public size, hence the same noise): the empirical hockey-stick divergences
     agree with the exact ones at the reported epsilon."""
-    X, y = _data(n=200, d=2)  # above the fallback to the mean, n epsilon > 60 (d + 1)
+    X, y = _data_with_an_edge_row(n=200, d=2)  # above the fallback to the mean, n epsilon > 60 (d + 1)
     reg = AdaSSPRegressor(epsilon=1.0, random_state=0, **BOUNDS).fit(X, y)
     keep = np.arange(len(y)) != 0
     full, smaller = _statistics(X, y, True), _statistics(X[keep], y[keep], True)
@@ -128,7 +128,7 @@ def test_the_whole_release_matches_the_gaussian_divergence():
 
 
 def test_budget_split_is_validated():
-    X, y = _data()
+    X, y = _data_with_an_edge_row()
     with pytest.raises(ValueError, match="budget_split"):
         AdaSSPRegressor(budget_split=[1, 0, 1, 1], **BOUNDS).fit(X, y)
     with pytest.raises(ValueError, match="budget_split"):
@@ -141,7 +141,7 @@ def test_budget_split_is_validated():
 
 
 def test_a_larger_share_lowers_that_block_noise():
-    X, y = _data()
+    X, y = _data_with_an_edge_row()
     even = AdaSSPRegressor(budget_split=[1, 1, 1, 1], **BOUNDS).fit(X, y)
     more_gram = AdaSSPRegressor(budget_split=[4, 1, 1, 1], **BOUNDS).fit(X, y)
     assert more_gram.noise_scale_["gram"] < even.noise_scale_["gram"]
@@ -163,7 +163,7 @@ def test_close_to_least_squares_on_large_data():
 def test_falls_back_towards_the_mean_at_a_tiny_budget():
     """Too little budget for slopes: the ridge shrinks the slopes, not the
     intercept, so the model is about as good as the (private) mean."""
-    X, y = _data(n=8000, d=5, seed=1)  # above the fallback to the mean
+    X, y = _data_with_an_edge_row(n=8000, d=5, seed=1)  # above the fallback to the mean
     fits = [AdaSSPRegressor(epsilon=0.05, random_state=s, **BOUNDS).fit(X, y) for s in range(5)]
     assert not any(reg.mean_only_ for reg in fits)
     scores = [reg.score(X, y) for reg in fits]
@@ -197,7 +197,7 @@ def test_strong_signal_is_hardly_shrunk(monkeypatch):
     """Where the cross term is far above its noise the signal ridge is tiny
     against the scatter: the same noisy statistics give nearly the model of
     Wang's ridge alone (slopes shrunk by less than 0.1%)."""
-    X, y = _data(n=20000, d=5, seed=2)
+    X, y = _data_with_an_edge_row(n=20000, d=5, seed=2)
     reg = AdaSSPRegressor(epsilon=1.0, random_state=0, **BOUNDS).fit(X, y)
     noisy = reg.release_._noisy(np.random.RandomState(1), size=20)
     theta, alpha = reg.release_._model(noisy)
@@ -213,7 +213,7 @@ def test_exact_losses_on_rank_deficient_data_both_directions(case):
     """Linearly dependent columns (the smallest eigenvalue of the scatter is
     0, repeated): the losses are still those of the brute-force changes,
     for removing a training row and for adding a target."""
-    X, y = _data(n=800)
+    X, y = _data_with_an_edge_row(n=800)
     n = len(y)
     extra = {
         "duplicated": X[:, :1],
