@@ -9,10 +9,10 @@ its calibration ``sklearn_pdp._accounting._adaops``.
 
 from numbers import Real
 
-from ._sklearn import Interval
 from ._adaops_release import AdaOPSRelease
 from ._base import PrivateRegressorMixin
 from ._docstrings import fill_doc
+from ._sklearn import Interval
 
 
 @fill_doc

@@ -6,7 +6,6 @@ from numbers import Real
 import numpy as np
 from scipy.special import ndtri
 
-from ._sklearn import Interval, StrOptions
 from ._accounting import (
     GAUSSIAN_DELTA_SHARE,
     compose_with_gaussian,
@@ -19,10 +18,11 @@ from ._accounting import (
 )
 from ._adaops_release import AdaOPSRelease
 from ._base import InfeasibleBudget, PrivateRegressorMixin, ridge_fallback
-from ._release import Release
-from ._ridge_system import RidgeSystem, leave_one_out
 from ._data import TwoStageRows
 from ._docstrings import fill_doc
+from ._release import Release
+from ._ridge_system import RidgeSystem, leave_one_out
+from ._sklearn import Interval, StrOptions
 
 
 @fill_doc

@@ -107,8 +107,8 @@ class _Calibration:
     Cells of the conditioning live on the line of e = (released G) - margin.
     Cell k >= 0 is [E_k, E_(k+1)) with E_0 = h0 and steps max(W, E_k / 2),
     W = max(6 sigma, s_1 / 2) (s_1: G's sensitivity): floor E_k and no
-    ridge (with a fixed floor, the single cell [h0, inf)). Cell -m < 0 is [h0 - m W, h0 - (m - 1) W), the lowest one
-    (-inf, ...): floor ``quiet`` >= h0 and the ridge 4 (quiet - max(lower
+    ridge (with a fixed floor, the single cell [h0, inf)). Cell -m < 0 is
+    [h0 - m W, h0 - (m - 1) W), the lowest one (-inf, ...): floor ``quiet`` >= h0 and the ridge 4 (quiet - max(lower
     end, 0)) (1 (...) without intercept; 4 is the largest (1 + ||x_bar||)^2,
     and G >= 0 always), so on every cell G + ridge / 4 >= floor when G >= e.
     Every cell also has the tiny ridge ``tiny``, which keeps the posterior
