@@ -102,7 +102,7 @@ class _Calibration:
     margin of both releases, their grids of cells, and each pair of cells'
     floor, ridge, residual bound and posterior scaling
     (:doc:`/mechanisms/adaops`). ``feasible``: whether every pair of cells
-    has a posterior scaling (always, but with a fixed floor).
+    has a posterior scaling (only a fixed floor can leave one without).
 
     Cells of the conditioning live on the line of e = (released G) - margin.
     Cell k >= 0 is [E_k, E_(k+1)) with E_0 = h0 and steps max(W, E_k / 2),
