@@ -1,11 +1,11 @@
-"""One Posterior Sample (Wang 2017, sections 2-4; doc/mechanisms/ops.rst)."""
+"""One Posterior Sample (Wang 2017, sections 2-4; :doc:`/mechanisms/ops`)."""
 
+from functools import partial
 from numbers import Real
 
 import numpy as np
 from scipy.special import ndtri
 
-from ._sklearn import Interval, StrOptions
 from ._accounting import (
     GAUSSIAN_DELTA_SHARE,
     compose_with_gaussian,
@@ -16,12 +16,13 @@ from ._accounting import (
     ops_epsilon,
     ops_gamma,
 )
-from ._adaops import AdaOPSRegressor
+from ._adaops_release import AdaOPSRelease
 from ._base import InfeasibleBudget, PrivateRegressorMixin, ridge_fallback
-from ._ridge_system import RidgeSystem, leave_one_out
 from ._rows import TwoStageRows
-from ._law import ReleaseLaw
 from ._docstrings import fill_doc
+from ._release import Release
+from ._ridge_system import RidgeSystem, leave_one_out
+from ._sklearn import Interval, StrOptions
 
 
 @fill_doc
@@ -99,7 +100,7 @@ class OPSRegressor(PrivateRegressorMixin):
     exact loss of that whole release (a mixture over the released cells,
     the same for every ``random_state``). The former public rule
     (``ops_auto_alpha``, a function of n, d and epsilon) shrank the slopes
-    to a third on well-conditioned data (doc/mechanisms/ops.rst).
+    to a third on well-conditioned data (:doc:`/mechanisms/ops`).
 
     With a numeric ``alpha``, the guarantee is the exact loss at the worst
     corner of the domain
@@ -162,28 +163,71 @@ class OPSRegressor(PrivateRegressorMixin):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _calibrate(self, n_samples, n_features):
-        """(alpha, gamma) for a data set of ``n_samples`` rows (public)."""
-        if (self.epsilon is None) == (self.gamma is None):
+    def _private_ridge(self):
+        """Whether ``alpha="auto"`` chooses the ridge privately from the data:
+        with a budget, the fit is AdaOPS's (see Notes)."""
+        return self.alpha == "auto" and self.epsilon is not None and self.gamma is None
+
+    def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
+        if self._private_ridge():
+            return AdaOPSRelease.dp_guarantee(self.epsilon, self.delta, n_samples, n_features,
+                                              min_samples, intercept=self.fit_intercept)
+        return OPSRelease.dp_guarantee(
+            self.epsilon, self.delta, n_samples, n_features, min_samples,
+            alpha=self.alpha, gamma=self.gamma, intercept=self.fit_intercept)
+
+    def _make_release(self, data):
+        if self._private_ridge():
+            # AdaOPS's release (its two cells, then one posterior sample),
+            # without kappa_ (OPS has no kappa)
+            return AdaOPSRelease.from_budget(self.epsilon, self.delta, data,
+                                             scaler=self._scaler, report_kappa=False)
+        return OPSRelease.from_budget(self.epsilon, self.delta, data, scaler=self._scaler,
+                                      alpha=self.alpha, gamma=self.gamma)
+
+
+class OPSRelease(Release):
+    """OPS's release: coef ~ N(theta_hat, (gamma H)^{-1}) (:doc:`/publish`).
+
+    x^T (coef - theta_hat) ~ N(0, mu' / gamma) with the in-sample leverage
+    mu'; the loss grows with the leverage and the |residual| (section 2 of
+    :doc:`/mechanisms/ops`), so upper values give an upper bound. A
+    published bound is capped by the domain's worst loss of a row removed
+    from the n rows or added to them (the corners at n and n + 1 rows),
+    which holds for anyone. Holds the ridge system of the data (``ridge``).
+    """
+
+    def __init__(self, *, gamma, capped, **common):
+        super().__init__(**common)
+        self.gamma = float(gamma)
+        self.noise_scale = 1.0 / np.sqrt(self.gamma)
+        # calibrated to a budget: no row costs more than it
+        self.capped = capped
+
+    @staticmethod
+    def calibrate(epsilon, delta, alpha, gamma, n_samples, n_features, intercept):
+        """(alpha, gamma) for a data set of ``n_samples`` rows (public);
+        :class:`~sklearn_pdp._base.InfeasibleBudget` where ``alpha`` cannot
+        meet the budget."""
+        if (epsilon is None) == (gamma is None):
             raise ValueError(
                 "Give exactly one of epsilon (a privacy budget) and gamma (a raw "
-                f"posterior scaling, for experts); got epsilon={self.epsilon!r}, "
-                f"gamma={self.gamma!r}."
+                f"posterior scaling, for experts); got epsilon={epsilon!r}, "
+                f"gamma={gamma!r}."
             )
-        if self.alpha == "auto":  # with a budget, the fit is AdaOPS's (_fit_adaops)
+        if alpha == "auto":  # with a budget, the release is AdaOPS's
             raise ValueError("alpha='auto' needs epsilon; give alpha with gamma.")
-        alpha = float(self.alpha)
-        if self.epsilon is None:
-            return alpha, float(self.gamma)
-        gamma = self._gamma(alpha, n_samples)
+        alpha = float(alpha)
+        if epsilon is None:
+            return alpha, float(gamma)
+        gamma = OPSRelease.budget_gamma(epsilon, delta, alpha, n_samples, intercept)
         if gamma is None:
             try:
-                auto = ops_auto_alpha(
-                    self.epsilon, self.delta, n_samples, n_features, self.fit_intercept)
+                auto = ops_auto_alpha(epsilon, delta, n_samples, n_features, intercept)
             except ValueError:
                 auto = None
             raise InfeasibleBudget(
-                f"OPSRegressor cannot meet epsilon={self.epsilon} at alpha={alpha:.4g} "
+                f"OPSRegressor cannot meet epsilon={epsilon} at alpha={alpha:.4g} "
                 f"with n_samples={n_samples}: its loss at the worst leverage stays "
                 "above the budget however much noise it adds. "
                 + (f"alpha={auto:.4g} (the public rule ops_auto_alpha) meets it." if auto
@@ -192,83 +236,65 @@ class OPSRegressor(PrivateRegressorMixin):
             )
         return alpha, gamma
 
-    def _gamma(self, alpha, n_samples):
+    @staticmethod
+    def budget_gamma(epsilon, delta, alpha, n_samples, intercept):
         """The budget's gamma at this ridge, or None where none meets it."""
-        corner = domain_bounds(n_samples, alpha, self.fit_intercept)
+        corner = domain_bounds(n_samples, alpha, intercept)
         try:
-            return ops_gamma(self.epsilon, self.delta, corner["leverage"], corner["residual"])
+            return ops_gamma(epsilon, delta, corner["leverage"], corner["residual"])
         except ValueError:
             return None
 
-    def _private_ridge(self):
-        """Whether ``alpha="auto"`` chooses the ridge privately from the data:
-        with a budget, the fit is AdaOPS's (see Notes)."""
-        return self.alpha == "auto" and self.epsilon is not None and self.gamma is None
-
-    def _adaops(self):
-        """The AdaOPS mechanism with this estimator's budget."""
-        return AdaOPSRegressor(epsilon=self.epsilon, delta=self.delta,
-                               fit_intercept=self.fit_intercept)
-
-    def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
-        if self._private_ridge():
-            return self._adaops()._mechanism_guarantee(n_samples, n_features, min_samples)
-        if self.epsilon is not None:
+    @classmethod
+    def dp_guarantee(cls, epsilon, delta, n_samples, n_features, min_samples=None, *,
+                     alpha, gamma, intercept):
+        """The data-independent guarantee (see
+        :meth:`~sklearn_pdp.OPSRegressor.dp_guarantee`)."""
+        if epsilon is not None:
             # calibrated at the fitted size, verified there: the budget holds
             # at every size it accepts (each refusal is raised here)
             for n in {n_samples, min_samples or n_samples}:
-                self._calibrate(n, n_features)
-            return float(self.epsilon), self.delta
-        alpha, gamma = self._calibrate(n_samples, n_features)
+                cls.calibrate(epsilon, delta, alpha, gamma, n, n_features, intercept)
+            return float(epsilon), delta
+        alpha, gamma = cls.calibrate(epsilon, delta, alpha, gamma, n_samples, n_features,
+                                     intercept)
         # the corner of the domain over the sizes (ops_dp_epsilon)
-        return ops_dp_epsilon(
-            self.delta, alpha, gamma, n_samples, self.fit_intercept, min_samples
-        ), self.delta
+        return ops_dp_epsilon(delta, alpha, gamma, n_samples, intercept, min_samples), delta
 
-    def _fit_scaled(self, data, rng):
-        if self._private_ridge():
-            return self._fit_adaops(data, rng)
+    @classmethod
+    def from_budget(cls, epsilon, delta, data, *, scaler, alpha, gamma=None):
+        n, intercept = data.n_samples, scaler.fit_intercept
+        d = data.n_features - int(intercept)
         try:
-            self.alpha_, self.gamma_ = self._calibrate(data.n_samples, self.n_features_in_)
+            alpha, gamma = cls.calibrate(epsilon, delta, alpha, gamma, n, d, intercept)
         except InfeasibleBudget as exc:
-            self.alpha_ = ridge_fallback(exc)
-            self.gamma_ = self._gamma(self.alpha_, data.n_samples)
-        self._n = data.n_samples
-        self._ridge = RidgeSystem(*data.gram(), self.alpha_, self.fit_intercept)
-        self.dp_epsilon_, self.dp_delta_ = self.dp_guarantee(
-            data.n_samples, self.n_features_in_
-        )
-        self.noise_scale_ = 1.0 / np.sqrt(self.gamma_)
-        return self._mechanism_release(rng)
+            # here, from_budget, _make_release, _choose_release, fit,
+            # scikit-learn's fit wrapper, the user
+            alpha = ridge_fallback(exc, stacklevel=7)
+            gamma = cls.budget_gamma(epsilon, delta, alpha, n, intercept)
+        guarantee = ((float(epsilon), delta) if epsilon is not None
+                     else (ops_dp_epsilon(delta, alpha, gamma, n, intercept), delta))
+        release = cls(gamma=gamma, capped=epsilon is not None, scaler=scaler, n_samples=n,
+                      delta=delta, guarantee=guarantee, alpha=alpha)
+        release.ridge = RidgeSystem(*data.gram(), alpha, intercept)
+        return release
 
-    def _fit_adaops(self, data, rng):
-        """The fit of ``alpha="auto"`` with a budget: AdaOPS's release (the
-        conditioning's cell, the residual bound's cell, one posterior
-        sample), whose exact per-row losses of the whole release it reports."""
-        ada = self._adaops_ = self._adaops()
-        ada.n_features_in_, ada._scaler = self.n_features_in_, self._scaler
-        theta = ada._fit_scaled(data, rng)
-        ada._theta = theta
-        for name in ("alpha_", "gamma_", "noise_scale_", "floor_", "residual_bound_",
-                     "dp_epsilon_", "dp_delta_", "_n", "_ridge"):
-            setattr(self, name, getattr(ada, name))
-        return theta
+    def draw(self, rng, size=None):
+        return self.ridge.coef + self.ridge.sample(rng, self.noise_scale, size)
 
-    def _mechanism_release(self, rng, size=None):
-        """Draw(s) of the released coefficients (scaled coordinates)."""
-        if hasattr(self, "_adaops_"):
-            return self._adaops_._mechanism_release(rng, size)
-        return self._ridge.coef + self._ridge.sample(rng, self.noise_scale_, size)
+    def fitted_attributes(self):
+        return {"alpha_": self.alpha, "gamma_": self.gamma, "noise_scale_": self.noise_scale}
 
-    def _training_epsilon(self, Xs, ys):
-        return self._training_stages()(Xs, ys)
+    def losses(self, Xs, ys, add=False):
+        return self.row_losses(add)(Xs, ys)
 
-    def _training_stages(self):
-        """:meth:`_training_epsilon` as a :class:`TwoStageRows`: the leverage
-        and the residual of each row (one product), then its exact loss."""
-        if hasattr(self, "_adaops_"):
-            return self._adaops_._training_epsilon
-        ridge = self._ridge
+    def row_losses(self, add=False):
+        """Training rows as a :class:`TwoStageRows`: the leverage and the
+        residual of each row (one product), then its exact loss."""
+        if add:
+            # an added row is not a neighbour the calibration covered: uncapped
+            return partial(ops_target_epsilon, self.ridge, delta=self.delta, gamma=self.gamma)
+        ridge = self.ridge
 
         def statistics(Xs, ys):
             stats = ridge.row_statistics(Xs, ys)
@@ -276,54 +302,14 @@ class OPSRegressor(PrivateRegressorMixin):
 
         def finish(stats):
             mu, r = leave_one_out(stats[:, 0], stats[:, 1])
-            return self._capped(ops_epsilon(self.delta, mu, r, self.gamma_))
+            eps = ops_epsilon(self.delta, mu, r, self.gamma)
+            # a row at the calibration corner costs exactly the budget: the
+            # root search's tolerance must not report more
+            return np.minimum(eps, self.guarantee[0]) if self.capped else eps
 
         return TwoStageRows(statistics, finish, 2)
 
-    def _target_epsilon(self, Xs, ys):
-        if hasattr(self, "_adaops_"):
-            return self._adaops_._target_epsilon(Xs, ys)
-        # an added row is not a neighbour the calibration covered: uncapped
-        return ops_target_epsilon(self._ridge, Xs, ys, self.delta, self.gamma_)
-
-    def _capped(self, eps):
-        # a row at the calibration corner costs exactly the budget: the root
-        # search's tolerance must not report more
-        return eps if self.epsilon is None else np.minimum(eps, self.dp_epsilon_)
-
-    def _mechanism_law(self):
-        """Public description of the release, for a published report.
-
-        Returns
-        -------
-        law : OPSLaw
-            The posterior scaling ``gamma_``, the ridge, the public size, the
-            domain and the released (scaled) coefficients: see
-            :class:`sklearn_pdp._law.ReleaseLaw`.
-        """
-        if hasattr(self, "_adaops_"):
-            return self._adaops_._mechanism_law()
-        return OPSLaw(gamma=self.gamma_, **self._law_public())
-
-    def _law_statistics(self, Xs, ys, add=False):
-        if hasattr(self, "_adaops_"):
-            return self._adaops_._law_statistics(Xs, ys, add)
-        return super()._law_statistics(Xs, ys, add)
-
-
-class OPSLaw(ReleaseLaw):
-    """OPS's release law: coef ~ N(theta_hat, (gamma H)^{-1}) (doc/publish.rst).
-
-    x^T (coef - theta_hat) ~ N(0, mu' / gamma) with the in-sample leverage
-    mu'; the loss grows with the leverage and the |residual| (section 2 of
-    doc/mechanisms/ops.rst), so upper values give an upper bound. It is
-    capped by the domain's worst loss of a row removed from the n rows or
-    added to them (the corners at n and n + 1 rows), which holds for anyone.
-    """
-
-    def __init__(self, *, gamma, **public):
-        super().__init__(**public)
-        self.gamma = float(gamma)
+    # -- the law of a published report ----------------------------------------
 
     def residual_margin(self, beta, stats):
         return ndtri(1.0 - beta / 2.0) * np.sqrt(stats["leverage"] / self.gamma)

@@ -15,7 +15,7 @@ from sklearn_pdp._accounting import (
     ops_mixture_epsilon,
 )
 from sklearn_pdp._domain import DomainScaler
-from sklearn_pdp._adaops import conditioning_max_change, lipschitz
+from sklearn_pdp._accounting._adaops import conditioning_max_change, lipschitz
 from sklearn_pdp._eigen import lambda_min_change
 
 from ._mc import Z_TOL, hockey_stick_mc
@@ -178,32 +178,32 @@ def test_lipschitz_change_is_exact_and_within_its_sensitivity(fit_intercept):
     reg = AdaOPSRegressor(epsilon=2.0, fit_intercept=fit_intercept, random_state=0,
                           **BOUNDS).fit(X, y)
     Z, ys = _scaled(X, y, reg)
-    cal = reg._cal
-    k = int(cal.index(reg._G - cal.margin))
+    cal = reg.release_.cal
+    k = int(cal.index(reg.release_.G - cal.margin))
     alpha = cal.ridge(k)
-    assert reg._G + alpha / cal.ridge_factor >= cal.floor(k)  # the floor holds here
+    assert reg.release_.G + alpha / cal.ridge_factor >= cal.floor(k)  # the floor holds here
     c = cal.bound_grid(k)[0]
 
     def log_r(Zs, labels):
         return np.log(lipschitz(_ridge_fit(Zs, labels, alpha, fit_intercept)[1], fit_intercept))
 
     full = log_r(Z, ys)
-    assert reg._cell_fit(k)[1] == pytest.approx(full, rel=1e-12)
-    _, _, (removed, same) = reg._cell_rows(k, Z, ys, add=False)
+    assert reg.release_._cell_fit(k)[1] == pytest.approx(full, rel=1e-12)
+    _, _, (removed, same) = reg.release_._cell_rows(k, Z, ys, add=False)
     refits = [log_r(np.delete(Z, i, 0), np.delete(ys, i)) - full for i in range(len(Z))]
     assert_allclose(removed, refits, rtol=1e-9, atol=1e-14)
     assert np.all(same == 0) and np.all(np.abs(removed) <= c)
-    g_removed, _ = reg._conditioning_shifts(Z, add=False)
+    g_removed, _ = reg.release_._conditioning_shifts(Z, add=False)
     G = _conditioning(Z, fit_intercept)
     assert_allclose(g_removed, [_conditioning(np.delete(Z, i, 0), fit_intercept) - G
                                 for i in range(len(Z))], rtol=1e-9, atol=1e-11)
     Xn, yn = _unit_rows(6, 3, 5)
     Zn, zn = _scaled(Xn, yn, reg)
-    _, _, (same, added) = reg._cell_rows(k, Zn, zn, add=True)
+    _, _, (same, added) = reg.release_._cell_rows(k, Zn, zn, add=True)
     refits = [log_r(np.vstack([Z, z]), np.append(ys, label)) - full for z, label in zip(Zn, zn)]
     assert_allclose(added, refits, rtol=1e-9, atol=1e-14)
     assert np.all(same == 0) and np.all(np.abs(added) <= c)
-    _, g_added = reg._conditioning_shifts(Zn, add=True)
+    _, g_added = reg.release_._conditioning_shifts(Zn, add=True)
     assert_allclose(g_added, [_conditioning(np.vstack([Z, z]), fit_intercept) - G for z in Zn],
                     rtol=1e-9, atol=1e-11)
 
@@ -216,7 +216,7 @@ def test_conditioning_noise_and_cells():
     floor's own (crude) bound."""
     X, y = _unit_rows(5000, 3, 1)
     reg = AdaOPSRegressor(epsilon=1.0, random_state=0, **BOUNDS).fit(X, y)
-    cal = reg._cal
+    cal = reg.release_.cal
     change = 1 + 1 / 4999 + (2 + 1 / 4999) / 3
     assert cal.change == pytest.approx(change)
     assert cal.sigma == pytest.approx(change / _largest_ratio(0.2, 1e-6 / 5), rel=1e-6)
@@ -273,8 +273,8 @@ def _release_epsilon(reg, small, large, target, label, delta):
     eigvalsh, log R by refits, every cell within 40 noise deviations, cell
     masses from scipy.stats, ops_delta per pair of cells, brentq on each
     direction."""
-    cal, intercept = reg._cal, reg.fit_intercept
-    z = stats.norm.isf(reg._budget()[1])
+    cal, intercept = reg.release_.cal, reg.fit_intercept
+    z = stats.norm.isf(reg.release_.cal.delta_share)
     e_p, e_q = (_conditioning(Z, intercept) - cal.margin for Z, _ in (small, large))
     cells = np.arange(cal.index(min(e_p, e_q) - 40 * cal.sigma),
                       cal.index(max(e_p, e_q) + 40 * cal.sigma) + 1)
@@ -402,7 +402,7 @@ def test_loss_is_exact_against_monte_carlo_of_the_whole_release():
     kappa = 0.9 * n * eps / (4 * (1 + np.log(4 / delta)))
     reg = AdaOPSRegressor(epsilon=eps, delta=delta, kappa=kappa, fit_intercept=False,
                           random_state=0, **BOUNDS).fit(X, y)
-    cal = reg._cal
+    cal = reg.release_.cal
     sigma = 1.0 / _largest_ratio(0.2 * eps, delta / 5)  # default split (0.2, 0.2, 0.6)
     assert cal.sigma == pytest.approx(sigma, rel=1e-6)
     z = stats.norm.isf(delta / 5)
@@ -478,7 +478,7 @@ def test_guarantee_holds_on_adversarial_data(seed):
     y[0] = -1.0
     reg = AdaOPSRegressor(epsilon=eps, delta=delta, kappa=1.0, fit_intercept=False,
                           random_state=seed, **BOUNDS).fit(X, y)
-    cal = reg._cal
+    cal = reg.release_.cal
     assert reg.floor_ == pytest.approx(n / d) and reg.kappa_ == pytest.approx(1.0)
     assert reg.alpha_ > 1.0  # the floor needs ridge here
     H = X.T @ X + reg.alpha_ * np.eye(d)
@@ -519,7 +519,7 @@ def test_corner_covers_every_target_with_an_intercept(seed):
     X[0] = [-0.6, -0.8]  # far from the mean
     y = np.clip(0.3 + 2 * (X - X.mean(axis=0)) @ [1.0, -1.0] + 0.2 * rng.normal(size=n), -1, 1)
     reg = AdaOPSRegressor(epsilon=3.0, random_state=seed, **BOUNDS).fit(X, y)
-    cal = reg._cal
+    cal = reg.release_.cal
     Z = _with_constant(X)
     P = np.diag([1.0, 1.0, 0.0])
     H = Z.T @ Z + reg.alpha_ * P
@@ -527,7 +527,7 @@ def test_corner_covers_every_target_with_an_intercept(seed):
     mu_c = cal.leverage(reg.floor_)
     assert mu_c == pytest.approx(1 / (n - 1) + 1 / (reg.floor_ - cal.change))
     # the margin events held for this draw
-    assert reg._G + reg.alpha_ / 4 >= reg.floor_
+    assert reg.release_.G + reg.alpha_ / 4 >= reg.floor_
     assert (lipschitz(theta, True) <= reg.residual_bound_ * (1 - mu_c)
             or reg.residual_bound_ == cal.crude(reg.floor_))
     lev = np.einsum("ij,ij->i", Z, np.linalg.solve(H, Z.T).T)
@@ -584,15 +584,15 @@ def test_budget_split_is_respected():
                           **BOUNDS).fit(X, y)
     default = AdaOPSRegressor(epsilon=1.0, kappa=5.0, random_state=0, **BOUNDS).fit(X, y)
     # a smaller sample share than the default's 0.6 buys a smaller gamma
-    assert reg._cal.gamma(0, 0) < default._cal.gamma(0, 0)
+    assert reg.release_.cal.gamma(0, 0) < default.release_.cal.gamma(0, 0)
     assert reg.dp_epsilon_ == 1.0
-    assert reg._cal.sigma == pytest.approx(
+    assert reg.release_.cal.sigma == pytest.approx(
         conditioning_max_change(3000, 3, True) / _largest_ratio(0.25, 1e-6 / 5), rel=1e-6)
     # no bound released: delta in three, one bound cell with the crude residual
     plain = AdaOPSRegressor(epsilon=1.0, budget_split=[1, 0, 3], random_state=0,
                             **BOUNDS).fit(X, y)
-    assert plain._budget()[1] == 1e-6 / 3 and plain._cal.bound_grid(0)[3] == 0
-    assert plain.residual_bound_ == plain._cal.crude(plain.floor_)
+    assert plain.release_.cal.delta_share == 1e-6 / 3 and plain.release_.cal.bound_grid(0)[3] == 0
+    assert plain.residual_bound_ == plain.release_.cal.crude(plain.floor_)
 
 
 def test_intercept_is_not_shrunk():
@@ -619,7 +619,7 @@ def test_utility_close_to_least_squares_with_a_large_sample():
     mse_ls = np.mean((ls.predict(X_test) - y_test) ** 2)
     reg = AdaOPSRegressor(epsilon=1.0, random_state=0, **BOUNDS).fit(X, y)
     assert reg.alpha_ < 1e-2 * reg.floor_  # well conditioned: no real ridge
-    assert reg.residual_bound_ < 2 * lipschitz(reg._ridge.coef, True)  # a tight bound
+    assert reg.residual_bound_ < 2 * lipschitz(reg.release_.ridge.coef, True)  # a tight bound
     assert np.mean((reg.predict(X_test) - y_test) ** 2) < 1.05 * mse_ls
 
 

@@ -262,7 +262,7 @@ def test_audit_adaops():
     # mechanism calibrated for the full size (the same floor n / (d kappa))
     params["kappa"] *= (n - 1) / n
     smaller = AdaOPSRegressor(random_state=0, **params).fit(X[neighbour], y[neighbour])
-    smaller._cal, smaller._ridges = reg._cal, {}
+    smaller.release_.cal, smaller.release_.fits = reg.release_.cal, {}
     full = reg.release_.draw(rng, size=runs)[:, 0]
     without = smaller.release_.draw(rng, size=runs)[:, 0]
     lower = epsilon_lower_bound(without, full, delta, ALPHA)

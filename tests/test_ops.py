@@ -18,6 +18,7 @@ from sklearn_pdp._accounting import (
 )
 from sklearn_pdp._domain import DomainScaler
 from sklearn_pdp._rows import ScaledData
+from sklearn_pdp._ops import OPSRelease
 
 
 def _scaled(X, y, reg):
@@ -220,7 +221,8 @@ def test_auto_alpha_rule(n, epsilon):
     # the rule is public, for experts: OPSRegressor's "auto" is AdaOPS's
     # private ridge (tests/test_consistency.py), a number is used as given
     reg = OPSRegressor(epsilon=epsilon, alpha=alpha, data_norm=1.0, y_bound=1.0)
-    assert reg._calibrate(n, d)[0] == alpha
+    assert OPSRelease.calibrate(reg.epsilon, reg.delta, reg.alpha, reg.gamma, n, d,
+                                reg.fit_intercept)[0] == alpha
 
 
 def test_wide_rows_finish_losses_after_all_products():
@@ -233,7 +235,7 @@ def test_wide_rows_finish_losses_after_all_products():
     reg = OPSRegressor(epsilon=1.0, data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
     assert not reg.mean_only_
     data = ScaledData(X, y, reg.domain_scaler())
-    per_chunk = data.map_rows(lambda Xs, ys: reg._training_epsilon(Xs, ys))
+    per_chunk = data.map_rows(lambda Xs, ys: reg.release_.losses(Xs, ys))
     assert_allclose(reg.pdp_losses_, per_chunk, rtol=1e-10)
 
 

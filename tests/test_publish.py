@@ -28,7 +28,7 @@ from sklearn_pdp._accounting import (
     ops_epsilon,
     ops_mixture_epsilon,
 )
-from sklearn_pdp._adaops import _PUBLISHED_WINDOW_SHARE
+from sklearn_pdp._adaops_published import _PUBLISHED_WINDOW_SHARE
 from sklearn_pdp._ridge_system import penalty
 from sklearn_pdp._output_perturbation_calibration import (
     _ball_constants,
@@ -397,20 +397,20 @@ def test_adaops_composition_bounds_the_exact_mixture(squeeze, add):
     X, y = _squeezable_data(20000, squeeze=squeeze)
     est = AdaOPSRegressor(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
     Xs, ys = est.release_law().scaler.scale(X, y)
-    cal = est._cal
+    cal = est.release_.cal
     delta = 0.9 * est.delta  # the model's share next to a publication
     half = 0.5 * (delta - _PUBLISHED_WINDOW_SHARE * est.delta)
     z = -ndtri(_PUBLISHED_WINDOW_SHARE * est.delta / 4)
-    shift = np.abs(np.sum(est._conditioning_shifts(Xs, add=add), axis=0))
+    shift = np.abs(np.sum(est.release_._conditioning_shifts(Xs, add=add), axis=0))
     reach = z * cal.sigma + shift.max()
-    first, last = cal.index([est._G - cal.margin - reach, est._G - cal.margin + reach])
+    first, last = cal.index([est.release_.G - cal.margin - reach, est.release_.G - cal.margin + reach])
     ratio2, sample = np.zeros(len(ys)), np.zeros(len(ys))
     ridges = set()
     for k in range(first, last + 1):
         ridges.add(cal.ridge(k))
-        mu, r, shifts = est._cell_rows(k, Xs, ys, add)
+        mu, r, shifts = est.release_._cell_rows(k, Xs, ys, add)
         step = np.abs(np.sum(shifts, axis=0))
-        centre = est._cell_fit(k)[1] + cal.z * cal.bound_grid(k)[1]
+        centre = est.release_._cell_fit(k)[1] + cal.z * cal.bound_grid(k)[1]
         sigma = cal.bound_grid(k)[1]
         ratio2 = np.maximum(ratio2, step / sigma)
         low = cal.bound_index(k, centre - z * sigma - step)
@@ -421,7 +421,7 @@ def test_adaops_composition_bounds_the_exact_mixture(squeeze, add):
         sample = np.maximum(sample, ops_epsilon(half, mu, r, gamma))
     assert len(ridges) == (2 if squeeze < 1 else 1)
     bound = gaussian_epsilon(half, np.hypot(shift / cal.sigma, ratio2)) + sample
-    exact = ops_mixture_epsilon(delta, **est._mixture_columns(Xs, ys, add))
+    exact = ops_mixture_epsilon(delta, **est.release_._mixture_columns(Xs, ys, add))
     assert np.all(bound >= exact)
     assert np.median(bound / exact) < 3.0
 
@@ -430,16 +430,16 @@ def _redraw(report, rng):
     """The published object of another draw of the whole release: the
     estimator's cells and coefficients, and the publication's Gram noise."""
     est, published = report.estimator_, report.published_
-    cells, bounds = est._draw_cells(rng, 1)
+    cells, bounds = est.release_._draw_cells(rng, 1)
     k, j = int(cells[0]), int(bounds[0])
-    ridge, gamma = est._cell_fit(k)[0], est._cal.gamma(k, j)
+    ridge, gamma = est.release_._cell_fit(k)[0], est.release_.cal.gamma(k, j)
     law = copy.copy(published.law)
-    law.cell, law.gamma, law.alpha = k, gamma, est._cal.ridge(k)
+    law.cell, law.gamma, law.alpha = k, gamma, est.release_.cal.ridge(k)
     law.coef = ridge.coef + ridge.sample(rng, 1.0 / np.sqrt(gamma))
     other = copy.copy(published)
     other.law = law
-    other.noisy_gram = est._XtX + published.noise_scale * gram_noise(
-        rng, est._XtX.shape[0], est.fit_intercept)
+    other.noisy_gram = est.release_.XtX + published.noise_scale * gram_noise(
+        rng, est.release_.XtX.shape[0], est.fit_intercept)
     return other
 
 
@@ -458,10 +458,10 @@ def test_adaops_published_bound_coverage(runs):
     ratio = report.published_.scaled_epsilon(Xs, ys) / report.pdp_losses_
     rows = np.concatenate([np.argsort(ratio)[:10], np.arange(5)])
     Xr, yr, exact = Xs[rows], ys[rows], report.pdp_losses_[rows]
-    cal = est._cal
-    shift = np.abs(est._conditioning_shifts(Xr, add=False)[0])
-    cells = {int(cal.index(est._G - cal.margin + e * cal.sigma)) for e in (-3, 0, 3)}
-    truth = {k: (est._cell_rows(k, Xr, yr, add=False), est._cell_fit(k)[1]) for k in cells}
+    cal = est.release_.cal
+    shift = np.abs(est.release_._conditioning_shifts(Xr, add=False)[0])
+    cells = {int(cal.index(est.release_.G - cal.margin + e * cal.sigma)) for e in (-3, 0, 3)}
+    truth = {k: (est.release_._cell_rows(k, Xr, yr, add=False), est.release_._cell_fit(k)[1]) for k in cells}
     rng = np.random.RandomState(1)
     beta = report.published_.beta
     covered, held = np.zeros(rows.size), np.zeros(rows.size)
@@ -470,7 +470,7 @@ def test_adaops_published_bound_coverage(runs):
         law = published.law
         covered += published.scaled_epsilon(Xr, yr) >= exact
         low, high = law.conditioning_interval(published, beta / 8)
-        ok = (low <= est._G <= high) & (law.conditioning_change(published, Xr, high) >= shift)
+        ok = (low <= est.release_.G <= high) & (law.conditioning_change(published, Xr, high) >= shift)
         released = law._released_bounds(published, Xr, yr)
         for k, ((mu, r, (step, _)), log_R) in truth.items():
             b = law.ridge_bounds(published, Xr, cal.ridge(k), released, law.cell_floor(k, low))
@@ -779,12 +779,12 @@ def test_floor_bound_is_below_the_regularised_gram(fit_intercept):
     est, published = report.estimator_, report.published_
     Z = published.law.scaler.scale(X)  # the constant feature included
     Xs = Z[:, :5]
-    assert np.linalg.norm(published.noisy_gram - est._XtX, 2) <= (
+    assert np.linalg.norm(published.noisy_gram - est.release_.XtX, 2) <= (
         published.noise_scale * published.noise_bound())  # the Gram noise's event
     centred = Xs - Xs.mean(axis=0) if fit_intercept else Xs
     floor = np.linalg.eigvalsh(centred.T @ centred)[0]
     alpha = 1e-3
-    H = est._XtX + alpha * penalty(Z.shape[1], fit_intercept)
+    H = est.release_.XtX + alpha * penalty(Z.shape[1], fit_intercept)
     B = published.floor_bound(floor + alpha)
     assert np.linalg.eigvalsh(H - B)[0] >= -1e-9 * len(X)
     without = published.upper_statistics(Z, alpha)

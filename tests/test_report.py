@@ -262,7 +262,7 @@ class _NoRidgeOPS(OPSRegressor):
 
     def fit(self, X, y):
         super().fit(X, y)
-        del self._ridge
+        del self.release_.ridge
         return self
 
     def pdp_epsilon(self, X, y=None):
