@@ -34,7 +34,7 @@ from ._accounting._adaops import (
     lipschitz_log_change,
 )
 from ._adaops_published import _PUBLISHED_WINDOW_SHARE, AdaOPSPublishedBounds
-from ._base import InfeasibleBudget
+from ._fallback import InfeasibleBudget
 from ._eigen import eigen_change, scatter_eigen
 from ._release import Release
 from ._ridge_system import RidgeSystem, leave_one_out
@@ -112,7 +112,7 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
     @classmethod
     def calibrate(cls, epsilon, delta, n, d, intercept, kappa=None, budget_split=None):
         """The public calibration for n rows and d features, and the budget's
-        shares; raises :class:`~sklearn_pdp._base.InfeasibleBudget` where
+        shares; raises :class:`~sklearn_pdp._fallback.InfeasibleBudget` where
         ``kappa`` cannot meet the budget."""
         eps, delta_share = cls.budget_shares(epsilon, delta, budget_split)
         cal = calibration(n, d, intercept, eps, delta_share,

@@ -11,24 +11,19 @@ output perturbation and random projection on rows of 32 columns or more,
 whose accounting then follows all the products: see ``_rows.TwoStageRows``).
 """
 
-import copy
-import secrets
 import warnings
-from abc import abstractmethod
+from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, StrOptions, _fit_context
-from ._config import get_config as _get_pdp_config
 from ._mean import MEAN_ONLY_RATE, MeanRelease, mean_only_size
 from ._profile import PrivacyProfile
 from ._public import public_model
-from ._release import ExactRelease, Release
-from ._release import ridge_statistics as _ridge_statistics
+from ._release import ExactRelease
 from ._arrays import compute
 from ._domain import (
     DomainScaler,
@@ -38,94 +33,26 @@ from ._domain import (
     warn_clipping,
 )
 from ._rows import scaled_data
-from ._validation import validate_rows, warn_large_delta
+from ._fallback import InfeasibleBudget, fallback_reason
+from ._validation import noise_generator, validate_rows, warn_large_delta
 from .exceptions import FallbackWarning, PrivacyLeakWarning
 from . import _tighten
 
 
-class InfeasibleBudget(ValueError):
-    """A user-set hyper-parameter cannot meet the epsilon budget at this size.
-
-    Raised by a mechanism's calibration (a function of public quantities
-    only), with ``ridge`` the larger ridge that meets the budget (the one
-    of ``alpha="auto"``), which the mechanism then uses
-    (:func:`ridge_fallback`), or None: :meth:`PrivateRegressorMixin.fit`
-    then releases the label mean at the budget. Either way a
-    :class:`~sklearn_pdp.exceptions.FallbackWarning` carries the message,
-    which names the parameter and a value that meets the budget.
-    """
-
-    def __init__(self, message, ridge=None):
-        super().__init__(message)
-        self.ridge = ridge
-
-
-def ridge_fallback(exc, stacklevel=5):
-    """The ridge that :class:`InfeasibleBudget` ``exc`` offers, with a
-    FallbackWarning; ``exc`` itself again where it offers none (the label
-    mean). ``stacklevel`` 5: here, ``_fit_scaled``, ``fit``, scikit-learn's
-    fit wrapper, the user."""
-    if exc.ridge is None:
-        raise exc
-    warnings.warn(f"{exc} It is used instead.", FallbackWarning, stacklevel=stacklevel)
-    return exc.ridge
-
-
-
-
-def _ceil(value, digits=4):
-    """``value`` rounded up to ``digits`` significant digits, as a string
-    (a threshold that still holds once printed)."""
-    if not (np.isfinite(value) and value > 0):
-        return f"{value:g}"
-    step = 10.0 ** (np.floor(np.log10(value)) - digits + 1)
-    return f"{np.ceil(value / step) * step:.{digits}g}"
-
-
-def noise_generator(random_state):
-    """The random generator from which a fit draws all of its noise.
-
-    ``random_state`` is used as scikit-learn uses it (``check_random_state``)
-    except for None: an int seeds a new ``RandomState`` (reproducible fits,
-    for experiments), an instance is used as is, and None gives a fresh
-    ``RandomState`` seeded with 256 bits from :mod:`secrets`, so that no
-    ``np.random.seed`` can predict a release. Under
-    ``sklearn_pdp.set_config(secure_noise=False)``, None is numpy's global
-    ``RandomState`` (predictable after ``np.random.seed``), as in
-    scikit-learn.
-    The noise is sampled in float64, so the reported epsilons are those of
-    the ideal real-valued mechanism (floating-point caveats, Mironov 2012:
-    see the README section "Noise source and floating point").
-    """
-    if random_state is None and _get_pdp_config()["secure_noise"]:
-        seed = np.random.SeedSequence(secrets.randbits(256))
-        return np.random.RandomState(np.random.MT19937(seed))
-    return check_random_state(random_state)
-
-
-
-
-class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
+class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of the package's private linear regressors.
 
-    Subclasses implement, on data scaled into the privacy domain,
-
-    - ``_fit_scaled(data, rng)``: receives the rows (``ScaledData`` or
-      ``DaskScaledData``, used only through ``gram``, ``reduce`` and
-      ``map_rows``), draws the noise from ``rng``, sets the privacy attributes
-      and returns the released coefficient vector;
-    - ``_training_epsilon(Xs, ys)``: the exact per-instance epsilon of
-      removing each of the training rows ``Xs`` (labels ``ys``), which
-      fills ``pdp_losses_`` (optionally also ``_training_stages()``: the
-      same as a ``TwoStageRows``, for a pass to run its products and its
-      accounting apart);
-    - ``_target_epsilon(Xs, ys)``: that of adding the rows (``ys`` None: the
-      worst label);
-    - ``_mechanism_release(rng, size=None)``: fresh draw(s) of the release
-      (audits draw through ``_release``, which is the label mean's where the
-      fit fell back to it);
-    - :meth:`dp_guarantee`: the data-independent guarantee for a sample size,
-      which ``_fit_scaled`` reports as ``dp_epsilon_``/``dp_delta_``.
+    A subclass implements one hook, :meth:`_make_release` (the pattern of
+    scikit-learn's ``BaseRandomProjection._make_random_matrix``): its
+    mechanism's :class:`~sklearn_pdp._release.Release` on the data scaled
+    into the privacy domain, calibrated to the budget; and
+    ``_mechanism_guarantee``, the data-independent guarantee of
+    :meth:`dp_guarantee` for a size (from the release's calibration). The
+    fit draws the release, and reads ``dp_epsilon_``, ``pdp_losses_`` and
+    the mechanism's fitted attributes from it (``release_``); so do
+    :meth:`pdp_epsilon`, :meth:`release_law` and :meth:`privacy_profile`.
+    The label mean (where the budget buys no slopes) and least squares (at
+    ``epsilon=inf``) are releases like any other (:meth:`_choose_release`).
 
     Reports and meta-estimators use two public hooks: :meth:`resolve_bounds`
     (the private search resolves the bounds once for all its fits) and
@@ -213,12 +140,10 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         except InfeasibleBudget:
             return float(self.epsilon), self.delta
 
+    @abstractmethod
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         """:meth:`dp_guarantee` of the mechanism itself (sizes above the
-        fallback to the label mean)."""
-        raise NotImplementedError(
-            f"{type(self).__name__} does not implement dp_guarantee."
-        )
+        fallback to the label mean), from its release's calibration."""
 
     def law_statistics(self):
         """The row statistics that :meth:`release_law`'s law takes.
@@ -391,12 +316,12 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         )
         data = scaled_data(X, y, self._scaler, self.n_jobs)
         # a refit must not keep the previous fit's state (mechanism attributes)
-        for name in [k for k in vars(self) if k.endswith("_") or k == "_ridge"]:
+        for name in [k for k in vars(self) if k.endswith("_")]:
             if name not in ("data_norm_", "bounds_X_", "y_bound_", "bounds_from_data_",
                             "n_features_in_", "feature_names_in_"):
                 delattr(self, name)
         rng = noise_generator(self.random_state)
-        release = self._choose_release(data, rng)
+        release = self._choose_release(data)
         self.release_ = release
         theta = release.release(rng)
         for name, value in release.fitted_attributes().items():
@@ -417,23 +342,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         warn_clipping(getattr(data, "clipped", None), stacklevel=3)
         return self
 
-    def _law_public(self):
-        """Transitional: what the laws of mechanisms not yet ported take."""
-        return {"scaler": self._scaler, "coef": self._theta, "alpha": self.alpha_,
-                "n_samples": self._n}
-
-    def _mechanism_profile(self, losses):
-        """Transitional: the default profile for mechanisms not yet ported."""
-        return PrivacyProfile(
-            "epsilon_delta", losses, delta=self.delta, guarantee=self.dp_epsilon_,
-            guarantee_delta=self.dp_delta_, n_samples=self._n, mechanism=type(self).__name__,
-        )
-
-    def _law_statistics(self, Xs, ys, add=False):
-        """Transitional: the ridge's row statistics (mechanisms not yet ported)."""
-        return _ridge_statistics(self._ridge, Xs, ys, add)
-
-    def _choose_release(self, data, rng):
+    def _choose_release(self, data):
         """The release this fit makes: least squares at ``epsilon=inf``, the
         label mean where the public size is too small for slopes or a
         user-set hyper-parameter cannot meet the budget (the mechanism's
@@ -452,8 +361,6 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         reason = None
         if n > self._mean_only_size(d):
             try:
-                if hasattr(self, "_fit_scaled"):  # transitional: not yet ported
-                    return _MechanismRelease(self, data, rng)
                 return self._make_release(data)
             except InfeasibleBudget as exc:
                 # a function of public quantities (the parameters and n):
@@ -461,7 +368,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
                 reason = str(exc).rstrip(".")
         release = MeanRelease.from_budget(self.epsilon, self.delta, data, scaler=self._scaler)
         release.guarantee = self.dp_guarantee(n, d)
-        release.reason = reason or self._fallback_reason(n, d)
+        release.reason = reason or fallback_reason(self, n, d)
         return release
 
     @abstractmethod
@@ -572,46 +479,6 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
             return 0
         return mean_only_size(budget, n_features, self._mean_only_rate)
 
-    def _fallback_reason(self, n_samples, n_features):
-        """Why a fit of this size releases the label mean alone, with the
-        public thresholds (epsilon and size) from which it fits slopes."""
-        epsilon = float(self._mean_fallback_budget())
-        size = self._mean_only_size(n_features)
-        rule = self._mean_only_rate * (n_features + 1)
-        slopes = f"{n_features} slope{'' if n_features == 1 else 's'}"
-        # the base rule's size; a larger one is a mechanism's own (random
-        # projection: its sketch's label mean)
-        rule_text = (f" (its rule: rows times epsilon, here {n_samples * epsilon:.4g}, "
-                     f"must exceed {self._mean_only_rate:g} per slope and intercept, here "
-                     f"{rule:g})"
-                     if size == mean_only_size(epsilon, n_features, self._mean_only_rate)
-                     else "")
-        return (f"{n_samples} rows at epsilon {epsilon:g} are too few for {slopes}: "
-                f"this estimator fits slopes from epsilon "
-                f"{_ceil(self._slopes_epsilon(n_samples, n_features))} (at {n_samples} "
-                f"rows) or from {size + 1} rows (at epsilon {epsilon:g}); below that it "
-                f"releases the private label mean{rule_text}")
-
-    def _slopes_epsilon(self, n_samples, n_features):
-        """An epsilon (within 1e-6 relative of the smallest) from which a fit
-        of ``n_samples`` rows releases slopes: public (n, d and the other
-        parameters)."""
-        trial = copy.copy(self)
-
-        def mean_only(epsilon):
-            trial.epsilon = epsilon
-            return trial._releases_mean(n_samples, n_features)
-
-        # the base rule's bound: the label mean alone up to it
-        low = self._mean_only_rate * (n_features + 1) / n_samples
-        high = 2.0 * low
-        while mean_only(high):
-            low, high = high, 2.0 * high
-        while high > low * (1.0 + 1e-6):
-            middle = 0.5 * (low + high)
-            low, high = (middle, high) if mean_only(middle) else (low, middle)
-        return high
-
     def _releases_mean(self, n_samples, n_features):
         """Whether a fit of this size releases the label mean alone (as
         :meth:`fit` decides it, from :meth:`_mean_only_size`)."""
@@ -626,60 +493,3 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator):
         """Whether the budget is ``epsilon=inf``: nothing is protected."""
         epsilon = getattr(self, "epsilon", None)
         return epsilon is not None and np.isposinf(epsilon)
-
-
-class _MechanismRelease(Release):
-    """Transitional: the release of a mechanism not yet ported to its own
-    :class:`~sklearn_pdp._release.Release`, read from the estimator's
-    ``_fit_scaled`` and per-row methods (a snapshot of the fitted estimator,
-    so a lazy result survives a refit)."""
-
-    def __init__(self, estimator, data, rng):
-        theta = estimator._fit_scaled(data, rng)
-        estimator._theta = theta
-        snapshot = copy.copy(estimator)
-        estimator._n = data.n_samples
-        super().__init__(scaler=estimator._scaler, n_samples=data.n_samples,
-                         delta=estimator.dp_delta_,
-                         guarantee=(estimator.dp_epsilon_, estimator.dp_delta_),
-                         alpha=getattr(estimator, "alpha_", 0.0), coef=theta)
-        self.reason = vars(estimator).pop("mean_only_reason_", None)
-        self.delta = estimator.delta
-        self.estimator = snapshot
-        self.ridge = getattr(estimator, "_ridge", None)
-        self.drawn = theta
-
-    @classmethod
-    def from_budget(cls, epsilon, delta, data, *, scaler, **params):
-        raise NotImplementedError
-
-    def release(self, rng):
-        self.coef = self.drawn
-        return self.coef
-
-    def draw(self, rng, size=None):
-        return self.estimator._mechanism_release(rng, size)
-
-    def losses(self, Xs, ys, add=False):
-        est = self.estimator
-        return (est._target_epsilon if add else est._training_epsilon)(Xs, ys)
-
-    def row_losses(self, add=False):
-        if not add and hasattr(self.estimator, "_training_stages"):
-            return self.estimator._training_stages()
-        return super().row_losses(add)
-
-    def statistics(self, Xs, ys, add=False):
-        return self.estimator._law_statistics(Xs, ys, add)
-
-    def profile(self, losses, mechanism):
-        if hasattr(self.estimator, "_mechanism_profile"):
-            return self.estimator._mechanism_profile(losses)
-        return super().profile(losses, mechanism)
-
-    def public(self):
-        if not hasattr(self.estimator, "_mechanism_law"):
-            raise NotImplementedError(
-                f"{type(self.estimator).__name__} does not support published reports "
-                "(PDPReport with publish_epsilon) yet.")
-        return self.estimator._mechanism_law()

@@ -18,7 +18,8 @@ from ._accounting import (
     objpert_epsilon,
     objpert_noise_scale,
 )
-from ._base import InfeasibleBudget, PrivateRegressorMixin, ridge_fallback
+from ._base import PrivateRegressorMixin
+from ._fallback import InfeasibleBudget, ridge_fallback
 from ._release import Release
 from ._ridge_system import RidgeSystem, leave_one_out
 from ._docstrings import fill_doc

@@ -17,7 +17,8 @@ from ._accounting import (
     ops_gamma,
 )
 from ._adaops_release import AdaOPSRelease
-from ._base import InfeasibleBudget, PrivateRegressorMixin, ridge_fallback
+from ._base import PrivateRegressorMixin
+from ._fallback import InfeasibleBudget, ridge_fallback
 from ._rows import TwoStageRows
 from ._docstrings import fill_doc
 from ._release import Release
@@ -207,7 +208,7 @@ class OPSRelease(Release):
     @staticmethod
     def calibrate(epsilon, delta, alpha, gamma, n_samples, n_features, intercept):
         """(alpha, gamma) for a data set of ``n_samples`` rows (public);
-        :class:`~sklearn_pdp._base.InfeasibleBudget` where ``alpha`` cannot
+        :class:`~sklearn_pdp._fallback.InfeasibleBudget` where ``alpha`` cannot
         meet the budget."""
         if (epsilon is None) == (gamma is None):
             raise ValueError(

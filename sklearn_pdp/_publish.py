@@ -3,7 +3,7 @@
 A report of per-instance losses is a function of the private data. What is
 published instead: a noisy Gram matrix ``G~ = Z^T Z + sigma E`` (analytic
 Gaussian mechanism, E symmetric), next to the released coefficients and the
-mechanism's public parameters (its :class:`~sklearn_pdp._law.ReleaseLaw`).
+mechanism's public parameters (its :class:`~sklearn_pdp._release.Release`).
 From these alone anyone bounds a person's loss, with probability at least
 1 - beta over the noise:
 
@@ -75,7 +75,7 @@ class PublishedReport:
 
     Attributes
     ----------
-    law : ReleaseLaw
+    law : Release
         The model's public description (:meth:`release_law` of the
         estimator).
     noisy_gram : ndarray of shape (p, p) or None
@@ -129,7 +129,7 @@ class PublishedReport:
 
     def loss_at(self, stats, Xs):
         """Total loss (model, publication, summary) of scaled rows ``Xs`` with
-        in-sample statistics ``stats`` (keys of the ReleaseLaw): exact at the
+        in-sample statistics ``stats`` (keys of :meth:`~sklearn_pdp._release.Release.statistics`): exact at the
         exact statistics (which only the data holder has), an upper bound at
         upper ones."""
         eps = self.law.epsilon(self.delta, stats, self.gaussian_ratio(Xs))

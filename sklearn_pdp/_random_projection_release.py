@@ -209,7 +209,7 @@ class RandomProjectionRelease(Release):
         return chi2_epsilon(self.delta, tau, self.n_components)
 
     def row_losses(self, add=False):
-        """Training rows: a :class:`~sklearn_pdp._data.TwoStageRows`, the
+        """Training rows: a :class:`~sklearn_pdp._rows.TwoStageRows`, the
         in-sample tau' of each row (one product), then its exact loss."""
         if add:
             return super().row_losses(add)

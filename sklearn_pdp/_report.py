@@ -13,7 +13,7 @@ from sklearn.base import (
 from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import HasMethods, Interval, _check_feature_names_in
-from ._base import noise_generator
+from ._validation import noise_generator
 from ._ridge_system import leverage_ridge
 from ._arrays import compute, persist
 from ._dask import quantiles

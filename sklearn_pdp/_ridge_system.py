@@ -88,7 +88,7 @@ class RidgeSystem:
         With ``inverse_norm`` also ||H^{-1} x||^2, with ``inverse_rows`` also
         the vectors H^{-1} x themselves (key ``"inverse_rows"``, one row each),
         with ``norm`` also ||x||^2 (key ``"norm2"``). ``Xs``: an array or
-        :class:`~sklearn_pdp._data.ScaledRows`; all the products come from
+        :class:`~sklearn_pdp._rows.ScaledRows`; all the products come from
         one pass over it.
         """
         k, p = self._whitener.shape[1], self._inverse.shape[1]

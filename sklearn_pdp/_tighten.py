@@ -33,6 +33,7 @@ from sklearn.base import clone
 from ._accounting._exponential import quantile_log_proba, quantile_loss_table, select
 from ._arrays import is_dask_array, row_norms
 from ._domain import label_range
+from ._validation import noise_generator
 from .exceptions import BoundsWarning
 
 # Share of epsilon spent on the bounds by default (measured on the utility
@@ -342,8 +343,6 @@ def fit_tightened(estimator, X, y):
     """
     if not tightening_on(estimator):
         return False
-    from ._base import noise_generator  # the base class imports this module
-
     # stack: resolve_bounds, fit_tightened, fit, fit wrapper, the user's call
     resolved = estimator.resolve_bounds(X, y, stacklevel=5)
     release = plan_release(estimator, resolved, X.shape[0], estimator.epsilon, estimator.delta)

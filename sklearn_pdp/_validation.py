@@ -5,12 +5,15 @@
 when they are processed).
 """
 
+import secrets
 import warnings
 
 import numpy as np
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_consistent_length, validate_data
 
 from ._arrays import is_dask_array
+from ._config import get_config as _get_pdp_config
 from .exceptions import PrivacyLeakWarning
 
 
@@ -97,3 +100,24 @@ def warn_large_delta(delta, n_samples, stacklevel=2):
             "guarantee. Use delta well below 1 / n_samples (e.g. 1e-6).",
             PrivacyLeakWarning, stacklevel=stacklevel + 1,
         )
+
+
+def noise_generator(random_state):
+    """The random generator from which a fit draws all of its noise.
+
+    ``random_state`` is used as scikit-learn uses it (``check_random_state``)
+    except for None: an int seeds a new ``RandomState`` (reproducible fits,
+    for experiments), an instance is used as is, and None gives a fresh
+    ``RandomState`` seeded with 256 bits from :mod:`secrets`, so that no
+    ``np.random.seed`` can predict a release. Under
+    ``sklearn_pdp.set_config(secure_noise=False)``, None is numpy's global
+    ``RandomState`` (predictable after ``np.random.seed``), as in
+    scikit-learn.
+    The noise is sampled in float64, so the reported epsilons are those of
+    the ideal real-valued mechanism (floating-point caveats, Mironov 2012:
+    see the README section "Noise source and floating point").
+    """
+    if random_state is None and _get_pdp_config()["secure_noise"]:
+        seed = np.random.SeedSequence(secrets.randbits(256))
+        return np.random.RandomState(np.random.MT19937(seed))
+    return check_random_state(random_state)

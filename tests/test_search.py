@@ -302,7 +302,7 @@ class _BudgetRegressor(PrivateRegressorMixin):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def dp_guarantee(self, n_samples, n_features, min_samples=None):
+    def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         return self.epsilon, self.delta
 
     def _make_release(self, data):

@@ -25,9 +25,8 @@ mechanism: the label mean of the fallback, in closed form), ``_ops`` (One
 Posterior Sample and the AdaOPS mixture), ``_chi2`` (Gaussian sketch: random
 projection), ``_objpert`` (objective perturbation), ``_gram`` (a released
 noisy Gram matrix: AdaSSP, publication); ``_domain`` bounds the statistics
-over the privacy domain.
-The exponential mechanism lives with the search
-(``sklearn_pdp.model_selection``).
+over the privacy domain; ``_exponential`` holds the exponential mechanism
+(the search's selection, the tightened bounds' quantiles).
 
 Nothing here knows about scikit-learn: the estimators feed it arrays of
 per-row statistics.

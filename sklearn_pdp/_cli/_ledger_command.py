@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from .._base import _ceil
+from .._fallback import ceil_text as _ceil
 from .._charges import person_keys, privacy_profile_of
 from .._dask import quantiles
 from .._ledger import LedgerError, PrivacyLedger

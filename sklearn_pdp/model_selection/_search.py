@@ -21,7 +21,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._accounting._exponential import exponential_log_proba, select
 from .._arrays import is_dask_array
-from .._base import PrivateRegressorMixin, noise_generator
+from .._base import PrivateRegressorMixin
+from .._validation import noise_generator
 from .._domain import bound_params, read_from_data
 from .._validation import validate_rows, warn_large_delta
 from .._sklearn import HasMethods, Interval, _fit_context
