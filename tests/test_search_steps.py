@@ -9,7 +9,8 @@ from numpy.testing import assert_array_equal
 from sklearn_pdp import FallbackWarning, OPSRegressor, PrivacyLeakWarning
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
-from .test_search import BOUNDS, _data
+from .conftest import unbounded_data
+from .test_search import BOUNDS
 
 
 def _search(grid, **kwargs):
@@ -18,7 +19,7 @@ def _search(grid, **kwargs):
 
 
 def test_choice_without_data_warns_at_the_callers_line():
-    X, y = _data(n=40)
+    X, y = unbounded_data(40, scale=0.6)
     with pytest.warns(FallbackWarning, match="chosen uniformly at random") as record:
         _search({"gamma": [0.1, 1.0, 10.0, 100.0, 1000.0]}).fit(X, y)
     chosen = [w for w in record if "chosen uniformly at random" in str(w.message)]
@@ -27,7 +28,7 @@ def test_choice_without_data_warns_at_the_callers_line():
 
 
 def test_large_delta_warns_at_the_callers_line():
-    X, y = _data(n=100)
+    X, y = unbounded_data(100, scale=0.6)
     with pytest.warns(PrivacyLeakWarning) as record:
         _search({"gamma": [1.0, 10.0]}, delta=0.05).fit(X, y)
     large = [w for w in record if "is at least 1 / n_samples" in str(w.message)]
@@ -49,7 +50,7 @@ def test_partition_is_drawn_row_by_row():
 def test_selected_candidate_is_the_released_model(refit):
     """Without refit the selected part's fit is ``best_estimator_``; with it,
     the selected candidate's fit on all the data."""
-    X, y = _data()
+    X, y = unbounded_data(600, scale=0.6)
     search = _search({"gamma": [0.3, 3.0, 30.0]}, refit=refit).fit(X, y)
     fits = search._full_fits if refit else search._part_fits
     assert len(fits) == 3 and len(search._full_fits) == (3 if refit else 0)
