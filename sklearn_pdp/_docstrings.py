@@ -43,7 +43,7 @@ tighten_bounds : bool or "auto", default=False
     ``y_bound``. The model is fitted and calibrated on the released bounds
     with the rest of the budget; ``dp_epsilon_`` and ``pdp_losses_`` cover
     both stages, and predictions clip new rows to the released bounds
-    (doc/mechanisms/tightening.rst). "auto" tightens only where n times
+    (:doc:`/mechanisms/tightening`). "auto" tightens only where n times
     each quantile's epsilon is at least 4 log(79) (a public rule; measured
     never worse than the declared bounds), True always. Needs an epsilon
     budget.
@@ -84,9 +84,9 @@ mean_only_ : bool
     noise.
     ``coef_`` is then 0 and ``intercept_`` the label mean plus Laplace
     noise at the whole budget; ``pdp_losses_`` are the Laplace mechanism's
-    at ``|y_i| / b``, in closed form (doc/mechanisms, "Falling back to the
-    mean"). Never with a raw noise level or with the pure (norm-exponential)
-    noise of output perturbation. False when the signal test of
+    at ``|y_i| / b``, in closed form (:ref:`mean-fallback`). Never with a
+    raw noise level or with the pure (norm-exponential) noise of output
+    perturbation. False when the signal test of
     ``AdaSSPRegressor`` or ``RandomProjectionRegressor`` sets every slope to
     0 (``alpha_`` or ``signal_ridge_`` infinite): the model is then the
     private label mean too, but the whole noisy release was made and

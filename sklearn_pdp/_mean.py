@@ -1,5 +1,5 @@
 """The private label mean: what an estimator releases when n epsilon is too
-small to learn slopes (doc/mechanisms/index.rst, "Falling back to the mean").
+small to learn slopes (:ref:`mean-fallback`).
 
 Below about 100 units of ``n_samples * epsilon`` per coefficient, the slope
 estimates of the package's mechanisms buy little (mostly under 5% of the
@@ -30,14 +30,8 @@ from ._accounting import (
 from ._release import Release
 from ._profile import PrivacyProfile
 
-# n epsilon per coefficient (the d slopes and the intercept) at or below which
-# the label mean is released alone (AdaSSP, whose intercept is the label sum's
-# and whose slopes are less noisy, uses its own rate). Measured on the utility
-# benchmark (5 splits): at 40, statsmodels' "fair" (labels of variance
-# 1.5e-3, n epsilon = 509, d = 8) was 1.13-1.40 times the mean predictor's
-# error, 1.06 with a Gaussian private mean (1.003 with this Laplace one); the
-# cells it gives up (n epsilon per coefficient 40-100) were 0.94-1.02, but for
-# random projection on diabetes at epsilon 3 (0.84, now 1.000).
+# n epsilon per coefficient (slopes and intercept) up to which the label mean
+# is released alone: see "Falling back to the mean" in the Mechanisms page.
 MEAN_ONLY_RATE = 100.0
 
 

@@ -346,6 +346,6 @@ def ops_target_epsilon(ridge, Xs, ys, delta, gamma):
     worst label in [-1, 1] when None)."""
     mu = ridge.row_statistics(Xs)["leverage"]
     fitted = Xs @ ridge.coef
-    # The loss grows with |r| (doc/mechanisms/ops.rst): the worst label is an end of [-1, 1].
+    # The loss grows with |r| (OPS page): the worst label is an end of [-1, 1].
     r = 1.0 + np.abs(fitted) if ys is None else ys - fitted
     return ops_epsilon(delta, mu, r, gamma)

@@ -1,4 +1,4 @@
-"""Privately publishable per-instance privacy (Redberg and Wang 2021; doc/publish.rst).
+"""Privately publishable per-instance privacy (Redberg and Wang 2021; :doc:`/publish`).
 
 A report of per-instance losses is a function of the private data. What is
 published instead: a noisy Gram matrix ``G~ = Z^T Z + sigma E`` (analytic
@@ -95,7 +95,7 @@ class PublishedReport:
     cap_epsilon : float
         The cap of :meth:`epsilon`: the largest total loss of a person
         removed from the training rows or added to them (``dp_epsilon``
-        where the law bounds only removals: doc/publish.rst).
+        where the law bounds only removals: :doc:`/publish`).
     summary : dict
         Private estimates over the training rows of :meth:`epsilon`:
         ``mean``, ``median``, ``q90``, ``q99`` and ``below`` (fractions at or

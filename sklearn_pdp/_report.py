@@ -51,7 +51,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         per-instance epsilon is at most each of these values.
     publish_epsilon : float, default=None
         Extra privacy budget for publishing the report itself (see
-        ``published_`` and doc/publish.rst): half of it releases a noisy
+        ``published_`` and :doc:`/publish`): half of it releases a noisy
         Gram matrix (analytic Gaussian mechanism, composed with the model
         at ``delta``), half a private summary (pure DP). Random projection
         and a search without refit need no Gram matrix (their losses are

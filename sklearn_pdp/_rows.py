@@ -175,7 +175,7 @@ class ScaledRows:
             margin = _CLIP_RTOL * (upper - lower)
             outside = self._X < lower - margin
             outside |= self._X > upper + margin
-            # a boolean product is "any" along the rows, 3 times as fast
+            # a boolean product is "any" along the rows, faster than .any(axis=1)
             n_rows = np.count_nonzero(outside @ np.ones(outside.shape[1], dtype=bool))
         n_labels = 0
         if self._y is not None:

@@ -1,8 +1,8 @@
 """The James-Stein ridge of noisy normal equations: shrink the slopes to 0
 where the cross term shows no signal above its noise.
 
-AdaSSP (doc/mechanisms/adassp.rst) and random projection
-(doc/mechanisms/random_projection.rst) both fit slopes from normal equations
+AdaSSP (:doc:`/mechanisms/adassp`) and random projection
+(:doc:`/mechanisms/random_projection`) both fit slopes from normal equations
 ``scatter beta = cross`` built from released noisy quantities; where the
 labels hardly depend on the features those slopes are mostly noise and cost
 more than predicting the label mean. The ridge is post-processing of the

@@ -1,4 +1,4 @@
-"""Private tightening of the declared bounds (doc/mechanisms/tightening.rst).
+"""Private tightening of the declared bounds (:doc:`/mechanisms/tightening`).
 
 Declared ranges are a schema's (what a value can be); the noise of every
 mechanism scales with them. Before the model, a share of epsilon releases
@@ -36,22 +36,16 @@ from ._domain import label_range
 from ._validation import noise_generator
 from .exceptions import BoundsWarning
 
-# Share of epsilon spent on the bounds by default (measured on the utility
-# benchmark's declared-schema protocol: doc/benchmarks.rst).
+# Share of epsilon spent on the bounds by default (chosen on the utility
+# benchmark's declared-schema protocol: see the schema page of the Benchmarks).
 TIGHTEN_SHARE = 0.1
 # Quantile level of each end: the share of rows left beyond a released bound.
 _LEVEL = 0.005
-# The level is raised so that each grid point beyond the data (whose
-# shortfall is the target count) weighs at most G^-_TAIL_GUARD of an exact
-# quantile: target count >= _TAIL_GUARD log(G) / epsilon_q. Against 2, 4
-# clipped more and measured better (AdaSSP, heavy-tailed table, n = 5e4,
-# epsilon 1 and 3: 1.09 and 1.17 times the oracle's MSE against 1.32 and
-# 1.43); 8 no better.
+# The level is raised so that a grid point beyond the data weighs at most
+# G^(-_TAIL_GUARD / 2) of an exact quantile: "The level" in the tightening page.
 _TAIL_GUARD = 4.0
-# Largest level (0.25 measured 0.91-1.32 times the oracle, 0.1 0.96-1.23);
-# "auto" does not tighten where the tail guard asks for a level above
-# _AUTO_TAIL (there the ends collapse towards the median: up to 10 times
-# the declared bounds' error, n epsilon = 1200).
+# Largest level; "auto" does not tighten where the tail guard asks for a level
+# above _AUTO_TAIL (the ends would collapse: "When to tighten", same page).
 _MAX_LEVEL = 0.1
 _AUTO_TAIL = 1.0
 # Share of delta kept, for a model that bounds its rows' losses over the

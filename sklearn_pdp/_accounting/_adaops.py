@@ -16,7 +16,7 @@ from . import gaussian_noise_scale, log_gauss_mass, ops_gamma
 # Width of a cell of either grid, in noise deviations of its release: a row's
 # mixture spans about 2 * 8.8 / 6 + 2 cells per grid (the cost of a loss),
 # and rounding down to a cell costs at most 6 deviations on top of the
-# margin's 5 (measured on the utility grid).
+# margin's 5 (chosen on the utility grid: "Cells" in the AdaOPS page).
 _CELL_WIDTH = 6.0
 # Smallest width of a cell of the conditioning, in units of its sensitivity:
 # at a huge budget the noise is tiny and a row's window would span millions
@@ -33,7 +33,7 @@ _MIN_BOUND_WIDTH = 0.05
 _BOUND_FLOOR = 10.0
 # Target of the average posterior noise variance of the training predictions
 # (labels scaled to [-1, 1]) that fixes the ridge's floor, at the residual
-# bound released for R = 2 (utility grid, doc/mechanisms/adaops.rst).
+# bound released for R = 2 (utility grid: "Cells" in the AdaOPS page).
 _NOISE_TARGET = 1e-3
 _NOMINAL_R = 2.0
 # Smallest ridge, relative to the smallest floor and to n d: keeps the

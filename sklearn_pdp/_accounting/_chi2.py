@@ -1,4 +1,4 @@
-"""Gaussian sketch / chi-square loss (doc/mechanisms/random_projection.rst):
+"""Gaussian sketch / chi-square loss (:doc:`/mechanisms/random_projection`):
 the tight loss of releasing Gaussian rows N(0, Sigma) against
 N(0, Sigma + z z^T), and its calibration.
 
@@ -178,10 +178,11 @@ def _chi2_nodes(delta, df, direction, tau0, u):
 
 @fill_doc
 def chi2_delta(eps, tau, df, direction="both"):
-    """Tight delta(eps) of releasing ``df`` Gaussian sketch rows (doc/mechanisms/random_projection.rst).
+    """Tight delta(eps) of releasing ``df`` Gaussian sketch rows.
 
     The release is ``df`` independent rows N(0, Sigma) on the smaller data
-    set and N(0, Sigma + z z^T) on the larger one.
+    set and N(0, Sigma + z z^T) on the larger one
+    (:doc:`/mechanisms/random_projection`).
 
     Parameters
     ----------

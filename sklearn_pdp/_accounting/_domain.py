@@ -51,14 +51,8 @@ def domain_bounds(n_samples, alpha, intercept, min_samples=None):
         }
 
 
-# Bound on the noise variance that a release may add to the prediction at a
-# row one unit from the data's centre (labels in [-1, 1]), which the
-# automatic ridges keep: at most 10% of the mean predictor's error wherever
-# the label variance is at least 1e-3 and the rows lie within 1/3 of the
-# centre, as on survey data whose labels vary little (statsmodels' "fair":
-# variance 1.5e-3, rows about 0.3 from their mean). Measured there (OPS,
-# objective and output perturbation, epsilon 1 and 3): 1.2-2.6 times the mean
-# predictor's error at the former rules, 0.99-1.04 at this bound.
+# Largest noise variance the automatic ridges let a release add to a prediction
+# one unit from the centre: "Labels that vary little" in the Mechanisms page.
 PREDICTION_NOISE = 1e-4
 
 

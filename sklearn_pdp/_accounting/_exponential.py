@@ -1,6 +1,6 @@
 """The exponential mechanism: selection with a monotone loss (the private
-search, doc/mechanisms/tuning.rst) and quantiles over a public grid (bound
-tightening and the published summary, doc/mechanisms/tightening.rst), with
+search, :doc:`/mechanisms/tuning`) and quantiles over a public grid (bound
+tightening and the published summary, :doc:`/mechanisms/tightening`), with
 the exact per-instance loss of a quantile release."""
 
 import numpy as np

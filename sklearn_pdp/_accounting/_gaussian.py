@@ -1,4 +1,4 @@
-"""The Gaussian mechanism (Balle and Wang 2018; doc/mechanisms/output_perturbation.rst):
+"""The Gaussian mechanism (Balle and Wang 2018; :doc:`/mechanisms/output_perturbation`):
 its tight loss, its calibration, and composition with it.
 
 Many rows at one delta start from a table of eps in u = log(s - s0), where
@@ -80,7 +80,7 @@ def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
     """Smallest sigma for which N(0, sigma^2 I) noise on a query of l2
     sensitivity ``sensitivity`` is (epsilon, delta)-DP (analytic Gaussian
     mechanism; the classical sqrt(2 log(1.25/delta))/epsilon rule is invalid
-    for large epsilon, erratum E2 in doc/errata.rst).
+    for large epsilon, erratum E2 in :doc:`/errata`).
     """
     # delta(epsilon) grows with s = sensitivity/sigma: find the largest s.
     def excess(log_s):

@@ -1,4 +1,4 @@
-"""Laplace mechanism (the label mean of the fallback, doc/mechanisms/index.rst):
+"""Laplace mechanism (the label mean of the fallback, :ref:`mean-fallback`):
 its tight loss in closed form and its calibration.
 
 A row that moves a released scalar by ``c`` against Laplace noise of scale

@@ -1,7 +1,7 @@
-"""One Posterior Sample (doc/mechanisms/ops.rst): the tight loss, its
+"""One Posterior Sample (:doc:`/mechanisms/ops`): the tight loss, its
 calibration (the posterior scaling gamma for a budget, the automatic ridge,
 the data-independent guarantee) and the AdaOPS mixture of OPS losses
-(doc/mechanisms/adaops.rst).
+(:doc:`/mechanisms/adaops`).
 
 Many rows at one delta start from a table: the loss depends on (mu, r,
 gamma) only through mu and a = |r| sqrt(gamma mu) (the standardised
@@ -186,7 +186,7 @@ def _ops_nodes(delta, direction, log_mu, ratio):
 
 @fill_doc
 def ops_delta(eps, mu, r, gamma, direction="both"):
-    """Tight delta(eps) of One Posterior Sample (doc/mechanisms/ops.rst).
+    """Tight delta(eps) of One Posterior Sample (:doc:`/mechanisms/ops`).
 
     Parameters
     ----------
@@ -213,7 +213,7 @@ def ops_epsilon(delta, mu, r, gamma, direction="both"):
 
 def ops_gamma(epsilon, delta, mu, r, xtol=1e-12):
     """Largest gamma for which OPS at leverage ``mu`` and residual ``r`` is
-    (epsilon, delta) (both directions, exact loss of doc/mechanisms/ops.rst).
+    (epsilon, delta) (both directions, exact loss of :doc:`/mechanisms/ops`).
 
     The loss grows with gamma, so a root search on log gamma (to ``xtol``)
     finds the boundary; the result is then stepped down until the exact
@@ -239,9 +239,8 @@ def ops_gamma(epsilon, delta, mu, r, xtol=1e-12):
 
 
 
-# Multiplier of the automatic ridge (d + 1) / epsilon, chosen on the utility
-# grid: 30 left the off-centre data 20-50% worse than the mean predictor, 100
-# met the 10% target in every cell with n epsilon >= 240 (doc/benchmarks/utility.md).
+# Multiplier of the public ridge rule (d + 1) / epsilon, chosen on the utility
+# grid: see "The default ridge" in the OPS page.
 _AUTO_ALPHA_SCALE = 100.0
 
 
@@ -293,7 +292,7 @@ def ops_auto_alpha(epsilon, delta, n_samples, n_features, intercept):
 
 
 def ops_dp_epsilon(delta, alpha, gamma, n_samples, intercept=False, min_samples=None):
-    """Data-independent OPS epsilon for rows in the unit ball (doc/mechanisms/ops.rst).
+    """Data-independent OPS epsilon for rows in the unit ball (:doc:`/mechanisms/ops`).
 
     The loss grows in the leverage and the |residual|, so the corner of their
     bounds over the domain (:func:`domain_bounds`) is the worst case. No
@@ -311,7 +310,7 @@ def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_res
     The release (k, theta): k is drawn with probabilities p_k on the smaller
     data set and q_k on the larger, then theta is one OPS draw whose row
     statistics (leverage ``mu[:, k]``, residual ``r[:, k]``) and scaling
-    ``gamma[k]`` depend on k (AdaOPS, doc/mechanisms/adaops.rst, where k is
+    ``gamma[k]`` depend on k (AdaOPS, :doc:`/mechanisms/adaops`, where k is
     a pair of cells). With
     L_k = log(p_k / q_k) the loss of (k, theta) is L_k plus OPS's, so
 
