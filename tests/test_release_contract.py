@@ -67,7 +67,8 @@ class Case:
     bounds, seeded), fitted on ``regression_data(n, D)``; ``budget`` the
     (epsilon, delta) its guarantee must meet (None: a raw noise level, no
     budget); ``release`` the release class the fit must make; ``publishes``
-    whether a published report supports it."""
+    whether a published report supports it, ``public`` whether the release
+    has a public copy."""
 
     make: object
     release: type
@@ -88,7 +89,9 @@ def _search(refit):
     return PrivateGridSearchCV(ops, {"alpha": [300.0, 3000.0]}, epsilon=1.0, refit=refit)
 
 
-# defaults and the expert configurations of tests/test_common.py's GUARANTEE_PARAMS
+# every regressor at its defaults and at an expert configuration (those of
+# tests/test_common.py's GUARANTEE_PARAMS, and OPS and output perturbation at
+# a fixed ridge, which release their own laws rather than the private ridge's)
 CASES = {
     "adassp": Case(lambda: REGRESSORS["adassp"](), AdaSSPRelease),
     "adassp-no-intercept": Case(lambda: REGRESSORS["adassp"](epsilon=0.3, fit_intercept=False),
@@ -403,7 +406,7 @@ def _statistic(release_p, release_q, runs, rng):
 @pytest.mark.parametrize("name", DRAWS)
 def test_losses_bound_the_monte_carlo_divergence_in_both_directions(name, fitted):
     """The release on the data set and on it without row i (same public
-    size), drawn 400,000 times each: the epsilon that threshold tests on a
+    size), drawn up to 400,000 times each: the epsilon that threshold tests on a
     projection of the draws demonstrate (a Clopper-Pearson lower bound,
     wrong with probability 1e-6) is at most the reported loss, of removing
     the row (``pdp_losses_``) and of adding it to the rows without it
@@ -413,12 +416,15 @@ def test_losses_bound_the_monte_carlo_divergence_in_both_directions(name, fitted
     rng = np.random.default_rng(0)
     n, runs = len(y), 400_000
     losses = np.asarray(est.pdp_losses_)
+    # at the fit's own size, the neighbours' maker makes the fit's release
+    assert_allclose(_release_on(est, X, y, n).losses(*_scaled(est, X, y)), losses, rtol=1e-12)
     for i in sorted({0, int(np.argmax(losses))}):
         keep = np.arange(n) != i
         stat_p, stat_q = _statistic(_release_on(est, X[keep], y[keep], n),
                                     _release_on(est, X, y, n), runs, rng)
         assert epsilon_lower_bound(stat_p, stat_q, est.delta) <= losses[i], i
         smaller, _, _ = _fit(case, rows=keep)
+        assert type(smaller.release_) is case.release
         stat_p, stat_q = _statistic(_release_on(smaller, X[keep], y[keep], n - 1),
                                     _release_on(smaller, X, y, n - 1), runs, rng)
         added = smaller.pdp_epsilon(X[i:i + 1], y[i:i + 1])[0]
