@@ -20,10 +20,9 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, StrOptions, _fit_context
-from ._mean import MEAN_ONLY_RATE, MeanRelease, mean_only_size
 from ._profile import PrivacyProfile
 from ._public import public_model
-from ._release import ExactRelease
+from ._release import ExactRelease, MeanRelease
 from ._arrays import compute
 from ._domain import (
     DomainScaler,
@@ -32,8 +31,8 @@ from ._domain import (
     resolve_bounds,
     warn_clipping,
 )
-from ._rows import scaled_data
-from ._fallback import InfeasibleBudget, fallback_reason
+from ._dask import scaled_data
+from ._fallback import MEAN_ONLY_RATE, InfeasibleBudget, fallback_reason, mean_only_size
 from ._validation import noise_generator, validate_rows, warn_large_delta
 from .exceptions import FallbackWarning, PrivacyLeakWarning
 from . import _tighten

@@ -4,8 +4,9 @@
 ``_rows.ScaledData``: reductions summed pairwise on the workers (only d x d
 matrices and scalars come back to the driver), per-row results as lazy Dask
 arrays with the row chunks of X. Also the exact quantiles of a Dask array
-(:func:`quantiles`, which takes numpy arrays too). Dask itself is imported
-only inside the functions, which run only when a Dask array is given.
+(:func:`quantiles`, which takes numpy arrays too), and :func:`scaled_data`,
+which picks the rows a fit reads. Dask itself is imported only inside the
+functions, which run only when a Dask array is given.
 """
 
 import operator
@@ -145,3 +146,12 @@ def _digit_counts(bits, prefix, shift):
         keep = slice(None) if shift == 48 else (bits >> np.uint64(shift + 16)) == p
         counts[j] = np.bincount(digits[keep], minlength=1 << 16)
     return counts
+
+
+def scaled_data(X, y, scaler, n_jobs=None):
+    """The rows a fit reads: a :class:`~sklearn_pdp._rows.ScaledData` (on
+    ``n_jobs`` threads) for an array in memory, a :class:`DaskScaledData`
+    for a Dask array."""
+    if is_dask_array(X):
+        return DaskScaledData(X, y, scaler)
+    return ScaledData(X, y, scaler, n_jobs=n_jobs)

@@ -12,8 +12,16 @@ import warnings
 
 import numpy as np
 
-from ._mean import mean_only_size
 from .exceptions import FallbackWarning
+
+# n epsilon per coefficient (slopes and intercept) up to which the label mean
+# is released alone: see "Falling back to the mean" in the Mechanisms page.
+MEAN_ONLY_RATE = 100.0
+
+
+def mean_only_size(epsilon, n_features, rate=MEAN_ONLY_RATE):
+    """The largest sample size whose fit releases the label mean alone."""
+    return int(np.floor(rate * (n_features + 1) / epsilon))
 
 
 class InfeasibleBudget(ValueError):

@@ -12,7 +12,7 @@ from sklearn.exceptions import DataDimensionalityWarning
 from ._sklearn import Interval, StrOptions
 from ._accounting import PREDICTION_NOISE
 from ._base import PrivateRegressorMixin
-from ._mean import noise_scale as mean_noise_scale
+from ._release import noise_scale as mean_noise_scale
 from ._random_projection_release import RandomProjectionRelease
 from ._docstrings import fill_doc
 from .exceptions import PrivacyLeakWarning

@@ -17,7 +17,7 @@ from ._validation import noise_generator
 from ._ridge_system import leverage_ridge
 from ._arrays import compute, persist
 from ._dask import quantiles
-from ._rows import scaled_data
+from ._dask import scaled_data
 from ._validation import validate_rows
 from ._ssp import AdaSSPRegressor
 from ._publish import private_summary, publish

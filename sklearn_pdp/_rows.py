@@ -5,7 +5,7 @@ chunk of scaled rows at a time: reductions to d x d sufficient statistics
 (X^T X, X^T y, ...) and one value per row (per-instance losses). A numpy
 array is processed chunk by chunk (:class:`ScaledData`), on threads if asked;
 a Dask array block by block where its blocks live (``_dask.DaskScaledData``,
-each block again a :class:`ScaledData`). :func:`scaled_data` picks one.
+each block again a :class:`ScaledData`). :func:`~sklearn_pdp._dask.scaled_data` picks one.
 
 A chunk is a :class:`ScaledRows`: where every row lies within ``data_norm``
 its products with d x d matrices are taken on the user's rows themselves,
@@ -23,7 +23,7 @@ from sklearn import get_config
 from sklearn.utils import gen_batches
 from threadpoolctl import threadpool_limits
 
-from ._arrays import is_dask_array, row_norms
+from ._arrays import row_norms
 
 # The three limits below are measured choices (:ref:`chunk-sizes`).
 # Upper limit (MiB) of the scratch memory of one chunk (four copies of its
@@ -379,13 +379,3 @@ class ScaledData(_Rows):
 
 def _gram_part(start, Xs, ys):
     return Xs.gram(ys)
-
-
-def scaled_data(X, y, scaler, n_jobs=None):
-    """The :class:`ScaledData` (on ``n_jobs`` threads) or
-    :class:`DaskScaledData` of validated rows."""
-    if is_dask_array(X):
-        from ._dask import DaskScaledData  # which builds on this module
-
-        return DaskScaledData(X, y, scaler)
-    return ScaledData(X, y, scaler, n_jobs=n_jobs)

@@ -35,7 +35,7 @@ from sklearn_pdp._accounting import (
     ops_epsilon,
 )
 from sklearn_pdp._adaops_release import AdaOPSRelease
-from sklearn_pdp._mean import MeanRelease
+from sklearn_pdp._release import MeanRelease
 from sklearn_pdp._objective_perturbation import ObjPertRelease
 from sklearn_pdp._ops import OPSRelease
 from sklearn_pdp._output_perturbation_release import (
@@ -45,7 +45,7 @@ from sklearn_pdp._output_perturbation_release import (
 from sklearn_pdp._random_projection_release import RandomProjectionRelease
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp._release import ExactRelease, Release
-from sklearn_pdp._rows import scaled_data
+from sklearn_pdp._dask import scaled_data
 from sklearn_pdp._ssp_release import AdaSSPRelease
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 from sklearn_pdp.model_selection._release import SearchRelease
