@@ -121,16 +121,27 @@ feature_names_in_ : ndarray of shape (`n_features_in_`,)
     Names of features seen during fit, when X has string column names.""",
 }
 
+_SHARED["plot"] = """\
+ax : matplotlib Axes or sequence of two Axes, default=None
+    Where to draw (two Axes when ``leverage=True``). None creates a
+    new figure.
+kind : {"box", "violin"}, default="box"
+    How to draw the distribution.
+leverage : bool, default=False
+    Also draw epsilon against leverage, coloured by residual (for a
+    release of the label mean alone, against the label, on which
+    its loss depends)."""
+
 _PLACEHOLDER = re.compile(r"^( *)\{(\w+)\}$", flags=re.MULTILINE)
 
 
-def fill_doc(cls):
-    """Class decorator: replace each ``{name}`` line of the docstring by the
-    shared paragraph ``name``, indented like the placeholder."""
+def fill_doc(obj):
+    """Class or function decorator: replace each ``{name}`` line of the
+    docstring by the shared paragraph ``name``, indented like the placeholder."""
 
     def paragraph(match):
         indent, name = match.groups()
         return "\n".join(indent + line if line else line for line in _SHARED[name].splitlines())
 
-    cls.__doc__ = _PLACEHOLDER.sub(paragraph, cls.__doc__)
-    return cls
+    obj.__doc__ = _PLACEHOLDER.sub(paragraph, obj.__doc__)
+    return obj

@@ -5,6 +5,7 @@ matplotlib is imported only when drawing."""
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._docstrings import fill_doc
 from ._arrays import compute
 from ._dask import quantiles
 
@@ -120,6 +121,7 @@ class PrivacyLossDisplay:
         self.estimator_name = estimator_name
 
     @classmethod
+    @fill_doc
     def from_estimator(cls, estimator, *, ax=None, kind="box", leverage=False):
         """Plot the per-instance epsilons of a fitted report.
 
@@ -129,15 +131,7 @@ class PrivacyLossDisplay:
             A fitted :class:`~sklearn_pdp.PDPReport`: its ``pdp_losses_``,
             its guarantee, and the leverages and residuals of its training
             rows.
-        ax : matplotlib Axes or sequence of two Axes, default=None
-            Where to draw (two Axes when ``leverage=True``). None creates a
-            new figure.
-        kind : {"box", "violin"}, default="box"
-            How to draw the distribution.
-        leverage : bool, default=False
-            Also draw epsilon against leverage, coloured by residual (for a
-            release of the label mean alone, against the label, on which
-            its loss depends).
+        {plot}
 
         Returns
         -------
@@ -161,18 +155,13 @@ class PrivacyLossDisplay:
             mean_only=mean_only, estimator_name=type(model).__name__,
         ).plot(ax=ax, kind=kind, leverage=leverage)
 
+    @fill_doc
     def plot(self, ax=None, *, kind="box", leverage=False):
         """Draw the distribution, and optionally epsilon against leverage.
 
         Parameters
         ----------
-        ax : matplotlib Axes or sequence of two Axes, default=None
-            Where to draw (two Axes when ``leverage=True``). None creates a
-            new figure.
-        kind : {"box", "violin"}, default="box"
-            How to draw the distribution.
-        leverage : bool, default=False
-            Also draw epsilon against leverage, coloured by residual.
+        {plot}
 
         Returns
         -------

@@ -12,13 +12,12 @@ from sklearn.base import (
 )
 from sklearn.utils.validation import check_is_fitted
 
+from ._docstrings import fill_doc
 from ._sklearn import HasMethods, Interval, _check_feature_names_in
-from ._validation import noise_generator
 from ._ridge_system import leverage_ridge
 from ._arrays import compute, persist
-from ._dask import quantiles
-from ._dask import scaled_data
-from ._validation import validate_rows
+from ._dask import quantiles, scaled_data
+from ._validation import noise_generator, validate_rows
 from ._ssp import AdaSSPRegressor
 from ._publish import private_summary, publish
 from ._plot import PrivacyLossDisplay, check_kind, import_pyplot
@@ -355,6 +354,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         _check_feature_names_in(self, input_features)
         return np.asarray(_COLUMNS, dtype=object)
 
+    @fill_doc
     def plot(self, ax=None, *, kind="box", leverage=False):
         """Distribution of the per-instance epsilons beside the DP epsilon.
 
@@ -369,15 +369,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        ax : matplotlib Axes or sequence of two Axes, default=None
-            Where to draw (two Axes when ``leverage=True``). None creates a
-            new figure.
-        kind : {"box", "violin"}, default="box"
-            How to draw the distribution.
-        leverage : bool, default=False
-            Also draw epsilon against leverage, coloured by residual (for a
-            release of the label mean alone, against the label, on which
-            its loss depends).
+        {plot}
 
         Returns
         -------
