@@ -99,34 +99,39 @@ def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, start=np.
 
     a, b = rule(slice(None), *_GH_LADDER[0])
     pending = np.arange(m0.size)
-    last_change = np.zeros(m0.size)
+    last_change = np.full(m0.size, np.inf)
     for (coarse, _), (nodes, weights) in pairwise(_GH_LADDER):
         if pending.size == 0:
             break
         a_new, b_new = rule(pending, nodes, weights)
         a_change, b_change = np.abs(a_new - a[pending]), np.abs(b_new - b[pending])
+        with np.errstate(over="ignore", invalid="ignore"):  # eps in the hundreds
+            growth = np.exp(eps[pending])
+            d_new = a_new - growth * b_new
+            d_change = np.abs(d_new - (a[pending] - growth * b[pending]))
         if target is None:
+            # D = A - e^eps B itself, not only A and B: far below A the
+            # difference loses the digits that A and B agree on
             agree = (
                 (a_change <= _GH_RTOL * a_new) & (a_new > 0)
                 & (b_change <= _GH_RTOL * b_new) & (b_new > 0)
+                & (d_change <= _GH_RTOL * np.abs(d_new))
             )
         else:
-            with np.errstate(over="ignore", invalid="ignore"):  # eps in the hundreds
-                growth = np.exp(eps[pending])
-                d_new = a_new - growth * b_new
-                d_change = np.abs(d_new - (a[pending] - growth * b[pending]))
             # Two rules can agree on D by a coincidence of A's and B's
-            # errors: D's error is estimated by the last two differences.
-            d_change, last_change[pending] = (
+            # errors: D's error is estimated by the last two differences, so
+            # no verdict rests on the first difference alone (two coarse
+            # rules can both miss A).
+            both, last_change[pending] = (
                 np.maximum(d_change, last_change[pending]), d_change
             )
             seen = start[pending] <= coarse[-1]
             resolved = seen | ((a_new > 0) & (a_change <= _GH_ARTOL * a_new))
             # the verdict against the target cannot flip, or D is accurate
             gap = d_new - target[pending]
-            high = gap > 2.0 * d_change
-            low = -gap > _GH_BELOW_MARGIN * d_change
-            accurate = d_change <= _GH_DTOL * target[pending]
+            high = gap > 2.0 * both
+            low = -gap > _GH_BELOW_MARGIN * both
+            accurate = both <= _GH_DTOL * target[pending]
             agree = high | (resolved & (low | accurate))
         a[pending], b[pending] = a_new, b_new
         pending = pending[~agree]
