@@ -120,8 +120,8 @@ def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, start=np.
         else:
             # Two rules can agree on D by a coincidence of A's and B's
             # errors: D's error is estimated by the last two differences, so
-            # no verdict rests on the first difference alone (two coarse
-            # rules can both miss A).
+            # no verdict below the target (the optimistic side) rests on the
+            # first difference alone (two coarse rules can both miss A).
             both, last_change[pending] = (
                 np.maximum(d_change, last_change[pending]), d_change
             )
@@ -129,7 +129,7 @@ def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, start=np.
             resolved = seen | ((a_new > 0) & (a_change <= _GH_ARTOL * a_new))
             # the verdict against the target cannot flip, or D is accurate
             gap = d_new - target[pending]
-            high = gap > 2.0 * both
+            high = gap > 2.0 * d_change
             low = -gap > _GH_BELOW_MARGIN * both
             accurate = both <= _GH_DTOL * target[pending]
             agree = high | (resolved & (low | accurate))
