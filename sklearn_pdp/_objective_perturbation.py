@@ -167,7 +167,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         self.n_jobs = n_jobs
 
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
-        return ObjPertRelease.guarantee_of(
+        return ObjPertRelease.dp_guarantee(
             self.epsilon, self.delta, self.alpha, self.sigma, n_samples, n_features,
             self.fit_intercept, min_samples,
         )
@@ -243,7 +243,7 @@ class ObjPertRelease(Release):
         return alpha, sigma
 
     @classmethod
-    def guarantee_of(cls, epsilon, delta, alpha, sigma, n_samples, n_features,
+    def dp_guarantee(cls, epsilon, delta, alpha, sigma, n_samples, n_features,
                      intercept, min_samples=None):
         """The data-independent ``(epsilon, delta)`` of fits of ``min_samples``
         to ``n_samples`` rows (``dp_guarantee`` of the mechanism)."""

@@ -273,7 +273,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         return int(self.n_components)
 
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
-        return RandomProjectionRelease.guarantee_for(self.epsilon, self.delta, self.variant)
+        return RandomProjectionRelease.dp_guarantee(self.epsilon, self.delta, self.variant)
 
     def _make_release(self, data):
         if self.variant == "paper":

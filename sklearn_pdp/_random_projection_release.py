@@ -66,7 +66,7 @@ class RandomProjectionRelease(Release):
         return chi2_noise_scale(epsilon, delta, n_components, 2.0 + fit_intercept)
 
     @staticmethod
-    def guarantee_for(epsilon, delta, variant):
+    def dp_guarantee(epsilon, delta, variant):
         """The data-independent ``(epsilon, delta)`` at every size:
         :meth:`noise_scale_for` verifies the budget's delta at every size;
         the paper's variant has none."""
@@ -85,7 +85,7 @@ class RandomProjectionRelease(Release):
             penalty = np.append(np.full(p, s**2), 0.0)
         release = cls(n_components=n_components, noise_scale=s, variant=variant,
                       scaler=scaler, n_samples=data.n_samples, delta=delta,
-                      guarantee=cls.guarantee_for(epsilon, delta, variant))
+                      guarantee=cls.dp_guarantee(epsilon, delta, variant))
         release._factor_sigma(ZtZ + np.diag(penalty))
         if variant == "paper":
             # only without noise on a column can a row alone span a direction
