@@ -225,6 +225,23 @@ def test_an_identifier_column_is_not_one_hot_encoded(capsys, tmp_path):
     na = tmp_path / "na.csv"
     _table(na, n=100, ids=[*range(4), "NA", *range(5, 100)])
     _assert_one_line_error(capsys, [str(na), *TABLE_ARGS], "is mostly numbers, but not 'NA'")
+    # a numeric key: consecutive row numbers, or distinct whole numbers under
+    # a key's name; listed with --features the column is the user's choice
+    rows = tmp_path / "rows.csv"
+    _table(rows, n=100, ids=np.random.default_rng(0).permutation(100) + 1)
+    _assert_one_line_error(capsys, [str(rows), *TABLE_ARGS],
+                           "looks like a row number or person key")
+    keyed = tmp_path / "keyed.csv"
+    codes = np.random.default_rng(1).choice(10**6, size=100, replace=False)
+    _table(keyed, n=100, ids=codes)
+    keyed.write_text(keyed.read_text().replace("person,", "patient_id,", 1))
+    _assert_one_line_error(capsys, [str(keyed), *TABLE_ARGS], "--id-column patient_id")
+    # the same distinct codes under another name are a measurement
+    coded = tmp_path / "coded.csv"
+    _table(coded, n=100, ids=codes)
+    assert main([str(coded), "--target", "label", "--bounds-x", "0,0,-5", "1e6,10,5",
+                 *TABLE_ARGS[5:], "--json"]) == 0
+    assert _strict(capsys.readouterr().out)["publishable"]["n_features"] == 5
     # a text column with few values is still encoded (its categories read from
     # the data, with a warning)
     with pytest.warns(sklearn_pdp.PrivacyLeakWarning, match="--categories colour="):

@@ -1,6 +1,7 @@
 """The data of a release: the bundled diabetes table, or a CSV read,
 checked and encoded (text columns one-hot with declared categories)."""
 
+import re
 import warnings
 
 import numpy as np
@@ -38,6 +39,22 @@ def _numeric(values):
         return np.array(values, dtype=float)
     except ValueError:
         return None
+
+
+_KEY_NAMES = re.compile(r"(?i)^(id|index|row|rowid|row_id|key|unnamed: ?0)$|[ _-]id$")
+
+
+def _row_numbers(column, numbers):
+    """Whether a numeric column is a key rather than a measurement: distinct
+    whole numbers that are consecutive, or under a key's name (``id``,
+    ``index``, ``..._id``). Used only where the features were not listed."""
+    if numbers.size < 3 or not np.all(numbers == np.round(numbers)):
+        return False
+    distinct = np.unique(numbers)
+    if distinct.size < numbers.size:
+        return False
+    consecutive = distinct[-1] - distinct[0] == numbers.size - 1
+    return bool(consecutive or _KEY_NAMES.search(column.strip()))
 
 
 def _one_hot(column, values, declared, source):
@@ -109,6 +126,12 @@ def _load(args):
             if not np.all(np.isfinite(numbers)):
                 raise DataError(f"column {column!r} of {args.csv} contains missing or "
                                 "infinite values")
+            if args.features is None and _row_numbers(column, numbers):
+                raise DataError(
+                    f"column {column!r} of {args.csv} looks like a row number or "
+                    "person key (a different whole number on every row): not a "
+                    "feature; leave it out with --features (or, with --ledger, give "
+                    f"it as --id-column {column})")
             blocks.append(numbers[:, None])
             names.append(column)
             one_hot.append(False)
