@@ -599,6 +599,11 @@ def gain_share(m, name, reference=REFERENCE, margin=GAIN_MARGIN):
     return (m["mean"] - m[name]) / gain
 
 
+def _percent(share):
+    text = f"{100 * share:.0f}"
+    return ("0" if text == "-0" else text) + "%"
+
+
 def gain_share_section(cells, names, reference=REFERENCE, margin=GAIN_MARGIN):
     """The shares of every estimator but the reference, per cell (blank
     where the reference does not beat the mean by more than ``margin``),
@@ -613,11 +618,11 @@ def gain_share_section(cells, names, reference=REFERENCE, margin=GAIN_MARGIN):
             share = gain_share(m, name, reference, margin)
             if share is not None:
                 shares[name].append(share)
-            row.append("" if share is None else f"{100 * share:.0f}%")
+            row.append("" if share is None else _percent(share))
         rows.append(row)
     counted = len(shares[others[0]])
     lines = [
-        f"- `{name}`: median share {100 * np.median(shares[name]):.0f}% over the "
+        f"- `{name}`: median share {_percent(np.median(shares[name]))} over the "
         f"{counted} cells" if counted else f"- `{name}`: no cell to share"
         for name in others
     ]

@@ -80,6 +80,9 @@ def test_benchmark_gain_share_of_the_reference(monkeypatch):
     assert table[0].split("|")[5:7] == [" ops ", " output "]
     assert table[2].split("|")[5:7] == [" 25% ", " -25% "]
     assert table[4].split("|")[5:7] == ["  ", "  "]  # blank: adassp within 10% of the mean
+    # a share that rounds to 0 is "0%", never "-0%"
+    tiny = [("d", 1.0, 100.0, dict(gain, ops=1.001))]
+    assert "| 0% |" in run.gain_share_section(tiny, ["adassp", "ops"])
 
 
 def test_benchmark_utility_quick_reports_gain_shares(monkeypatch, capsys):
