@@ -269,6 +269,8 @@ def utility(args):
     if args.schema:
         return schema_utility(args)
     names = args.estimators
+    # the reference of the gain shares is fitted even when not asked for
+    fitted = names + [REFERENCE] * (REFERENCE not in names)
     alphas = 10.0 ** np.arange(0, 7)
     rows, sweep_rows, cells = [], [], []
     for data_name, load in datasets(args.n, args.d):
@@ -282,9 +284,9 @@ def utility(args):
                 mse.setdefault("ls", []).append(np.mean(
                     (LinearRegression().fit(X_tr, y_tr).predict(X_te) - y_te) ** 2))
                 mse.setdefault("mean", []).append(np.mean((y_tr.mean() - y_te) ** 2))
-                for name in names:
+                for name in fitted:
                     mse.setdefault(name, []).append(_fit_mse(name, eps, *common))
-                    if not args.sweep or "alpha" not in FACTORIES[name](
+                    if not args.sweep or name not in names or "alpha" not in FACTORIES[name](
                         eps, DELTA, *X_tr.shape, data_norm=1.0, y_bound=1.0
                     ).get_params():
                         continue
@@ -307,6 +309,7 @@ def utility(args):
     table = markdown_table(
         ["data", "epsilon", "n_train epsilon", "least squares", *names], rows
     )
+    table += "\n\n" + gain_share_section(cells, names)
     summary = _utility_summary(cells, names)
     if sweep_rows:
         table += "\n\nThe automatic ridge against the best fixed alpha in hindsight " \
@@ -574,6 +577,65 @@ def oracle(args):
     write_page("oracle", "AdaOPS against an oracle OPS", intro, ["adassp", "adaops"], table,
                "python benchmarks/run.py " + " ".join(sys.argv[1:]),
                write=not args.quick)
+
+
+# The gain shares: of the reference's gain over the mean predictor, in the
+# cells where the reference beats the mean by more than GAIN_MARGIN of its error.
+REFERENCE = "adassp"
+GAIN_MARGIN = 0.10
+
+
+def gain_share(m, name, reference=REFERENCE, margin=GAIN_MARGIN):
+    """Share of the reference's gain over the mean predictor that ``name``
+    captures in a cell of mean test MSEs ``m``:
+    ``(MSE_mean - MSE_name) / (MSE_mean - MSE_reference)`` where
+    ``MSE_reference < (1 - margin) MSE_mean``, None elsewhere (no gain to
+    share). A refused cell (NaN) captures nothing: 0."""
+    gain = m["mean"] - m[reference]
+    if not gain > margin * m["mean"]:
+        return None
+    if np.isnan(m[name]):
+        return 0.0
+    return (m["mean"] - m[name]) / gain
+
+
+def _percent(share):
+    text = f"{100 * share:.0f}"
+    return ("0" if text == "-0" else text) + "%"
+
+
+def gain_share_section(cells, names, reference=REFERENCE, margin=GAIN_MARGIN):
+    """The shares of every estimator but the reference, per cell (blank
+    where the reference does not beat the mean by more than ``margin``),
+    and per estimator their median over those cells."""
+    others = [name for name in names if name != reference]
+    if not others:
+        return ""
+    rows, shares = [], {name: [] for name in others}
+    for data_name, eps, n_eps, m in cells:
+        row = [data_name, f"{eps:g}", f"{n_eps:.0f}", f"{m[reference] / m['mean']:.3f}"]
+        for name in others:
+            share = gain_share(m, name, reference, margin)
+            if share is not None:
+                shares[name].append(share)
+            row.append("" if share is None else _percent(share))
+        rows.append(row)
+    counted = len(shares[others[0]])
+    lines = [
+        f"- `{name}`: median share {_percent(np.median(shares[name]))} over the "
+        f"{counted} cells" if counted else f"- `{name}`: no cell to share"
+        for name in others
+    ]
+    intro = (
+        f"Share of {reference}'s gain over the mean predictor that each estimator "
+        f"captures, (MSE_mean - MSE_estimator) / (MSE_mean - MSE_{reference}): 100% "
+        f"matches {reference}, 0% is no better than the mean, negative is worse; "
+        f"only in the cells where {reference} beats the mean predictor by more than "
+        f"{100 * margin:g}% of its error (elsewhere blank; a refused cell counts "
+        f"0%). Median per estimator over those cells:"
+    )
+    return "\n\n".join([intro, "\n".join(lines), markdown_table(
+        ["data", "epsilon", "n_train epsilon", f"{reference} / mean", *others], rows)])
 
 
 def _flag(ratio, n_eps):

@@ -96,6 +96,12 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         scatter (scaled coordinates) plus its Gaussian noise.
     eigen_noise_ : float
         With the private ridge only: the standard deviation of that noise.
+    signal_ridge_ : float
+        With the private ridge only: the released slopes are divided by
+        ``1 + signal_ridge_`` (post-processing): 0 where they show signal
+        above their noise, ``inf`` where they show none (``coef_`` is then
+        0); in the floor cell (``lowest_eigenvalue_`` too low to bound the
+        conditioning) the James-Stein ridge of the slopes against their noise.
     {fitted_bounds}
 
     See Also

@@ -22,6 +22,7 @@ from ._accounting import (
 from ._accounting._engine import largest_root
 from ._eigen import eigen_max_change
 from ._ridge_system import leave_one_out
+from ._signal import signal_ridge
 
 
 def _ridge_shift(stats, in_sample):
@@ -55,6 +56,12 @@ _ALPHA_GRID = 400
 # Largest noise variance of a prediction at a unit row (labels in [-1, 1])
 # that the private ridge allows, as AdaOPS's target.
 _NOISE_TARGET = 1e-3
+# The floor cell's (nothing known of the conditioning, the slopes shrunk all
+# but to 0): labels that vary little are not to pay for the intercept's noise.
+_FLOOR_NOISE = 1e-5
+# Standard deviations of their noise's chi-square by which the released
+# slopes must exceed it to be kept (AdaSSP's signal test).
+_SIGNAL_MARGIN = 1.5
 
 
 class AdaptiveRidge:
@@ -78,8 +85,11 @@ class AdaptiveRidge:
        alpha_k the candidate ridge that minimises the squared bias factor
        ``(alpha / (L_k + alpha))^2`` plus the noise variance p sigma_2^2,
        raised to meet the noise target ``_NOISE_TARGET`` at a unit row, and
-       at most the public rule's (:func:`output_perturbation_auto_alpha`),
-       which is the ridge of the floor cell L = 0.
+       at most the public rule's (:func:`output_perturbation_auto_alpha`);
+       the floor cell L = 0 takes the public rule at the smaller target
+       ``_FLOOR_NOISE``, a ridge at least the public rule's.
+    4. Post-processing (:meth:`shrink`): the released slopes are shrunk to
+       0 where they show no signal above their noise.
 
     Guarantee: on the event where L_k bounds lambda_min of the smaller data
     set, both stages are Gaussian mechanisms with ratios at most s_1 and s_2
@@ -113,10 +123,13 @@ class AdaptiveRidge:
         # (Ridge) to where the slopes are all but zero
         low = max(1e-9 * n_samples * order, 1e-6)
         self.alphas = np.geomspace(low, max(1e8, 1e3 * n_samples), _ALPHA_GRID)
-        # the public rule: the ridge of the floor cell (nothing known of the
-        # conditioning) and the largest of every cell
+        # the public rule: the largest ridge of every other cell
         self.public = output_perturbation_auto_alpha(epsilon, delta, n_samples,
                                                      order - int(intercept), intercept)
+        # the floor cell's (nothing known of the conditioning): the public rule
+        # at a smaller noise target
+        self.floor_ridge = output_perturbation_auto_alpha(
+            epsilon, delta, n_samples, order - int(intercept), intercept, target=_FLOOR_NOISE)
 
     def cell(self, released):
         """Cell of a released lambda~: -1 for the floor 0, else the largest
@@ -143,7 +156,7 @@ class AdaptiveRidge:
 
     def alpha(self, cell):
         if cell < 0:
-            return self.public
+            return self.floor_ridge
         lower = self.floor(cell)
         noise2 = self._noise(lower, self.alphas) ** 2
         bias = (self.alphas / (lower + self.alphas)) ** 2
@@ -165,6 +178,22 @@ class AdaptiveRidge:
 
     def noise(self, cell):
         return self.sensitivity(cell) / self.ratio_output
+
+    def shrink(self, coef, cell):
+        """Post-processing of the coefficients released in ``cell``: the
+        slopes and their James-Stein ridge (:func:`~sklearn_pdp._signal.signal_ridge`
+        of the slopes against their noise, ``_SIGNAL_MARGIN`` deviations
+        higher). In the floor cell the slopes are divided by one plus that
+        ridge; in the others kept whole where it is finite (their ridge
+        already weighs shrinkage against noise). ``inf``: slopes 0."""
+        slopes = coef.shape[0] - int(self.intercept)
+        noise2 = self.noise(cell) ** 2
+        ridge = float(signal_ridge(coef[:slopes], noise2, noise2, 1.0, _SIGNAL_MARGIN))
+        if cell >= 0 and np.isfinite(ridge):
+            ridge = 0.0
+        out = np.array(coef, dtype=np.float64)
+        out[:slopes] = 0.0 if np.isinf(ridge) else out[:slopes] / (1.0 + ridge)
+        return out, ridge
 
     def epsilon(self, ratio, cap=True):
         eps = gaussian_epsilon(self.delta_gauss, ratio)
@@ -222,14 +251,15 @@ _AUTO_ALPHA_SCALE = 10.0
 _AUTO_ALPHA_CAP = 100.0
 
 
-def output_perturbation_auto_alpha(epsilon, delta, n_samples, n_features, intercept=True):
+def output_perturbation_auto_alpha(epsilon, delta, n_samples, n_features, intercept=True,
+                                   target=PREDICTION_NOISE):
     """``alpha="auto"``: a rule in the public (n, d, epsilon, delta).
 
     The larger of ``10 (d + 1) n^(1/3) / epsilon^(2/3)`` and the smallest
     alpha at which the Gaussian noise of a prediction at a row of norm 1,
-    ``(1 + intercept) sigma(alpha)^2``, is at most ``PREDICTION_NOISE``
-    (1e-4; at most 100 times the first, where the intercept's own noise
-    stays above). For large n the
+    ``(1 + intercept) sigma(alpha)^2``, is at most ``target``
+    (``PREDICTION_NOISE``, 1e-4; at most 100 times the first, where the
+    intercept's own noise stays above). For large n the
     sensitivity is about ``sqrt(n / alpha) / alpha`` and the first rule keeps
     the noise about constant while the slopes are shrunk less as n grows
     (measured against rules in n^0.6 and in 1 / epsilon); for small n the
@@ -243,7 +273,7 @@ def output_perturbation_auto_alpha(epsilon, delta, n_samples, n_features, interc
     def excess(x):  # noise over its target at alpha = e^-x: grows with x
         sensitivity = output_perturbation_sensitivity(np.exp(-x), n_samples,
                                                       intercept=intercept)
-        return coords * gaussian_noise_scale(epsilon, delta, sensitivity) ** 2 - PREDICTION_NOISE
+        return coords * gaussian_noise_scale(epsilon, delta, sensitivity) ** 2 - target
 
     if excess(-np.log(rule)) <= 0:
         return float(rule)

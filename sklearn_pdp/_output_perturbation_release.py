@@ -354,8 +354,10 @@ class PrivateRidgeRelease(Release):
     The fit's draw releases lambda_min(S) + N(0, eigen_noise^2), then the
     ridge solution at the ridge of the released value's cell plus Gaussian
     noise calibrated to the sensitivity of every data set whose lambda_min
-    is above the cell's lower bound. A row's loss is that of the joint
-    release, at ``delta``; a published report of it is not supported yet.
+    is above the cell's lower bound; ``coef`` is that draw post-processed
+    (:meth:`AdaptiveRidge.shrink`: slopes without signal set to 0). A row's
+    loss is that of the joint release, at ``delta``; a published report of
+    it is not supported yet.
 
     Holds the Gram matrix (``XtX``, ``Xty``), the scatter's eigen-system
     (``eig``, ``mean``) and the ridge systems of the cells a row's loss
@@ -397,17 +399,25 @@ class PrivateRidgeRelease(Release):
         self.noise_scale = adaptive.noise(self.cell)
         self.ridge = self.cell_ridge(self.cell)
         self.center = self.ridge.coef
-        return super().release(rng)
+        self.coef, self.signal_ridge = adaptive.shrink(super().release(rng), self.cell)
+        if np.isinf(self.signal_ridge):
+            self.reason = (
+                "the released slopes show no signal above their noise (the signal "
+                "test, post-processing: the losses are those of the release); their "
+                "noise relative to the signal falls with n_samples and epsilon")
+        return self.coef
 
     def draw(self, rng, size=None):
-        """Draw(s) of the coefficients given the released cell."""
+        """Draw(s) of the coefficients given the released cell (before
+        :meth:`AdaptiveRidge.shrink`)."""
         return _perturb(self.center, self.noise, self.noise_scale, rng, size)
 
     def fitted_attributes(self):
         return {"alpha_": self.alpha, "sensitivity_": self.sensitivity,
                 "noise_scale_": self.noise_scale,
                 "lowest_eigenvalue_": self.lowest_eigenvalue,
-                "eigen_noise_": self.adaptive.eigen_noise}
+                "eigen_noise_": self.adaptive.eigen_noise,
+                "signal_ridge_": self.signal_ridge}
 
     def cell_ridge(self, cell):
         """The non-private ridge solution at a cell's ridge (cached)."""

@@ -546,6 +546,7 @@ def test_private_ridge_is_calibrated_to_the_budget(fit_intercept):
     largest grid point under the bound, and at lower bound 0 the noise is the
     global one's."""
     from sklearn_pdp._output_perturbation_calibration import (
+        _FLOOR_NOISE,
         AdaptiveRidge,
         conditional_sensitivity,
     )
@@ -564,12 +565,15 @@ def test_private_ridge_is_calibrated_to_the_budget(fit_intercept):
     for alpha in (0.1, 3.0, 700.0):
         assert conditional_sensitivity(0.0, alpha, n, fit_intercept) == pytest.approx(
             output_perturbation_sensitivity(alpha, n, intercept=fit_intercept), rel=1e-12)
-    # a better conditioned data set gets less noise and a smaller ridge; the
-    # floor cell (nothing known) has the public rule's, the largest
+    # a better conditioned data set gets less noise and a smaller ridge, at
+    # most the public rule's; the floor cell (nothing known) has the public
+    # rule at the floor's noise target, the largest
     low, high = release.cell(500.0), release.cell(5000.0)
     assert release.noise(high) < release.noise(low)
-    assert release.alpha(high) <= release.alpha(low) <= release.alpha(-1)
-    assert release.alpha(-1) == output_perturbation_auto_alpha(1.5, 1e-6, n, d, fit_intercept)
+    assert release.alpha(high) <= release.alpha(low) <= release.public <= release.alpha(-1)
+    assert release.public == output_perturbation_auto_alpha(1.5, 1e-6, n, d, fit_intercept)
+    assert release.alpha(-1) == output_perturbation_auto_alpha(
+        1.5, 1e-6, n, d, fit_intercept, target=_FLOOR_NOISE)
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
