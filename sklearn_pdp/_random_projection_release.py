@@ -25,7 +25,8 @@ _NULL_RTOL = 1e-12
 # term must exceed its noise before slopes are fitted (see solve_sketch).
 # Negative: the noise's own ridge already bounds what noisy slopes cost
 # (the measurements: "Signal ridge" in the mechanism's page).
-_SIGNAL_MARGIN = -0.5
+_SIGNAL_MARGIN = 1.5
+_WISHART_BETA = 0.1
 
 
 class RandomProjectionRelease(Release):
@@ -169,7 +170,8 @@ class RandomProjectionRelease(Release):
     def solve(self, sketch):
         """``(coef, signal_ridge)`` of the ridge regression on ``sketch``
         (post-processing, :func:`solve_sketch`)."""
-        return solve_sketch(sketch, self.noise_scale**2, self.n_samples, self.intercept)
+        return solve_sketch(sketch, self.noise_scale**2, self.n_samples, self.intercept,
+                            debias=self.variant == "dp")
 
     def fitted_attributes(self):
         return {"n_components_": self.n_components, "sketch_": self.sketch,
@@ -283,7 +285,7 @@ class RandomProjectionRelease(Release):
         return {"tau": scale * quad}
 
 
-def solve_sketch(sketch, s2, n_samples, fit_intercept):
+def solve_sketch(sketch, s2, n_samples, fit_intercept, debias=True):
     """Ridge regression on the released sketch (post-processing).
 
     The sketch's normal equations estimate ``k Sigma`` (k sketch rows),
@@ -308,13 +310,13 @@ def solve_sketch(sketch, s2, n_samples, fit_intercept):
     k, p = sketch.shape[0], sketch.shape[1] - 1
     if k > p:  # else no residual is left to measure the noise by
         try:
-            return _shrunk_solve(sketch.T @ sketch, k, s2, n_samples, fit_intercept)
+            return _shrunk_solve(sketch.T @ sketch, k, s2, n_samples, fit_intercept, debias)
         except linalg.LinAlgError:
             pass
     return linalg.lstsq(sketch[:, :p], sketch[:, p], check_finite=False)[0], 0.0
 
 
-def _shrunk_solve(gram, k, s2, n_samples, fit_intercept):
+def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
     """:func:`solve_sketch` from the sketch's Gram matrix ``gram`` of
     ``[Z y]`` (constant column last in Z)."""
     d = gram.shape[0] - 1 - fit_intercept
@@ -334,20 +336,38 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept):
     # so the cross term's noise has covariance sigma_e^2 scatter
     residual = centred[d, d] - cross @ linalg.cho_solve(chol, cross, check_finite=False)
     noise = max(residual, 0.0) / (k - d - fit_intercept) * np.trace(scatter) / d
-    # the data's scatter is the sketch's less the noise's k s^2 I, which
-    # is already a ridge on the slopes
+    # the data's scatter is the sketch's less the noise's k s^2 I
     mean_eigen = max(np.trace(corrected[:d, :d]) / d - k * s2, 0.0)
     ridge = float(signal_ridge(cross, noise, noise, mean_eigen, _SIGNAL_MARGIN))
-    extra = max(ridge - k * s2, 0.0)
-    if np.isinf(extra):
+    if debias:
+        floor = k * _noise_ridge(corrected[:d, :d] / k, s2, k - fit_intercept, d)
+        ridge = max(ridge, floor)
+        scatter = corrected[:d, :d] - k * s2 * np.eye(d)
+    else:
+        # the noise's k s^2 I is already a ridge on the slopes
+        ridge = max(ridge - k * s2, 0.0)
+        scatter = corrected[:d, :d]
+    if np.isinf(ridge):
         beta = np.zeros(d)
     else:
-        system = corrected[:d, :d] + extra * np.eye(d)
+        system = scatter + ridge * np.eye(d)
         beta = linalg.cho_solve(linalg.cho_factor(system, check_finite=False),
                                 corrected[:d, d], check_finite=False)
     if fit_intercept:
         beta = np.append(beta, (n_samples + s2) / n_samples * (g[d] - g[:d] @ beta))
-    return beta, extra / k
+    return beta, ridge / k
+
+
+def _noise_ridge(scatter, s2, dof, d):
+    """The part of the noise's ridge ``s2`` kept on the de-biased scatter
+    ``scatter - s2 I`` (``scatter``: the sketch's estimate of the data's
+    scatter plus ``s2 I``, from ``dof`` rows): none where a high-probability
+    lower bound on the data's smallest eigenvalue, by the Wishart
+    fluctuation of the sketch, shows it well above that fluctuation; all of
+    it where the sketch cannot tell the data's scatter from the noise's."""
+    low = linalg.eigvalsh(scatter, subset_by_index=[0, 0], check_finite=False)[0]
+    upper = (1.0 + np.sqrt(d / dof) + np.sqrt(2.0 * np.log(1.0 / _WISHART_BETA) / dof)) ** 2
+    return float(np.clip(s2 - (2.0 / upper - 1.0) * low, 0.0, s2))
 
 
 def _label_quadratic(quad, Xs, ys):
