@@ -22,10 +22,13 @@ _ONE = 1.0 - 1e-12
 # eigenvectors v accurate to ~1e-15 for well-separated eigenvalues).
 _NULL_RTOL = 1e-12
 # Standard deviations of the noise's chi-square by which the sketch's cross
-# term must exceed its noise before slopes are fitted (see solve_sketch).
-# Negative: the noise's own ridge already bounds what noisy slopes cost
-# (the measurements: "Signal ridge" in the mechanism's page).
-_SIGNAL_MARGIN = 1.5
+# term must exceed its noise before slopes are fitted (see solve_sketch):
+# AdaSSP's on the de-biased scatter, where nothing else bounds what noisy
+# slopes cost; negative for the paper's variant, whose noise ridge bounds
+# it (the measurements: "The model" in the mechanism's page).
+_SIGNAL_MARGIN = {True: 1.5, False: -0.5}
+# Probability that the Wishart lower bound on the data's smallest scatter
+# eigenvalue fails (the floor of the de-biased ridge, _noise_ridge).
 _WISHART_BETA = 0.1
 
 
@@ -293,19 +296,24 @@ def solve_sketch(sketch, s2, n_samples, fit_intercept, debias=True):
     intercept the constant column's ``Sigma`` entry ``n + s^2`` is public,
     so the regressions of the other columns on it (their sums over
     ``n + s^2``) are rescaled to the means exactly: the intercept is not
-    shrunk towards 0, and with slopes 0 it is the private label mean. The
-    slopes get, on top of the noise's ridge ``s^2``, the James-Stein
-    ridge that the centred cross term supports against its noise
-    (:func:`~sklearn_pdp._signal.signal_ridge`): inf, the label mean
-    alone, where it shows no signal. Fewer sketch rows than columns, or a
-    sketch too ill-conditioned for a Cholesky solve, give the minimum-norm
-    least squares on the sketch.
+    shrunk towards 0, and with slopes 0 it is the private label mean.
+    With ``debias`` the noise's ``k s2`` is taken off the slopes' scatter
+    (errors in variables) and the ridge is the larger of the floor of
+    :func:`_noise_ridge` and the James-Stein ridge that the centred cross
+    term supports against its noise
+    (:func:`~sklearn_pdp._signal.signal_ridge`); without, the slopes get
+    the part of the James-Stein ridge above the noise's. Inf: the label
+    mean alone, where the cross term shows no signal. Fewer sketch rows
+    than columns, or a sketch too ill-conditioned for a Cholesky solve,
+    give the minimum-norm least squares on the sketch.
 
     Returns
     -------
     coef : ndarray of shape (sketch.shape[1] - 1,)
     signal_ridge : float
-        The ridge added on top of the noise's, over k (``signal_ridge_``).
+        The ridge on the slopes chosen from the sketch, over k
+        (``signal_ridge_``): on the de-biased scatter with ``debias``, on
+        top of the noise's otherwise.
     """
     k, p = sketch.shape[0], sketch.shape[1] - 1
     if k > p:  # else no residual is left to measure the noise by
@@ -320,6 +328,9 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
     """:func:`solve_sketch` from the sketch's Gram matrix ``gram`` of
     ``[Z y]`` (constant column last in Z)."""
     d = gram.shape[0] - 1 - fit_intercept
+    # the centred sketch's rows: k - 1 with an intercept (the paper's
+    # variant keeps its model as published, with k)
+    m = k - fit_intercept if debias else k
     centred = corrected = gram
     if fit_intercept:
         # Schur complement on the constant column: the centred scatter
@@ -328,7 +339,7 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
         g = gram[d, keep] / gram[d, d]
         centred = gram[np.ix_(keep, keep)] - gram[d, d] * np.outer(g, g)
         # Sigma's centred blocks use the public n, not n + s^2
-        corrected = centred - k * s2 * (n_samples + s2) / n_samples * np.outer(g, g)
+        corrected = centred - m * s2 * (n_samples + s2) / n_samples * np.outer(g, g)
     scatter, cross = centred[:d, :d], centred[:d, d]
     chol = linalg.cho_factor(scatter, check_finite=False)
     # Given the sketch's features, its labels are theirs times Sigma's
@@ -336,16 +347,15 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
     # so the cross term's noise has covariance sigma_e^2 scatter
     residual = centred[d, d] - cross @ linalg.cho_solve(chol, cross, check_finite=False)
     noise = max(residual, 0.0) / (k - d - fit_intercept) * np.trace(scatter) / d
-    # the data's scatter is the sketch's less the noise's k s^2 I
-    mean_eigen = max(np.trace(corrected[:d, :d]) / d - k * s2, 0.0)
-    ridge = float(signal_ridge(cross, noise, noise, mean_eigen, _SIGNAL_MARGIN))
+    # the data's scatter is the sketch's less the noise's m s^2 I
+    mean_eigen = max(np.trace(corrected[:d, :d]) / d - m * s2, 0.0)
+    ridge = float(signal_ridge(cross, noise, noise, mean_eigen, _SIGNAL_MARGIN[debias]))
     if debias:
-        floor = k * _noise_ridge(corrected[:d, :d] / k, s2, k - fit_intercept, d)
-        ridge = max(ridge, floor)
-        scatter = corrected[:d, :d] - k * s2 * np.eye(d)
+        ridge = max(ridge, m * _noise_ridge(corrected[:d, :d] / m, s2, m, d))
+        scatter = corrected[:d, :d] - m * s2 * np.eye(d)
     else:
-        # the noise's k s^2 I is already a ridge on the slopes
-        ridge = max(ridge - k * s2, 0.0)
+        # the noise's m s^2 I is already a ridge on the slopes
+        ridge = max(ridge - m * s2, 0.0)
         scatter = corrected[:d, :d]
     if np.isinf(ridge):
         beta = np.zeros(d)
@@ -355,16 +365,17 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
                                 corrected[:d, d], check_finite=False)
     if fit_intercept:
         beta = np.append(beta, (n_samples + s2) / n_samples * (g[d] - g[:d] @ beta))
-    return beta, ridge / k
+    return beta, ridge / m
 
 
 def _noise_ridge(scatter, s2, dof, d):
-    """The part of the noise's ridge ``s2`` kept on the de-biased scatter
-    ``scatter - s2 I`` (``scatter``: the sketch's estimate of the data's
-    scatter plus ``s2 I``, from ``dof`` rows): none where a high-probability
-    lower bound on the data's smallest eigenvalue, by the Wishart
-    fluctuation of the sketch, shows it well above that fluctuation; all of
-    it where the sketch cannot tell the data's scatter from the noise's."""
+    """The ridge kept on the de-biased scatter ``scatter - s2 I``
+    (``scatter``: the sketch's estimate of the data's scatter plus
+    ``s2 I``, from ``dof`` rows; :doc:`/mechanisms/random_projection`):
+    AdaSSP's rule, the fluctuation of the sketch's smallest eigenvalue
+    less a lower bound on the data's that holds except with probability
+    ``_WISHART_BETA`` (Gordon's bound on the Wishart factor), between 0 and
+    the noise's whole ``s2``."""
     low = linalg.eigvalsh(scatter, subset_by_index=[0, 0], check_finite=False)[0]
     upper = (1.0 + np.sqrt(d / dof) + np.sqrt(2.0 * np.log(1.0 / _WISHART_BETA) / dof)) ** 2
     return float(np.clip(s2 - (2.0 / upper - 1.0) * low, 0.0, s2))

@@ -469,6 +469,34 @@ def test_strong_signal_is_hardly_shrunk(monkeypatch, make_unbounded_data):
     assert np.all((ratio > 0.998) & (ratio <= 1.0)), ratio
 
 
+def test_noise_floor_steadies_nearly_collinear_features(monkeypatch):
+    """Two pairs of nearly equal features: along their differences the
+    data's scatter is below the sketch's fluctuation, where the de-biased
+    scatter alone (no floor) fits noise. Over the same sketches the floor's
+    ridge has the least in-sample error: below the de-biased solve without
+    it and below the noise's ridge alone (the model before de-biasing)."""
+    rng = np.random.default_rng(0)
+    n = 20_000
+    base = rng.standard_normal((n, 2))
+    X = np.column_stack([base, base + 0.05 * rng.standard_normal((n, 2))]) / 6
+    y = np.clip(X @ [1.0, -0.5, 0.5, 0.2] + 0.3 * rng.standard_normal(n), -1, 1)
+    reg = RandomProjectionRegressor(epsilon=0.3, data_norm=1.0, y_bound=1.0,
+                                    random_state=0).fit(X, y)
+    assert reg.signal_ridge_ > 0
+    Z = _scaled_z(X, y, reg)
+    sketches = _sketches(reg, 200)
+
+    def error(solve):
+        theta = np.array([solve(s)[0] for s in sketches])
+        return np.mean((Z[:, :-1] @ theta.T - Z[:, -1:]) ** 2)
+
+    floored = error(reg.release_.solve)
+    s2 = reg.noise_scale_**2
+    assert floored < 0.9 * error(lambda s: solve_sketch(s, s2, n, True, debias=False))
+    monkeypatch.setattr(_random_projection_release, "_noise_ridge", lambda *a: 0.0)
+    assert floored < 0.9 * error(reg.release_.solve)
+
+
 def test_no_signal_is_not_worse_than_the_mean():
     """Labels independent of the features (and varying little): the signal
     test on the de-biased sketch keeps the test error within 2% of the mean
