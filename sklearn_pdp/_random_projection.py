@@ -132,20 +132,21 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     the constant one estimate their sums over the public ``n + s^2``, which
     centres the features and the label with the public ``n`` instead: the
     intercept is not shrunk. For ``variant="dp"`` the slopes' scatter is
-    de-biased, ``k s^2`` taken off its diagonal (errors in variables), and
-    the ridge on it is the larger of two rules: a floor from a lower bound,
-    with probability 0.9 over the sketch's Wishart fluctuation, on the
-    data's smallest scatter eigenvalue (0 where the data's scatter is well
-    above the fluctuation, at most ``k s^2``, today's noise ridge, where
-    the sketch cannot tell it from the noise), and the James-Stein ridge
-    that the centred cross term supports, ``s_bar v d / (||b||^2 - v (d +
-    1.5 sqrt(2 d)))``, with ``b`` the sketch's centred cross term, ``v``
-    its noise variance per coordinate (the residual variance of the
-    sketch's regression times the mean diagonal entry of its centred
-    scatter) and ``s_bar`` the data's mean scatter eigenvalue estimated
-    from the sketch. Where the cross term is below that noise level the
-    slopes are 0. The paper's variant keeps the noise's ridge and adds
-    only the part of the James-Stein ridge above it.
+    de-biased, the noise's ``s^2`` per sketch row taken off its diagonal
+    (errors in variables), and the ridge on it is the larger of two rules:
+    a floor from a lower bound, with probability 0.9 over the sketch's
+    Wishart fluctuation, on the data's smallest scatter eigenvalue (0
+    where the data's scatter is well above the fluctuation, at most the
+    noise's own ridge where the sketch cannot tell it from the noise), and
+    the James-Stein ridge that the centred cross term supports, ``s_bar v
+    d / (||b||^2 - v (d + 1.5 sqrt(2 d)))``, with ``b`` the sketch's
+    centred cross term, ``v`` its noise variance per coordinate (the
+    residual variance of the sketch's regression times the mean diagonal
+    entry of its centred scatter) and ``s_bar`` the data's mean scatter
+    eigenvalue estimated from the sketch. Where the cross term is below
+    that noise level the slopes are 0. The paper's variant keeps the
+    noise's ridge and adds only the part of the James-Stein ridge above it
+    (at margin -0.5). See :doc:`/mechanisms/random_projection`.
 
     The released sketch rows have the distribution N(0, Sigma) whatever S is
     drawn from, so the privacy analysis covers every draw. The fitted
