@@ -22,11 +22,13 @@ _ONE = 1.0 - 1e-12
 # eigenvectors v accurate to ~1e-15 for well-separated eigenvalues).
 _NULL_RTOL = 1e-12
 # Standard deviations of the noise's chi-square by which the sketch's cross
-# term must exceed its noise before slopes are fitted (see solve_sketch):
-# AdaSSP's on the de-biased scatter, where nothing else bounds what noisy
-# slopes cost; negative for the paper's variant, whose noise ridge bounds
-# it (the measurements: "The model" in the mechanism's page).
-_SIGNAL_MARGIN = {True: 1.5, False: -0.5}
+# term must exceed its noise before slopes are fitted (see solve_sketch).
+# Negative: the noise's own ridge bounds what noisy slopes cost (the
+# measurements: "The model" in the mechanism's page).
+_SIGNAL_MARGIN = -0.5
+# ... and before the noise's ridge is taken off the slopes (de-biased):
+# AdaSSP's margin, as nothing else then bounds what noisy slopes cost.
+_DEBIAS_MARGIN = 1.5
 # Probability that the Wishart lower bound on the data's smallest scatter
 # eigenvalue fails (the floor of the de-biased ridge, _noise_ridge).
 _WISHART_BETA = 0.1
@@ -297,13 +299,14 @@ def solve_sketch(sketch, s2, n_samples, fit_intercept, debias=True):
     so the regressions of the other columns on it (their sums over
     ``n + s^2``) are rescaled to the means exactly: the intercept is not
     shrunk towards 0, and with slopes 0 it is the private label mean.
-    With ``debias`` the noise's ``k s2`` is taken off the slopes' scatter
-    (errors in variables) and the ridge is the larger of the floor of
-    :func:`_noise_ridge` and the James-Stein ridge that the centred cross
-    term supports against its noise
-    (:func:`~sklearn_pdp._signal.signal_ridge`); without, the slopes get
-    the part of the James-Stein ridge above the noise's. Inf: the label
-    mean alone, where the cross term shows no signal. Fewer sketch rows
+    The slopes get the James-Stein ridge that the centred cross term
+    supports against its noise (:func:`~sklearn_pdp._signal.signal_ridge`;
+    inf, the label mean alone, where it shows no signal) or the noise's
+    ridge if larger; with ``debias``, where the cross term clears
+    ``_DEBIAS_MARGIN``, the noise's ``s2`` is taken off the slopes' scatter
+    instead (errors in variables) and the ridge is the larger of the
+    James-Stein ridge at that margin and the floor of :func:`_noise_ridge`.
+    Fewer sketch rows
     than columns, or a sketch too ill-conditioned for a Cholesky solve,
     give the minimum-norm least squares on the sketch.
 
@@ -311,7 +314,7 @@ def solve_sketch(sketch, s2, n_samples, fit_intercept, debias=True):
     -------
     coef : ndarray of shape (sketch.shape[1] - 1,)
     signal_ridge : float
-        The ridge on the slopes chosen from the sketch, over k
+        The ridge on the slopes chosen from the sketch, per sketch row
         (``signal_ridge_``): on the de-biased scatter with ``debias``, on
         top of the noise's otherwise.
     """
@@ -349,23 +352,24 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
     noise = max(residual, 0.0) / (k - d - fit_intercept) * np.trace(scatter) / d
     # the data's scatter is the sketch's less the noise's m s^2 I
     mean_eigen = max(np.trace(corrected[:d, :d]) / d - m * s2, 0.0)
-    ridge = float(signal_ridge(cross, noise, noise, mean_eigen, _SIGNAL_MARGIN[debias]))
-    if debias:
-        ridge = max(ridge, m * _noise_ridge(corrected[:d, :d] / m, s2, m, d))
-        scatter = corrected[:d, :d] - m * s2 * np.eye(d)
+    ridge = float(signal_ridge(cross, noise, noise, mean_eigen, _SIGNAL_MARGIN))
+    # the noise's own ridge, unless the signal is clearly above the noise:
+    # then the James-Stein ridge at that margin and the noise floor
+    clear = cross @ cross - noise * (d + _DEBIAS_MARGIN * np.sqrt(2.0 * d))
+    if debias and clear > 0:
+        signal = cross @ cross - noise * (d + _SIGNAL_MARGIN * np.sqrt(2.0 * d))
+        ridge = max(ridge * signal / clear, m * _noise_ridge(corrected[:d, :d] / m, s2, m, d))
     else:
-        # the noise's m s^2 I is already a ridge on the slopes
-        ridge = max(ridge - m * s2, 0.0)
-        scatter = corrected[:d, :d]
+        ridge = max(ridge, m * s2)
     if np.isinf(ridge):
         beta = np.zeros(d)
     else:
-        system = scatter + ridge * np.eye(d)
+        system = corrected[:d, :d] + (ridge - m * s2) * np.eye(d)
         beta = linalg.cho_solve(linalg.cho_factor(system, check_finite=False),
                                 corrected[:d, d], check_finite=False)
     if fit_intercept:
         beta = np.append(beta, (n_samples + s2) / n_samples * (g[d] - g[:d] @ beta))
-    return beta, ridge / m
+    return beta, ridge / m - (0.0 if debias else s2)
 
 
 def _noise_ridge(scatter, s2, dof, d):
