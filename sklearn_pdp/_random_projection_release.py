@@ -306,9 +306,8 @@ def solve_sketch(sketch, s2, n_samples, fit_intercept, debias=True):
     ``_DEBIAS_MARGIN``, the noise's ``s2`` is taken off the slopes' scatter
     instead (errors in variables) and the ridge is the larger of the
     James-Stein ridge at that margin and the floor of :func:`_noise_ridge`.
-    Fewer sketch rows
-    than columns, or a sketch too ill-conditioned for a Cholesky solve,
-    give the minimum-norm least squares on the sketch.
+    Fewer sketch rows than columns, or a sketch too ill-conditioned for a
+    Cholesky solve, give the minimum-norm least squares on the sketch.
 
     Returns
     -------
