@@ -28,10 +28,12 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     The data, scaled into the privacy domain (rows in the unit ball, labels in
     [-1, 1]), are released as the sketch ``S [X, y] + noise`` with ``S`` an
     ``n_components x n_samples`` matrix of independent N(0, 1) entries; the
-    coefficients are a ridge regression on the sketch (post-processing): the
-    noise's own ridge on the slopes, more where the sketch shows no signal
-    above its noise (``signal_ridge_``), and an unshrunk intercept, so that
-    a model without signal falls back to the private label mean.
+    coefficients are post-processing of the sketch: least squares on its
+    normal equations with the noise's variance taken off the slopes'
+    diagonal (errors in variables), a ridge chosen from the sketch itself
+    (``signal_ridge_``) and an unshrunk intercept, so that with a strong
+    signal the fit approaches least squares and a model without signal
+    falls back to the private label mean.
     Every released row is N(0, Sigma) with ``Sigma = [X y]^T [X y] +
     diag(noise variances)``, which gives the exact per-instance loss of every
     training row in closed form (chi-square tails).
@@ -73,12 +75,16 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         The released noisy sketch of the scaled ``[X, y]`` (last column: y).
         ``coef_`` is computed from it alone.
     signal_ridge_ : float
-        The ridge on the slopes chosen from the sketch on top of the noise's
-        own ``noise_scale_**2`` (scaled domain, in units of the data's Gram
-        matrix; see Notes): 0 where the sketch's cross term shows enough
-        signal, ``inf`` where it shows none (``coef_`` is 0 and
-        ``intercept_`` the label mean's estimate from the sketch). Not set
-        when ``mean_only_``.
+        The ridge on the slopes chosen from the sketch (scaled domain, in
+        units of the data's Gram matrix; see Notes). For ``variant="dp"``
+        the ridge on the data's de-biased scatter: near 0 where the sketch
+        shows a strong signal and the data's scatter well above its noise
+        (least squares on the de-biased sketch), at least
+        ``noise_scale_**2`` (the noise's own ridge) where the signal is
+        weak. For ``variant="paper"`` the part on top of the noise's own
+        ridge. ``inf`` where the sketch's cross term shows no signal
+        (``coef_`` is 0 and ``intercept_`` the label mean's estimate from
+        the sketch). Not set when ``mean_only_``.
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
         row (maximum of both directions); ``inf`` where the row lies outside
@@ -127,15 +133,25 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     coefficient. With an intercept, the regressions of the other columns on
     the constant one estimate their sums over the public ``n + s^2``, which
     centres the features and the label with the public ``n`` instead: the
-    intercept is not shrunk. The slopes get the James-Stein ridge that the
-    centred cross term supports, ``s_bar v d / (||b||^2 - v (d - 0.5
-    sqrt(2 d)))`` in total, with ``b`` the sketch's centred cross term,
-    ``v`` its noise variance per coordinate (the residual variance of the
-    sketch's regression times the mean diagonal entry of its centred
-    scatter) and ``s_bar`` the data's mean scatter eigenvalue estimated
-    from the sketch (less the noise's ``k s^2``); only the part above the
-    noise's ``k s^2`` is added (``signal_ridge_`` is it over k). Where the
-    cross term is below that noise level the slopes are 0.
+    intercept is not shrunk. For ``variant="dp"``, where the centred cross
+    term clearly shows a signal (1.5 standard deviations of its noise's
+    chi-square above its mean), the slopes' scatter is de-biased, the
+    noise's ``s^2`` per sketch row taken off its diagonal (errors in
+    variables), and the ridge on it is the larger of two rules: a floor
+    from a lower bound, with probability 0.9 over the sketch's Wishart
+    fluctuation, on the data's smallest scatter eigenvalue (0 where the
+    data's scatter is well above the fluctuation, at most the noise's own
+    ridge where the sketch cannot tell it from the noise), and the
+    James-Stein ridge that the cross term supports, ``s_bar v d /
+    (||b||^2 - v (d + c sqrt(2 d)))`` at ``c = 1.5``, with ``b`` the
+    sketch's centred cross term, ``v`` its noise variance per coordinate
+    (the residual variance of the sketch's regression times the mean
+    diagonal entry of its centred scatter) and ``s_bar`` the data's mean
+    scatter eigenvalue estimated from the sketch. Where the signal is
+    weaker the slopes keep the noise's ridge, or the James-Stein ridge at
+    ``c = -0.5`` if larger; where ``||b||^2`` is below ``v (d - 0.5
+    sqrt(2 d))`` they are 0. The paper's variant keeps the noise's ridge
+    in every case. See :doc:`/mechanisms/random_projection`.
 
     The released sketch rows have the distribution N(0, Sigma) whatever S is
     drawn from, so the privacy analysis covers every draw. The fitted

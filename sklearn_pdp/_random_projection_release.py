@@ -23,9 +23,15 @@ _ONE = 1.0 - 1e-12
 _NULL_RTOL = 1e-12
 # Standard deviations of the noise's chi-square by which the sketch's cross
 # term must exceed its noise before slopes are fitted (see solve_sketch).
-# Negative: the noise's own ridge already bounds what noisy slopes cost
-# (the measurements: "Signal ridge" in the mechanism's page).
+# Negative: the noise's own ridge bounds what noisy slopes cost (the
+# measurements: "The model" in the mechanism's page).
 _SIGNAL_MARGIN = -0.5
+# ... and before the noise's ridge is taken off the slopes (de-biased):
+# AdaSSP's margin, as nothing else then bounds what noisy slopes cost.
+_DEBIAS_MARGIN = 1.5
+# Probability that the Wishart lower bound on the data's smallest scatter
+# eigenvalue fails (the floor of the de-biased ridge, _noise_ridge).
+_WISHART_BETA = 0.1
 
 
 class RandomProjectionRelease(Release):
@@ -169,7 +175,8 @@ class RandomProjectionRelease(Release):
     def solve(self, sketch):
         """``(coef, signal_ridge)`` of the ridge regression on ``sketch``
         (post-processing, :func:`solve_sketch`)."""
-        return solve_sketch(sketch, self.noise_scale**2, self.n_samples, self.intercept)
+        return solve_sketch(sketch, self.noise_scale**2, self.n_samples, self.intercept,
+                            debias=self.variant == "dp")
 
     def fitted_attributes(self):
         return {"n_components_": self.n_components, "sketch_": self.sketch,
@@ -283,7 +290,7 @@ class RandomProjectionRelease(Release):
         return {"tau": scale * quad}
 
 
-def solve_sketch(sketch, s2, n_samples, fit_intercept):
+def solve_sketch(sketch, s2, n_samples, fit_intercept, debias=True):
     """Ridge regression on the released sketch (post-processing).
 
     The sketch's normal equations estimate ``k Sigma`` (k sketch rows),
@@ -291,33 +298,41 @@ def solve_sketch(sketch, s2, n_samples, fit_intercept):
     intercept the constant column's ``Sigma`` entry ``n + s^2`` is public,
     so the regressions of the other columns on it (their sums over
     ``n + s^2``) are rescaled to the means exactly: the intercept is not
-    shrunk towards 0, and with slopes 0 it is the private label mean. The
-    slopes get, on top of the noise's ridge ``s^2``, the James-Stein
-    ridge that the centred cross term supports against its noise
-    (:func:`~sklearn_pdp._signal.signal_ridge`): inf, the label mean
-    alone, where it shows no signal. Fewer sketch rows than columns, or a
-    sketch too ill-conditioned for a Cholesky solve, give the minimum-norm
-    least squares on the sketch.
+    shrunk towards 0, and with slopes 0 it is the private label mean.
+    The slopes get the James-Stein ridge that the centred cross term
+    supports against its noise (:func:`~sklearn_pdp._signal.signal_ridge`;
+    inf, the label mean alone, where it shows no signal) or the noise's
+    ridge if larger; with ``debias``, where the cross term clears
+    ``_DEBIAS_MARGIN``, the noise's ``s2`` is taken off the slopes' scatter
+    instead (errors in variables) and the ridge is the larger of the
+    James-Stein ridge at that margin and the floor of :func:`_noise_ridge`.
+    Fewer sketch rows than columns, or a sketch too ill-conditioned for a
+    Cholesky solve, give the minimum-norm least squares on the sketch.
 
     Returns
     -------
     coef : ndarray of shape (sketch.shape[1] - 1,)
     signal_ridge : float
-        The ridge added on top of the noise's, over k (``signal_ridge_``).
+        The ridge on the slopes chosen from the sketch, per sketch row
+        (``signal_ridge_``): on the de-biased scatter with ``debias``, on
+        top of the noise's otherwise.
     """
     k, p = sketch.shape[0], sketch.shape[1] - 1
     if k > p:  # else no residual is left to measure the noise by
         try:
-            return _shrunk_solve(sketch.T @ sketch, k, s2, n_samples, fit_intercept)
+            return _shrunk_solve(sketch.T @ sketch, k, s2, n_samples, fit_intercept, debias)
         except linalg.LinAlgError:
             pass
     return linalg.lstsq(sketch[:, :p], sketch[:, p], check_finite=False)[0], 0.0
 
 
-def _shrunk_solve(gram, k, s2, n_samples, fit_intercept):
+def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
     """:func:`solve_sketch` from the sketch's Gram matrix ``gram`` of
     ``[Z y]`` (constant column last in Z)."""
     d = gram.shape[0] - 1 - fit_intercept
+    # the centred sketch's rows: k - 1 with an intercept (the paper's
+    # variant keeps its model as published, with k)
+    m = k - fit_intercept if debias else k
     centred = corrected = gram
     if fit_intercept:
         # Schur complement on the constant column: the centred scatter
@@ -326,7 +341,7 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept):
         g = gram[d, keep] / gram[d, d]
         centred = gram[np.ix_(keep, keep)] - gram[d, d] * np.outer(g, g)
         # Sigma's centred blocks use the public n, not n + s^2
-        corrected = centred - k * s2 * (n_samples + s2) / n_samples * np.outer(g, g)
+        corrected = centred - m * s2 * (n_samples + s2) / n_samples * np.outer(g, g)
     scatter, cross = centred[:d, :d], centred[:d, d]
     chol = linalg.cho_factor(scatter, check_finite=False)
     # Given the sketch's features, its labels are theirs times Sigma's
@@ -334,20 +349,39 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept):
     # so the cross term's noise has covariance sigma_e^2 scatter
     residual = centred[d, d] - cross @ linalg.cho_solve(chol, cross, check_finite=False)
     noise = max(residual, 0.0) / (k - d - fit_intercept) * np.trace(scatter) / d
-    # the data's scatter is the sketch's less the noise's k s^2 I, which
-    # is already a ridge on the slopes
-    mean_eigen = max(np.trace(corrected[:d, :d]) / d - k * s2, 0.0)
+    # the data's scatter is the sketch's less the noise's m s^2 I
+    mean_eigen = max(np.trace(corrected[:d, :d]) / d - m * s2, 0.0)
     ridge = float(signal_ridge(cross, noise, noise, mean_eigen, _SIGNAL_MARGIN))
-    extra = max(ridge - k * s2, 0.0)
-    if np.isinf(extra):
+    # the noise's own ridge, unless the signal is clearly above the noise:
+    # then the James-Stein ridge at that margin and the noise floor
+    clear = cross @ cross - noise * (d + _DEBIAS_MARGIN * np.sqrt(2.0 * d))
+    if debias and clear > 0:
+        signal = cross @ cross - noise * (d + _SIGNAL_MARGIN * np.sqrt(2.0 * d))
+        ridge = max(ridge * signal / clear, m * _noise_ridge(corrected[:d, :d] / m, s2, m, d))
+    else:
+        ridge = max(ridge, m * s2)
+    if np.isinf(ridge):
         beta = np.zeros(d)
     else:
-        system = corrected[:d, :d] + extra * np.eye(d)
+        system = corrected[:d, :d] + (ridge - m * s2) * np.eye(d)
         beta = linalg.cho_solve(linalg.cho_factor(system, check_finite=False),
                                 corrected[:d, d], check_finite=False)
     if fit_intercept:
         beta = np.append(beta, (n_samples + s2) / n_samples * (g[d] - g[:d] @ beta))
-    return beta, extra / k
+    return beta, ridge / m - (0.0 if debias else s2)
+
+
+def _noise_ridge(scatter, s2, dof, d):
+    """The ridge kept on the de-biased scatter ``scatter - s2 I``
+    (``scatter``: the sketch's estimate of the data's scatter plus
+    ``s2 I``, from ``dof`` rows; :doc:`/mechanisms/random_projection`):
+    AdaSSP's rule, the fluctuation of the sketch's smallest eigenvalue
+    less a lower bound on the data's that holds except with probability
+    ``_WISHART_BETA`` (Gordon's bound on the Wishart factor), between 0 and
+    the noise's whole ``s2``."""
+    low = linalg.eigvalsh(scatter, subset_by_index=[0, 0], check_finite=False)[0]
+    upper = (1.0 + np.sqrt(d / dof) + np.sqrt(2.0 * np.log(1.0 / _WISHART_BETA) / dof)) ** 2
+    return float(np.clip(s2 - (2.0 / upper - 1.0) * low, 0.0, s2))
 
 
 def _label_quadratic(quad, Xs, ys):
