@@ -1,0 +1,104 @@
+"""A person added to the n rows (the release as calibrated for n rows, run
+on the n + 1 rows): every reported value, exact or capped, is at least
+the exact loss of the whole release, at the domain's worst rows."""
+
+import copy
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from sklearn_pdp import AdaOPSRegressor, PDPReport
+from sklearn_pdp._accounting import ops_epsilon, ops_mixture_epsilon
+from sklearn_pdp._accounting._adaops import conditioning
+from sklearn_pdp._adaops_release import AdaOPSRelease
+from sklearn_pdp._eigen import scatter_eigen
+
+from .conftest import regression_data
+
+
+def _corner_rows(d, n_random=20, seed=0):
+    """Rows of unit norm (the domain's corner): each axis both ways and
+    random directions."""
+    rng = np.random.default_rng(seed)
+    axes = np.vstack([np.eye(d), -np.eye(d)])
+    rows = rng.normal(size=(n_random, d))
+    return np.vstack([axes, rows / np.linalg.norm(rows, axis=1, keepdims=True)])
+
+
+def _run_on(release, Zs, ys):
+    """AdaOPS's release as calibrated (its ``cal``, its n), run on the
+    scaled rows ``Zs`` (constant feature included): their Gram, scatter and
+    conditioning, no fit yet."""
+    other = copy.copy(release)
+    other.n_samples = Zs.shape[0]
+    other.XtX, other.Xty = Zs.T @ Zs, Zs.T @ ys
+    other.eig, other.mean = scatter_eigen(other.XtX, other.n_samples, other.intercept)
+    other.G = conditioning(other.eig[0], other.mean, other.intercept)
+    other.fits = {}
+    return other
+
+
+@pytest.mark.parametrize("n, d, fit_intercept", [(2000, 3, True), (3000, 2, False)])
+def test_adaops_added_row_at_the_corner(n, d, fit_intercept):
+    """Each worst row (unit norm, label +-1) added to the n rows: its exact
+    loss, the removal mixture of the release run on the n + 1 rows, is what
+    ``pdp_epsilon`` reports (computed from the n rows), within the cap, and
+    the published bound covers it."""
+    X, y = regression_data(n, d)
+    report = PDPReport(AdaOPSRegressor(data_norm=1.0, y_bound=1.0, fit_intercept=fit_intercept,
+                                       random_state=0),
+                       publish_epsilon=0.2, random_state=0).fit(X, y)
+    est, published = report.estimator_, report.published_
+    assert not est.mean_only_
+    release, law = est.release_, est.release_law()
+    Zs, ys = law.scaler.scale(X, y)
+    targets = _corner_rows(d)
+    cap = law.cap_epsilon(est.delta)
+    for label in (-1.0, 1.0):
+        labels = np.full(targets.shape[0], label)
+        Zt, yt = law.scaler.scale(targets, labels)
+        exact = np.array([
+            ops_mixture_epsilon(est.delta, **_run_on(
+                release, np.vstack([Zs, z]), np.append(ys, t))._mixture_columns(
+                    z[None, :], np.array([t]), add=False))[0]
+            for z, t in zip(Zt, yt)])
+        reported = est.pdp_epsilon(targets, labels)
+        assert_allclose(reported, exact, rtol=1e-6)
+        assert np.all(reported <= cap * (1 + 1e-12))
+        # the model's part alone, plus the summary (the Gram's adds more)
+        assert np.all(published.epsilon(targets, labels) >= exact * (1 - 1e-9)
+                      + published.summary_epsilon)
+    assert np.all(est.pdp_epsilon(targets) >= reported - 1e-12)  # the worst label
+    # the published cap: the publication's guarantee plus the same excess
+    assert published.cap_epsilon == pytest.approx(
+        published.dp_epsilon + cap - est.dp_epsilon_, rel=1e-12)
+
+
+@pytest.mark.parametrize("n, d, fit_intercept, split", [
+    (2000, 3, True, None), (20000, 5, True, None), (20000, 5, False, None),
+    (500, 1, True, (0.2, 0.0, 0.8)),
+])
+def test_adaops_added_sample_epsilon_covers_every_pair_of_cells(n, d, fit_intercept, split):
+    """The sample's cap for a person added bounds the OPS loss at every pair
+    of cells of the cells a margin event allows, at the
+    corner of the smaller data set's n rows: the leverage 1/n + 1/(h - s_1)
+    and the residual bound of the pair with the crude bound at n rows. It
+    is above the sample's share where the crude bound rises enough (n =
+    2000), and the release's cap is the guarantee plus the excess."""
+    cal, _ = AdaOPSRelease.calibrate(1.0, 1e-6, n, d, fit_intercept, budget_split=split)
+    cap = cal.added_sample_epsilon()
+    top = int(cal.index((n + 1) / d))
+    worst = 0.0
+    for k in range(cal.lowest, max(top, 0) + 1):
+        spare = cal.floor(k) - cal.change
+        mu = (1.0 / n if fit_intercept else 0.0) + 1.0 / spare
+        crude = (2.0 if fit_intercept else 1.0) + np.sqrt(n / spare)
+        _, _, omega, last = cal.bound_grid(k)
+        for j in range(last + 1):
+            residual = crude if j == last else min(np.exp((j + 1) * omega) / (1 - mu), crude)
+            worst = max(worst, float(ops_epsilon(cal.delta_share, mu, residual, cal.gamma(k, j))))
+    assert worst <= cap * (1 + 1e-9)
+    assert cap >= cal.eps_sample
+    if (n, d, split) == (2000, 3, None):
+        assert worst > cal.eps_sample * (1 + 1e-5)  # the removal share under-reports
