@@ -3,18 +3,21 @@ on the n + 1 rows): every reported value, exact or capped, is at least
 the exact loss of the whole release, at the domain's worst rows."""
 
 import copy
+import itertools
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from sklearn_pdp import AdaOPSRegressor, PDPReport
+from sklearn_pdp import AdaOPSRegressor, OPSRegressor, OutputPerturbationRegressor, PDPReport
 from sklearn_pdp._accounting import ops_epsilon, ops_mixture_epsilon
 from sklearn_pdp._accounting._adaops import conditioning
 from sklearn_pdp._adaops_release import AdaOPSRelease
 from sklearn_pdp._eigen import scatter_eigen
+from sklearn_pdp._registry import REGRESSORS
 
 from .conftest import regression_data
+from .test_tighten import _assemble
 
 
 def _corner_rows(d, n_random=20, seed=0):
@@ -102,3 +105,69 @@ def test_adaops_added_sample_epsilon_covers_every_pair_of_cells(n, d, fit_interc
     assert cap >= cal.eps_sample
     if (n, d, split) == (2000, 3, None):
         assert worst > cal.eps_sample * (1 + 1e-5)  # the removal share under-reports
+
+
+# every registered regressor at its defaults, and OPS and output perturbation
+# at a numeric ridge (their fixed-ridge releases); whether the model's cap
+# for a person added exceeds its removal guarantee here (random projection's
+# guarantee covers additions; output perturbation's sensitivity at alpha 1e4
+# does not grow from n to n + 1 rows: the intercept's 1/(n - 1) falls)
+_GROWS = {"adaops": True, "ops": True, "objpert": True, "output": True, "projection": False}
+TIGHTENED = [pytest.param(cls, {}, _GROWS.get(name), id=name)
+             for name, cls in REGRESSORS.items()] + [
+    pytest.param(OPSRegressor, {"alpha": 300.0}, True, id="ops-alpha"),
+    pytest.param(OutputPerturbationRegressor, {"alpha": 1e4}, False, id="output-alpha"),
+]
+
+
+@pytest.mark.parametrize("cls, params, grows", TIGHTENED)
+def test_tightened_added_row_at_the_corner(cls, params, grows):
+    """A tightened fit's value for a person added at the declared domain's
+    corners (every feature at an end, the label at an end): the bounds'
+    exact loss of adding them plus a model part at least the exact added
+    loss of the model fitted on any released bounds (the released ones, the
+    ends of the plausible ranges); the model part is the model's cap for a
+    person added (not its removal guarantee), the same for every released
+    bound, or AdaSSP's largest over the plausible ones."""
+    rng = np.random.default_rng(0)
+    n, d = 4000, 3
+    X = rng.uniform(-1, 1, size=(n, d))
+    y = np.clip(0.3 + X @ [0.5, -0.3, 0.2] + 0.2 * rng.normal(size=n), -1.5, 1.5)
+    declared = {"bounds_X": (-2.0 * np.ones(d), 2.0 * np.ones(d)), "y_bound": 2.0}
+    est = cls(epsilon=2.0, tighten_bounds=True, random_state=0, **declared, **params).fit(X, y)
+    rel = est.bounds_release_
+    corners = 2.0 * np.array(list(itertools.product((-1.0, 1.0), repeat=d)))
+    targets = np.repeat(corners, 2, axis=0)
+    labels = np.tile([-2.0, 2.0], corners.shape[0])
+    reported = est.pdp_epsilon(targets, labels)
+    bounds_part = rel.row_epsilon(targets, labels, add=True)
+    model_part = reported - bounds_part
+    assert np.all(est.pdp_epsilon(targets) >= reported - 1e-12)  # the worst label
+    boxed = rel.event_ > 0
+    if not boxed:
+        model = est.release_
+        assert_allclose(model_part, model.cap_epsilon(model.delta), rtol=1e-12)
+        assert np.all(model_part > est.model_epsilon_ if grows
+                      else model_part == est.model_epsilon_)
+    ranges = rel.plausible(rel.event_ if boxed else 1e-7)
+    ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
+    released = {"bounds_X": est.bounds_X_, "y_bound": est.y_bound_}
+    trials = [released]
+    for side in (0, 1):  # the tightest and the widest plausible bounds
+        pick = []
+        for k in range(rel.n_quantiles):
+            inside = np.flatnonzero((ends[k] >= ranges[k, 0]) & (ends[k] <= ranges[k, 1]))
+            tight = (side + (rel.sign[k] < 0)) % 2 == 0
+            pick.append(ends[k, inside[0 if tight else -1]])
+        _, bounds_X, y_bound = _assemble(rel, np.array(pick))
+        trials.append({"bounds_X": bounds_X, "y_bound": y_bound})
+    for bounds in trials:
+        model = cls(epsilon=est.model_epsilon_, delta=est.delta - rel.event_, random_state=0,
+                    **bounds, **params).fit(X, y)
+        assert not model.mean_only_
+        exact = model.pdp_epsilon(targets, labels)
+        assert np.all(model_part >= exact * (1 - 1e-9))
+        assert np.all(reported >= bounds_part + exact * (1 - 1e-9))
+        if not boxed:  # the cap is the same whatever the bounds
+            assert_allclose(model.release_.cap_epsilon(model.release_.delta), model_part,
+                            rtol=1e-12)
