@@ -16,7 +16,7 @@ from sklearn_pdp._adaops_release import AdaOPSRelease
 from sklearn_pdp._eigen import scatter_eigen
 from sklearn_pdp._registry import REGRESSORS
 
-from .conftest import regression_data
+from .conftest import adversarial_data, regression_data
 from .test_tighten import _assemble
 
 
@@ -171,3 +171,28 @@ def test_tightened_added_row_at_the_corner(cls, params, grows):
         if not boxed:  # the cap is the same whatever the bounds
             assert_allclose(model.release_.cap_epsilon(model.release_.delta), model_part,
                             rtol=1e-12)
+
+
+@pytest.mark.parametrize("n, fit_intercept, epsilon", [(400, False, 3.0), (4000, True, 1.0)])
+@pytest.mark.parametrize("kind", ["adversarial", "constant"])
+def test_private_ridge_cap_covers_added_rows(n, fit_intercept, epsilon, kind):
+    """Output perturbation's private ridge (its default): the cap for a
+    person added (the model part of a tightened fit's added rows) is above
+    the guarantee (the eigenvalue's change and the residual grow at n + 1
+    rows) and covers the release's own loss of every worst row added, on
+    data built against it (a row nearly alone in its direction; identical
+    rows with the largest labels)."""
+    if kind == "adversarial":
+        X, y = adversarial_data(np.random.default_rng(0), n)
+    else:
+        X, y = np.full((n, 2), 0.3), np.ones(n)
+    est = OutputPerturbationRegressor(epsilon=epsilon, data_norm=1.0, y_bound=1.0,
+                                      fit_intercept=fit_intercept, random_state=0).fit(X, y)
+    release = est.release_
+    assert type(release).__name__ == "PrivateRidgeRelease"
+    cap = release.cap_epsilon(release.delta)
+    assert cap > est.dp_epsilon_
+    targets = _corner_rows(2)
+    for labels in (None, np.ones(len(targets)), -np.ones(len(targets))):
+        assert np.all(est.pdp_epsilon(targets, labels) <= cap)
+    assert np.all(est.pdp_losses_ <= cap)
