@@ -260,9 +260,9 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
             return np.maximum(self._mixture_epsilon(Xs, ones, add),
                               self._mixture_epsilon(Xs, -ones, add))
         eps = ops_mixture_epsilon(self.delta, **self._mixture_columns(Xs, ys, add))
-        # a row removed at the domain's worst case costs at most the budget;
-        # an added row is not a neighbour the calibration covered: uncapped
-        return eps if add else np.minimum(eps, self.guarantee[0])
+        # a row removed at the domain's worst case costs at most the budget,
+        # a row added at most the cap derived for n + 1 rows
+        return np.minimum(eps, self._dp(self.delta, add))
 
     def _mixture_columns(self, Xs, ys, add):
         """The arguments of ``ops_mixture_epsilon`` (but delta) for each row
@@ -316,7 +316,7 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
         under both ends of [-1, 1] with ``ys`` None."""
         ones = np.ones(Xs.shape[0])
         labels = [ones, -ones] if ys is None else [ys]
-        return {"mixtures": [self._mixture_columns(Xs, y, add) for y in labels]}
+        return {"mixtures": [self._mixture_columns(Xs, y, add) for y in labels], "add": add}
 
     # -- the law of a published report ----------------------------------------
 
@@ -346,18 +346,36 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
         total = 1.0 / gaussian_noise_scale(eps_eigen + target - cal.budget, cal.delta_share)
         return float(np.sqrt(total**2 - first**2))
 
-    def _dp(self, delta):
-        # the budget holds at the fit's delta; at a smaller one none is calibrated
-        return self.cal.budget if delta == self.delta else np.inf
+    def _added_excess(self):
+        """What the sample's loss of a person added can exceed its share by
+        (``_Calibration.added_sample_epsilon``)."""
+        return self.cal.added_sample_epsilon() - self.cal.eps_sample
+
+    def _dp(self, delta, add=True):
+        # the budget holds at the fit's delta for a row removed, the budget
+        # and the sample's excess for one added; at another delta none is calibrated
+        if delta != self.delta:
+            return np.inf
+        return self.cal.budget + (self._added_excess() if add else 0.0)
+
+    def cap_epsilon(self, delta, gaussian_ratio=None):
+        """The guarantee with the sample's loss of a person added to the n
+        rows in place of its share, where larger: the conditioning's and the
+        bound's sensitivities and the leverage bound only fall from n to
+        n + 1 rows, the crude residual bound rises (:doc:`/mechanisms/adaops`)."""
+        return self.dp_epsilon(delta, gaussian_ratio) + self._added_excess()
 
     def epsilon(self, delta, stats, gaussian_ratio=None):
+        # the data holder's statistics say which direction; a published
+        # report's bound anyone, removed or added
+        add = stats.get("add", True)
         if "mixtures" in stats:
             def model(d):
                 return np.max([ops_mixture_epsilon(d, **m) for m in stats["mixtures"]], axis=0)
         else:
             def model(d):
                 return self._composition(d, stats)
-        return compose_with_gaussian(lambda d: np.minimum(model(d), self._dp(d)),
+        return compose_with_gaussian(lambda d: np.minimum(model(d), self._dp(d, add)),
                                      delta, gaussian_ratio)
 
     def _composition(self, delta, stats):

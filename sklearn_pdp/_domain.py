@@ -78,10 +78,14 @@ class DomainScaler:
 
         The rows as the mechanism sees them, in the units of the data: a model
         evaluated on them treats every row like a training row. Rows inside
-        the domain are copied unchanged.
+        the domain are copied unchanged; so is every row without a bound on
+        the rows (``data_norm`` None: a norm read from the data is private,
+        and a public model does not know it).
         """
         if self.bounds_X is not None:
             return np.clip(X, *self.bounds_X)
+        if self.data_norm is None:
+            return np.array(X, dtype=np.float64)
         unit = np.empty(X.shape)
         outside = self._unit_ball(X, unit)
         clipped = np.array(X, dtype=np.float64)

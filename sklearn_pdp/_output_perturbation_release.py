@@ -462,3 +462,11 @@ class PrivateRidgeRelease(Release):
             "published reports of OutputPerturbationRegressor with its private "
             "ridge (alpha='auto') are not supported yet: give a numeric alpha."
         )
+
+    def cap_epsilon(self, delta, gaussian_ratio=None):
+        """The largest loss at the fit's ``delta`` of a row removed from the
+        n rows or added to them (:meth:`AdaptiveRidge.added_ratio`)."""
+        if gaussian_ratio is not None or delta != self.delta:
+            raise NotImplementedError("the private ridge's cap is at its own delta, alone.")
+        added = self.adaptive.epsilon(self.adaptive.added_ratio(), cap=False)
+        return float(max(self.guarantee[0], added))

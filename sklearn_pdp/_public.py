@@ -47,7 +47,9 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
     clip : bool, default=False
         Whether :meth:`predict` clips rows to ``bounds`` first, as the
         estimator did: True where the bounds were themselves released
-        (``tighten_bounds``), so that they are public.
+        (``tighten_bounds``), so that they are public. A ``data_norm`` read
+        from the data is not written, so rows are not clipped to it (the
+        estimator's own ``predict`` does clip them to it).
     encoding : dict, default=None
         How the features are made from the columns of the raw table (the
         command line sets it for a CSV): ``columns``, the raw feature columns

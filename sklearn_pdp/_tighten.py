@@ -19,7 +19,8 @@ direction (each a function of the grid cell it falls in,
 chosen by the released bounds (adaptive composition); its per-instance loss
 at the released bounds would condition on the draw. Whatever bounds are
 released, the model's rows lie in the unit ball of its privacy domain, so
-its data-independent guarantee bounds every row's loss for every outcome;
+its data-independent guarantee bounds every row's loss for every outcome,
+and its cap for a person added (:func:`added_guarantee`) every added row's;
 AdaSSP charges instead its largest per-row loss over the bounds released
 with non-negligible probability (:class:`_BoxRows`), keeping a share of
 delta for the others. A row's loss for the whole release is the sum.
@@ -373,13 +374,14 @@ def fit_tightened(estimator, X, y):
 
 
 def model_loss(estimator, X, y, add):
-    """The model stage's part of each row's loss: its guarantee, or for a
-    model whose release has ``box_epsilon`` (AdaSSP) its largest per-row
-    loss over the plausible released bounds (at the model's delta; the
-    bounds fall outside them with probability at most the rest of delta)."""
+    """The model stage's part of each row's loss: its guarantee for a
+    training row and its cap for a row added (:func:`added_guarantee`), or
+    for a model whose release has ``box_epsilon`` (AdaSSP) its largest
+    per-row loss over the plausible released bounds (at the model's delta;
+    the bounds fall outside them with probability at most the rest of delta)."""
     rows = getattr(estimator.bounds_release_, "model_rows_", None)
     if rows is None:
-        return estimator.model_epsilon_
+        return added_guarantee(estimator.release_) if add else estimator.model_epsilon_
     if is_dask_array(X):
         if y is None:
             return X.map_blocks(lambda b: model_loss(estimator, b, None, add),
@@ -389,6 +391,26 @@ def model_loss(estimator, X, y, add):
     return bounded_loss(estimator, rows, X, y, add,
                         estimator.delta - estimator.bounds_release_.event_,
                         estimator.model_epsilon_)
+
+
+def added_guarantee(release):
+    """The largest loss, at the release's delta, of a person added to the n
+    rows it was calibrated for, over every data set and row of the domain
+    (so whatever bounds were released): its ``cap_epsilon``, the removal
+    guarantee where that covers additions (:doc:`/mechanisms/tightening`)."""
+    if not np.isfinite(release.guarantee[0]):
+        return release.guarantee[0]
+    return float(release.cap_epsilon(release.delta))
+
+
+def charged_loss(model, rows, X, y, add):
+    """A fit on released bounds: each row's model loss valid for every
+    released bound, at the model's delta: AdaSSP's largest over the
+    plausible bounds (``rows``, :func:`bounded_loss`), else the guarantee
+    for a training row and :func:`added_guarantee` for one added."""
+    if rows is not None:
+        return bounded_loss(model, rows, X, y, add, model.delta, model.dp_epsilon_)
+    return added_guarantee(model.release_) if add else model.dp_epsilon_
 
 
 def box_rows(release, model, X):
@@ -480,8 +502,8 @@ def tightened(estimator):
 
 def target_epsilon(estimator, X, y):
     """:meth:`pdp_epsilon` of a tightened fit: the bounds' exact loss of
-    adding each row plus the model's guarantee (valid for any released
-    bounds)."""
+    adding each row plus the model's (:func:`model_loss`, valid for any
+    released bounds)."""
     return (estimator.bounds_release_.row_epsilon(X, y, add=True)
             + model_loss(estimator, X, y, add=True))
 

@@ -119,6 +119,24 @@ def test_bounds_read_from_the_data_are_not_written():
     assert bounds == {"data_norm": None, "bounds_X": None, "y_bound": None}
 
 
+def test_tightened_public_model_without_declared_row_bounds_predicts():
+    """Tightening the declared label range only, with data_norm read from the
+    data: the public model clips with what it holds (no bound on the rows,
+    the read norm is private) and predicts, through JSON too; on rows within
+    the data's norm as the estimator does (its clip crashed on None before)."""
+    X, y = _frame_data(3000)
+    X = X.to_numpy()
+    with pytest.warns(PrivacyLeakWarning):
+        est = AdaSSPRegressor(y_bound=5.0, tighten_bounds=True, random_state=0).fit(X, y)
+    public = est.public_model()
+    assert public.clip and public.bounds["data_norm"] is None
+    assert_allclose(public.predict(X[:10]), est.predict(X[:10]), rtol=1e-12)
+    far = 10.0 * X[:10]  # beyond the private norm: not clipped to it
+    assert_allclose(public.predict(far), far @ est.coef_ + est.intercept_, rtol=1e-12)
+    loaded = PublicLinearModel.from_json(public.to_json())
+    assert_array_equal(loaded.predict(far), public.predict(far))
+
+
 def test_no_guarantee_is_written_as_a_string_and_read_back():
     X, y = _frame_data()
     with pytest.warns(PrivacyLeakWarning, match="no differential privacy"):

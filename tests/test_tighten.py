@@ -13,7 +13,7 @@ from sklearn_pdp import (
 )
 from sklearn_pdp._accounting._exponential import quantile_log_proba, quantile_loss_table
 from sklearn_pdp._registry import REGRESSORS
-from sklearn_pdp._tighten import BoundsRelease, bounded_loss, model_loss
+from sklearn_pdp._tighten import BoundsRelease, added_guarantee, bounded_loss, model_loss
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 
@@ -304,6 +304,12 @@ def test_search_tightens_once_inside_its_budget(cls, grid, refit):
     targets = search.pdp_epsilon(X[:20], y[:20])
     assert np.all(targets >= rel.row_epsilon(X[:20], y[:20], add=True) + train - 1e-12)
     assert np.all(search.pdp_epsilon(X[:20]) >= targets - 1e-12)
+    if refit and cls is not AdaSSPRegressor:
+        # a person added: each refit's cap for an addition to its n rows (at
+        # n + 1 rows OPS's corner grows), not its removal guarantee
+        added = search.release_._full_fit_losses(X[:20], y[:20], True)
+        assert np.allclose(added, max(added_guarantee(f.release_) for f in search._full_fits))
+        assert np.all(added > max(f.dp_epsilon_ for f in search._full_fits))
     # predictions clip new rows to the released bounds, as the public model
     far = X[:5] * 10.0
     lower, upper = search.bounds_X_

@@ -11,7 +11,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import log_ndtr, ndtri
 
-from . import gaussian_noise_scale, log_gauss_mass, ops_gamma
+from . import gaussian_noise_scale, log_gauss_mass, ops_epsilon, ops_gamma
 
 # Width of a cell of either grid, in noise deviations of its release: a row's
 # mixture spans about 2 * 8.8 / 6 + 2 cells per grid (the cost of a loss),
@@ -132,6 +132,7 @@ class _Calibration:
         self.width = max(_CELL_WIDTH * self.sigma, _MIN_CELL_CHANGES * self.change)
         self.fixed = fixed_floor is not None
         self._gammas = {}
+        self._added = None
         if self.fixed:
             self.h0 = self.quiet = float(fixed_floor)
         else:
@@ -265,6 +266,30 @@ class _Calibration:
             corner = self.leverage(self.floor(k)), self.residual(k, j)
             self._gammas[k, j] = ops_gamma(self.eps_sample, self.delta_share, *corner)
         return self._gammas[k, j]
+
+    # -- a person added ---------------------------------------------------------
+
+    def added_sample_epsilon(self):
+        """The sample's largest loss at ``delta_share`` for a person added to
+        the n rows (the release as calibrated for n rows, run on n + 1): at
+        least ``eps_sample``, the corner of every pair of cells but with the
+        smaller data set's n rows, ``1/n + 1/(h - s_1)`` and the crude bound
+        ``2 + sqrt(n / (h - s_1))``; only the pairs whose residual bound is
+        the crude one can exceed ``eps_sample``, one gamma per floor, over the
+        cells a margin event allows (lower end at most (n + 1) / d)
+        ("A person added" in :doc:`/mechanisms/adaops`). Computed once."""
+        if self._added is None:
+            worst = self.eps_sample
+            top = int(self.index((self.n + 1) / max(self.d, 1)))
+            # the cells with ridge share the floor ``quiet``: one of them
+            for k in [-1, *range(0, max(top, 0) + 1)]:
+                spare = self.floor(k) - self.change
+                mu = (1.0 / self.n if self.intercept else 0.0) + 1.0 / spare
+                crude = (2.0 if self.intercept else 1.0) + np.sqrt(self.n / spare)
+                gamma = self.gamma(k, self.bound_grid(k)[3])
+                worst = max(worst, float(ops_epsilon(self.delta_share, mu, crude, gamma)))
+            self._added = worst
+        return self._added
 
     def noise_bound(self, floor, residual):
         """Bound on the average posterior noise variance of the training

@@ -157,8 +157,7 @@ class SearchRelease(Release):
     def _full_fit_losses(self, X, y, add):
         """Per record, the largest of the fits on all the data: their exact
         losses, or with tightened bounds one valid for every released bound
-        (the guarantee, or AdaSSP's largest over the plausible bounds,
-        :func:`~sklearn_pdp._tighten.bounded_loss`)."""
+        (:func:`~sklearn_pdp._tighten.charged_loss`)."""
         if not (add or self.tightened) and X.shape[0] != self.n_samples:
             raise ValueError(
                 "The losses of training rows are those of the search's data "
@@ -168,9 +167,7 @@ class SearchRelease(Release):
                 est.pdp_epsilon(X, y) if add else est.pdp_losses_ for est in self.full_fits))
         out = np.zeros(X.shape[0])
         for est, rows in zip(self.full_fits, self.box_rows):
-            loss = (est.dp_epsilon_ if rows is None else
-                    _tighten.bounded_loss(est, rows, X, y, add, est.delta, est.dp_epsilon_))
-            out = np.maximum(out, loss)
+            out = np.maximum(out, _tighten.charged_loss(est, rows, X, y, add))
         return out
 
     def losses(self, Xs, ys, add=False):
