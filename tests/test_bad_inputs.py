@@ -23,6 +23,7 @@ from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils._param_validation import Interval
 
+from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp import (
     FallbackWarning,
     OutputPerturbationRegressor,
@@ -214,7 +215,24 @@ def test_degenerate_data_gives_a_valid_release(estimator, case):
             est.fit(X, y)
         _assert_public_refusal(est, X, refusal.value)
         return
-    est.fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # numpy's: none reaches the user
+        warnings.simplefilter("always", PrivacyLeakWarning)  # the package's own
+        est.fit(X, y)
+    _check_valid(est, X, y)
+
+
+@pytest.mark.parametrize("name", list(REGRESSORS))
+def test_identical_rows_at_a_size_that_fits_slopes(name):
+    """Thousands of copies of one row (every statistic degenerate, every
+    row's loss 0 or its cap): a valid release and no numpy warning."""
+    X, y = np.full((4000, 3), 0.5), np.full(4000, 0.3)
+    est = REGRESSORS[name](epsilon=2.0, bounds_X=([0.0] * 3, [1.0] * 3),
+                           y_bound=(-1.0, 1.0), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        warnings.simplefilter("error", RuntimeWarning)
+        est.fit(X, y)
     _check_valid(est, X, y)
 
 

@@ -123,7 +123,8 @@ def table_for(nodes, params, coords, steps=1 / 16, degrees=5):
     degrees = tuple(int(d) for d in np.broadcast_to(degrees, (len(coords),)))
     spans = []
     for c in coords:
-        lo, hi = np.nanmin(c), np.nanmax(c)
+        known = np.asarray(c)[~np.isnan(c)]  # (nanmin warns on all-NaN)
+        lo, hi = (known.min(), known.max()) if known.size else (np.nan, np.nan)
         if not np.isfinite(lo):  # no row with a coordinate
             lo = hi = 0.0
         lo = float(np.floor(lo))
