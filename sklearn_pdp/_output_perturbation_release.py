@@ -5,7 +5,8 @@
 noise calibrated to its global sensitivity, with the law of a published
 report (:doc:`/publish`). :class:`PrivateRidgeRelease`: ``alpha="auto"``
 with Gaussian noise and no radius, the ridge chosen from a private release
-of the scatter's smallest eigenvalue (:class:`AdaptiveRidge`).
+of the scatter's smallest eigenvalue (:class:`AdaptiveRidge`), with the law
+of a published report in :mod:`sklearn_pdp._private_ridge_law`.
 """
 
 from functools import partial
@@ -29,6 +30,7 @@ from ._output_perturbation_calibration import (
     output_perturbation_sensitivity,
     ridge_row_sensitivity,
 )
+from ._private_ridge_law import PrivateRidgeLaw
 from ._profile import PrivacyProfile
 from ._release import Release, ridge_statistics
 from ._ridge_system import RidgeSystem, leave_one_out, out_of_sample, penalty
@@ -348,14 +350,15 @@ class OutputPerturbationRelease(Release):
         return 1.0 / gaussian_noise_scale(target - worst, delta)
 
 
-class PrivateRidgeRelease(Release):
+class PrivateRidgeRelease(PrivateRidgeLaw, Release):
     """Output perturbation at a privately chosen ridge (:class:`AdaptiveRidge`).
 
     The fit's draw releases lambda_min(S) + N(0, eigen_noise^2), then the
     ridge solution at the ridge of the released value's cell plus Gaussian
     noise calibrated to the sensitivity of every data set whose lambda_min
     is above the cell's lower bound. A row's loss is that of the joint
-    release, at ``delta``; a published report of it is not supported yet.
+    release, at ``delta``; the law of a published report is
+    :class:`~sklearn_pdp._private_ridge_law.PrivateRidgeLaw`.
 
     Holds the Gram matrix (``XtX``, ``Xty``), the scatter's eigen-system
     (``eig``, ``mean``) and the ridge systems of the cells a row's loss
@@ -446,9 +449,3 @@ class PrivateRidgeRelease(Release):
             return np.maximum(*(self.losses(Xs, np.full(Xs.shape[0], end), add=True)
                                 for end in (-1.0, 1.0)))
         return self.adaptive.epsilon(self.ratio(Xs, ys, in_sample=False), cap=False)
-
-    def public(self):
-        raise NotImplementedError(
-            "published reports of OutputPerturbationRegressor with its private "
-            "ridge (alpha='auto') are not supported yet: give a numeric alpha."
-        )
