@@ -920,3 +920,23 @@ def test_every_default_regressor_publishes(name):
     bound = report.published_.epsilon(X, y)
     assert np.mean(bound >= report.pdp_losses_) >= 1 - report.published_.beta
     assert np.median(bound / report.pdp_losses_) <= 3.0
+
+
+def test_command_line_publishes_the_default_output_perturbation(tmp_path, capsys):
+    """``python -m sklearn_pdp data.csv --estimator output --publish-epsilon
+    0.2``: the private ridge fits slopes and its report is published."""
+    import json
+
+    from sklearn_pdp.__main__ import main
+
+    X, y = _registry_data(n=8000)
+    path = tmp_path / "data.csv"
+    rows = [",".join(f"{v:.6g}" for v in (*x, t)) for x, t in zip(X, y)]
+    path.write_text("\n".join(["x0,x1,x2,x3,x4,y", *rows]) + "\n")
+    assert main([str(path), "--target", "y", "--estimator", "output", "--bounds-x", "-1", "1",
+                 "--y-bound=-3,3", "--publish-epsilon", "0.2", "--json"]) == 0
+    public = json.loads(capsys.readouterr().out)["publishable"]
+    assert public["estimator"] == "OutputPerturbationRegressor" and not public["mean_only"]
+    assert 1.0 < public["dp_epsilon"] <= 1.2 + 1e-9
+    q = public["published"]["pdp_epsilon"]
+    assert 0.1 <= q["median"] <= q["q90"] <= q["q99"] <= public["dp_epsilon"]
