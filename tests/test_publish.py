@@ -40,8 +40,7 @@ from sklearn_pdp._publish import (
     _GRID_STEP, _QUANTILES, _private_quantile, gram_noise_bound, private_summary,
 )
 from sklearn_pdp._accounting import gram_noise
-from sklearn_pdp._eigen import scatter_eigen
-from sklearn_pdp.exceptions import PrivacyLeakWarning
+from sklearn_pdp._eigen import eigen_change, scatter_eigen
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
@@ -886,8 +885,6 @@ def test_private_ridge_eigen_change_bound_covers_the_exact_change():
         published.noise_scale * published.noise_bound())
     Xs = published.law.scaler.scale(X)
     X_new = published.law.scaler.scale(_squeezable_data(200, d=3, seed=1)[0])
-    from sklearn_pdp._eigen import eigen_change
-
     for rows, add in ((Xs, False), (X_new, True)):
         exact = eigen_change(release.eig, release.mean, release.n_samples, rows[:, :3],
                              intercept=True, add=add)
