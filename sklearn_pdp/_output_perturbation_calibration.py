@@ -200,24 +200,6 @@ class AdaptiveRidge:
         # a row at the largest ratios costs exactly the budget
         return np.minimum(eps, self.budget) if cap else eps
 
-    def added_ratio(self):
-        """The largest ratio of a person added to the n rows (the release as
-        calibrated for n rows, run on n + 1): lambda_min moves by up to the
-        change at n + 1 rows, and on the bound's event a cell's floor exceeds
-        the smaller data set's lambda_min by at most the difference of the
-        two changes; the cells whose floor is at most n + 1 (lambda_min
-        <= n + 1) at the conditional sensitivity at n + 1 rows
-        (:doc:`/mechanisms/tightening`, "A person added")."""
-        n = self.n_samples
-        grow = eigen_max_change(n + 1, self.intercept)
-        slack = grow - self.change
-        worst = 0.0
-        for cell in range(-1, self.cell(n + 1 + self.margin) + 1):
-            lower = max(self.floor(cell) - slack, 0.0)
-            worst = max(worst, float(conditional_sensitivity(
-                lower, self.alpha(cell), n + 1, self.intercept)) / self.noise(cell))
-        return float(np.hypot(grow / self.eigen_noise, worst))
-
 
 def conditional_sensitivity(lower, alpha, n_samples, intercept):
     """Largest ||theta_hat(larger) - theta_hat(smaller)|| of unconstrained

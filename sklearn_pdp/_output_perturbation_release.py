@@ -5,7 +5,8 @@
 noise calibrated to its global sensitivity, with the law of a published
 report (:doc:`/publish`). :class:`PrivateRidgeRelease`: ``alpha="auto"``
 with Gaussian noise and no radius, the ridge chosen from a private release
-of the scatter's smallest eigenvalue (:class:`AdaptiveRidge`).
+of the scatter's smallest eigenvalue (:class:`AdaptiveRidge`), with the law
+of a published report in :mod:`sklearn_pdp._private_ridge_law`.
 """
 
 from functools import partial
@@ -29,6 +30,7 @@ from ._output_perturbation_calibration import (
     output_perturbation_sensitivity,
     ridge_row_sensitivity,
 )
+from ._private_ridge_law import PrivateRidgeLaw
 from ._profile import PrivacyProfile
 from ._release import Release, ridge_statistics
 from ._ridge_system import RidgeSystem, leave_one_out, out_of_sample, penalty
@@ -348,16 +350,17 @@ class OutputPerturbationRelease(Release):
         return 1.0 / gaussian_noise_scale(target - worst, delta)
 
 
-class PrivateRidgeRelease(Release):
+class PrivateRidgeRelease(PrivateRidgeLaw, Release):
     """Output perturbation at a privately chosen ridge (:class:`AdaptiveRidge`).
 
     The fit's draw releases lambda_min(S) + N(0, eigen_noise^2), then the
     ridge solution at the ridge of the released value's cell plus Gaussian
     noise calibrated to the sensitivity of every data set whose lambda_min
-    is above the cell's lower bound; ``coef`` is that draw post-processed
+    is above the cell's lower bound; the estimator's coefficients are that
+    draw (``coef``, what a published report reads) post-processed
     (:meth:`AdaptiveRidge.shrink`: slopes without signal set to 0). A row's
-    loss is that of the joint release, at ``delta``; a published report of
-    it is not supported yet.
+    loss is that of the joint release, at ``delta``; the law of a published
+    report is :class:`~sklearn_pdp._private_ridge_law.PrivateRidgeLaw`.
 
     Holds the Gram matrix (``XtX``, ``Xty``), the scatter's eigen-system
     (``eig``, ``mean``) and the ridge systems of the cells a row's loss
@@ -399,13 +402,14 @@ class PrivateRidgeRelease(Release):
         self.noise_scale = adaptive.noise(self.cell)
         self.ridge = self.cell_ridge(self.cell)
         self.center = self.ridge.coef
-        self.coef, self.signal_ridge = adaptive.shrink(super().release(rng), self.cell)
+        # coef stays the released draw: the published law's residuals need it
+        coef, self.signal_ridge = adaptive.shrink(super().release(rng), self.cell)
         if np.isinf(self.signal_ridge):
             self.reason = (
                 "the released slopes show no signal above their noise (the signal "
                 "test, post-processing: the losses are those of the release); their "
                 "noise relative to the signal falls with n_samples and epsilon")
-        return self.coef
+        return coef
 
     def draw(self, rng, size=None):
         """Draw(s) of the coefficients given the released cell (before
@@ -456,17 +460,3 @@ class PrivateRidgeRelease(Release):
             return np.maximum(*(self.losses(Xs, np.full(Xs.shape[0], end), add=True)
                                 for end in (-1.0, 1.0)))
         return self.adaptive.epsilon(self.ratio(Xs, ys, in_sample=False), cap=False)
-
-    def public(self):
-        raise NotImplementedError(
-            "published reports of OutputPerturbationRegressor with its private "
-            "ridge (alpha='auto') are not supported yet: give a numeric alpha."
-        )
-
-    def cap_epsilon(self, delta, gaussian_ratio=None):
-        """The largest loss at the fit's ``delta`` of a row removed from the
-        n rows or added to them (:meth:`AdaptiveRidge.added_ratio`)."""
-        if gaussian_ratio is not None or delta != self.delta:
-            raise NotImplementedError("the private ridge's cap is at its own delta, alone.")
-        added = self.adaptive.epsilon(self.adaptive.added_ratio(), cap=False)
-        return float(max(self.guarantee[0], added))

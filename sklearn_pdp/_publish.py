@@ -205,6 +205,37 @@ class PublishedReport:
         return (self.noisy_gram[:d, d] / n,
                 self.noise_scale * self.noise_bound() / n)
 
+    def scatter_interval(self):
+        """An interval holding lambda_min of the centred scatter matrix S (of
+        X^T X without intercept) on the event of :meth:`noise_bound` (Weyl).
+        With an intercept ``S~ = G~_xx - n c c^T`` (c the noisy mean) differs
+        from S by ``sigma E_xx - (s~ s~^T - s s^T) / n``, s~ = s + sigma e the
+        noisy feature sums: in norm at most ``sigma t (1 + 2 ||c|| + sigma t / n)``."""
+        shift = self.noise_scale * self.noise_bound()
+        if self.law.intercept:
+            centre, _ = self.feature_mean()
+            d, n = centre.size, self.law.n_samples
+            scatter = self.noisy_gram[:d, :d] - n * np.outer(centre, centre)
+            shift *= 1.0 + 2.0 * np.linalg.norm(centre) + shift / n
+        else:
+            scatter = self.noisy_gram
+        lam = linalg.eigvalsh(scatter)[0]
+        return max(lam - shift, 0.0), lam + shift
+
+    def eigen_change_bound(self, Xs):
+        """Upper bound on each scaled row's change of lambda_min(S), removed
+        from the n rows or added to them, on the event of :meth:`noise_bound`:
+        a rank-one update moves it by at most ``n / (n - 1) ||x - x_bar||^2``
+        (``n / (n + 1)`` adding; ``||x||^2`` without intercept), with
+        ``||x - x_bar|| <= ||x - c|| + sigma t / n`` (:meth:`feature_mean`);
+        capped by the domain's ``4 n / (n + 1)`` (1 without intercept)."""
+        if not self.law.intercept:
+            return np.minimum(np.einsum("ij,ij->i", Xs, Xs), 1.0)
+        centre, error = self.feature_mean()
+        n = self.law.n_samples
+        gap = np.linalg.norm(Xs[:, : centre.size] - centre, axis=1) + error
+        return np.minimum(n / max(n - 1, 1) * gap**2, 4.0 * n / (n + 1))
+
     def upper_statistics(self, Xs, alpha=None, floor=None):
         """Upper bounds on the in-sample leverage and ||H^{-1} x||^2 of each row.
 

@@ -40,6 +40,7 @@ from sklearn_pdp._publish import (
     _GRID_STEP, _QUANTILES, _private_quantile, gram_noise_bound, private_summary,
 )
 from sklearn_pdp._accounting import gram_noise
+from sklearn_pdp._eigen import eigen_change, scatter_eigen
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
@@ -48,8 +49,9 @@ RIDGE_LAWS = [OPSRegressor, OutputPerturbationRegressor, ObjPertRegressor]
 # every registered regressor publishes
 SUPPORTED = list(REGRESSORS.values())
 # OPS's alpha="auto" releases AdaOPS's law, output perturbation's its private
-# ridge (no law yet): the ridge laws' have a fixed ridge, the former public
-# rule's (ops_auto_alpha, output_perturbation_auto_alpha at the defaults)
+# ridge's (the "-auto" entries of LAWS): the ridge laws' have a fixed ridge,
+# the former public rule's (ops_auto_alpha, output_perturbation_auto_alpha at
+# the defaults)
 RIDGE_PARAMS = {OPSRegressor: {"alpha": 300.0}, OutputPerturbationRegressor: {"alpha": 1e4}}
 _PUBLIC_RULES = {OPSRegressor: ops_auto_alpha,
                  OutputPerturbationRegressor: output_perturbation_auto_alpha}
@@ -65,6 +67,7 @@ def _ridge_params(cls, n, d=5):
 # data's constraint inactive, radius 0.3 makes it bind
 LAWS = [pytest.param(cls, RIDGE_PARAMS.get(cls, {}), id=cls.__name__) for cls in SUPPORTED] + [
     pytest.param(OPSRegressor, {}, id="OPSRegressor-auto"),
+    pytest.param(OutputPerturbationRegressor, {}, id="OutputPerturbationRegressor-auto"),
 ] + [
     pytest.param(OutputPerturbationRegressor, {"radius": r}, id=f"radius={r}")
     for r in (1.0, 0.3)
@@ -795,3 +798,142 @@ def test_floor_bound_is_below_the_regularised_gram(fit_intercept):
     assert np.all(upper["inverse_norm2"] >= np.einsum("ij,ij->j", exact, exact))
     assert 0 < upper["lowest"] <= np.linalg.eigvalsh(H)[0]
     assert np.isfinite(upper["leverage"]).mean() > 0.99
+
+
+# -- output perturbation's private ridge (alpha="auto", the default) ----------
+
+
+def test_private_ridge_law_reproduces_the_estimators_losses():
+    """The law at the exact statistics is the estimator's loss, for training
+    rows and added ones (with and without their label); its cap covers
+    extreme persons added."""
+    X, y = _squeezable_data(3000, d=3)
+    est = OutputPerturbationRegressor(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    law = est.release_law()
+    assert not hasattr(law, "XtX") and law.alpha == est.alpha_
+    Xs, ys = law.scaler.scale(X), law.scaler.scale_labels(y)
+    statistics = est.law_statistics()
+    assert_allclose(law.epsilon(est.delta, statistics(Xs, ys)), est.pdp_losses_, rtol=1e-12)
+    X_new, y_new = _squeezable_data(50, d=3, seed=1)
+    Xn, yn = law.scaler.scale(X_new), law.scaler.scale_labels(y_new)
+    for labels, given in ((yn, y_new), (None, None)):
+        added = law.epsilon(est.delta, statistics(Xn, labels, add=True))
+        assert_allclose(added, est.pdp_epsilon(X_new, given), rtol=1e-12)
+    assert law.dp_epsilon(est.delta) == est.dp_epsilon_
+    targets = np.random.default_rng(0).normal(size=(400, 3))
+    targets /= np.linalg.norm(targets, axis=1, keepdims=True)
+    assert np.all(est.pdp_epsilon(targets) <= law.cap_epsilon(est.delta) * (1 + 1e-9))
+
+
+def _redraw_private_ridge(report, rng):
+    """The published object of another draw of the whole release: the
+    eigenvalue (hence the cell, its ridge and noise), the coefficients and
+    the publication's Gram noise."""
+    release, published = report.estimator_.release_, report.published_
+    ad = release.adaptive
+    law = copy.copy(published.law)
+    law.lowest_eigenvalue = release.eig[0][0] + ad.eigen_noise * rng.standard_normal()
+    cell = ad.cell(law.lowest_eigenvalue)
+    law.cell, law.alpha, law.noise_scale = cell, ad.alpha(cell), ad.noise(cell)
+    law.coef = release.cell_ridge(cell).coef + law.noise_scale * rng.standard_normal(law.coef.size)
+    other = copy.copy(published)
+    other.law = law
+    other.noisy_gram = release.XtX + published.noise_scale * gram_noise(
+        rng, release.XtX.shape[0], release.intercept)
+    return other
+
+
+@pytest.mark.parametrize("squeeze, runs", [
+    (1.0, 100), (0.55, 100), pytest.param(0.55, 1000, marks=pytest.mark.audit)])
+def test_private_ridge_published_bound_coverage(squeeze, runs):
+    """The whole release redrawn (the eigenvalue, so the cell, the
+    coefficients and the Gram noise): each fixed row's published bound
+    covers its exact loss with frequency >= 1 - beta, and the eigenvalue's
+    interval holds lambda_min. Rows: those whose bound is closest to their
+    loss, and a few others (squeeze 0.55: a window of over 100 cells, the
+    floor cell's included)."""
+    X, y = _squeezable_data(20000, squeeze=squeeze)
+    report = _report(OutputPerturbationRegressor, X, y)
+    release, published = report.estimator_.release_, report.published_
+    Xs, ys = published.law.scaler.scale(X), published.law.scaler.scale_labels(y)
+    ratio = published.scaled_epsilon(Xs, ys) / report.pdp_losses_
+    assert np.all(ratio >= 1.0) and np.median(ratio) < 1.1
+    rows = np.concatenate([np.argsort(ratio)[:10], np.arange(5)])
+    Xr, yr, exact = Xs[rows], ys[rows], report.pdp_losses_[rows]
+    lowest = release.eig[0][0]
+    rng = np.random.RandomState(1)
+    beta = published.beta
+    covered, inside, cells = np.zeros(rows.size), 0, set()
+    for _ in range(runs):
+        other = _redraw_private_ridge(report, rng)
+        cells.add(other.law.cell)
+        covered += other.scaled_epsilon(Xr, yr) >= exact
+        low, high = other.law.eigen_interval(other, beta / 8)
+        inside += low <= lowest <= high
+    assert len(cells) > 1  # the redraws reach other cells
+    assert inside / runs >= 1 - beta / 8 - 3 * np.sqrt(beta / 8 / runs)
+    assert np.all(covered / runs >= 1 - beta - 3 * np.sqrt(beta * (1 - beta) / runs))
+
+
+def test_private_ridge_eigen_change_bound_covers_the_exact_change():
+    """The published bound on a row's change of lambda_min (removed or
+    added) is at least the exact change on the Gram noise's event."""
+    X, y = _squeezable_data(5000, d=3, squeeze=0.5)
+    report = _report(OutputPerturbationRegressor, X, y)
+    release, published = report.estimator_.release_, report.published_
+    assert np.linalg.norm(published.noisy_gram - release.XtX, 2) <= (
+        published.noise_scale * published.noise_bound())
+    Xs = published.law.scaler.scale(X)
+    X_new = published.law.scaler.scale(_squeezable_data(200, d=3, seed=1)[0])
+    for rows, add in ((Xs, False), (X_new, True)):
+        exact = eigen_change(release.eig, release.mean, release.n_samples, rows[:, :3],
+                             intercept=True, add=add)
+        assert np.all(published.eigen_change_bound(rows) >= exact)
+    low, high = published.scatter_interval()
+    assert low <= scatter_eigen(release.XtX, release.n_samples, True)[0][0][0] <= high
+
+
+def _registry_data(n=20000, d=5, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-1, 1, size=(n, d))
+    y = np.clip(X @ np.linspace(0.8, -0.2, d) + 0.3 * rng.randn(n), -3, 3)
+    return X, y
+
+
+@pytest.mark.parametrize("name", list(REGRESSORS))
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.PrivacyLeakWarning")
+def test_every_default_regressor_publishes(name):
+    """``PDPReport(Est(), publish_epsilon=0.2)`` for every registered
+    regressor at its defaults (bounds read from the data), on data that fits
+    slopes: the report's guarantee is the model's plus the publication's,
+    and each row's published bound covers its exact total loss."""
+    X, y = _registry_data()
+    report = PDPReport(REGRESSORS[name](random_state=0), publish_epsilon=0.2,
+                       random_state=0).fit(X, y)
+    est = report.estimator_
+    assert not est.mean_only_
+    assert est.dp_epsilon_ < report.dp_epsilon_ <= est.dp_epsilon_ + 0.2 + 1e-9
+    assert report.dp_epsilon_ == report.published_.dp_epsilon == report.summary_["dp_epsilon"]
+    bound = report.published_.epsilon(X, y)
+    assert np.mean(bound >= report.pdp_losses_) >= 1 - report.published_.beta
+    assert np.median(bound / report.pdp_losses_) <= 3.0
+
+
+def test_command_line_publishes_the_default_output_perturbation(tmp_path, capsys):
+    """``python -m sklearn_pdp data.csv --estimator output --publish-epsilon
+    0.2``: the private ridge fits slopes and its report is published."""
+    import json
+
+    from sklearn_pdp.__main__ import main
+
+    X, y = _registry_data(n=8000)
+    path = tmp_path / "data.csv"
+    rows = [",".join(f"{v:.6g}" for v in (*x, t)) for x, t in zip(X, y)]
+    path.write_text("\n".join(["x0,x1,x2,x3,x4,y", *rows]) + "\n")
+    assert main([str(path), "--target", "y", "--estimator", "output", "--bounds-x", "-1", "1",
+                 "--y-bound=-3,3", "--publish-epsilon", "0.2", "--json"]) == 0
+    public = json.loads(capsys.readouterr().out)["publishable"]
+    assert public["estimator"] == "OutputPerturbationRegressor" and not public["mean_only"]
+    assert 1.0 < public["dp_epsilon"] <= 1.2 + 1e-9
+    q = public["published"]["pdp_epsilon"]
+    assert 0.1 <= q["median"] <= q["q90"] <= q["q99"] <= public["dp_epsilon"]

@@ -107,9 +107,8 @@ CASES = {
     "objpert": Case(lambda: REGRESSORS["objpert"](), ObjPertRelease),
     "objpert-sigma": Case(lambda: REGRESSORS["objpert"](epsilon=None, sigma=2.0, alpha=50.0),
                           ObjPertRelease, budget=None),
-    # the private ridge has no published law (nor a public copy) yet
-    "output": Case(lambda: REGRESSORS["output"](), PrivateRidgeRelease, publishes=False,
-                   public=False),
+    # 500 rows: more than its public grid of 400 candidate ridges
+    "output": Case(lambda: REGRESSORS["output"](), PrivateRidgeRelease, n=500),
     "output-alpha": Case(lambda: REGRESSORS["output"](alpha=5.0), OutputPerturbationRelease),
     "output-laplace": Case(lambda: REGRESSORS["output"](noise="laplace", radius=2.0),
                            OutputPerturbationRelease, budget=(1.0, 0.0)),
