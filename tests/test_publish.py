@@ -12,6 +12,7 @@ from scipy.special import ndtri
 
 from sklearn_pdp import (
     AdaOPSRegressor,
+    FallbackWarning,
     AdaSSPRegressor,
     ObjPertRegressor,
     OPSRegressor,
@@ -917,6 +918,30 @@ def test_every_default_regressor_publishes(name):
     bound = report.published_.epsilon(X, y)
     assert np.mean(bound >= report.pdp_losses_) >= 1 - report.published_.beta
     assert np.median(bound / report.pdp_losses_) <= 3.0
+
+
+def test_private_ridge_published_bound_reads_the_released_draw():
+    """Labels without signal: the estimator's slopes are the signal test's
+    post-processing (0), but the published law measures residuals against
+    the released draw, so every row stays covered."""
+    rng = np.random.default_rng(12)
+    X = rng.uniform(-1, 1, size=(20000, 5))
+    y = rng.uniform(-0.05, 0.05, size=20000)
+    dropped = 0
+    for seed in range(4):
+        report = PDPReport(OutputPerturbationRegressor(bounds_X=(-1.0, 1.0), y_bound=(-1.0, 1.0),
+                                                       random_state=seed),
+                           publish_epsilon=0.2, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FallbackWarning)
+            report.fit(X, y)
+        est = report.estimator_
+        if np.isinf(est.signal_ridge_):  # slopes dropped, the draw published
+            dropped += 1
+            assert np.all(est.coef_ == 0) and np.all(report.published_.law.coef[:5] != 0)
+        bound = report.published_.epsilon(X, y)
+        assert np.mean(bound >= report.pdp_losses_) >= 1 - report.published_.beta
+    assert dropped >= 2
 
 
 def test_command_line_publishes_the_default_output_perturbation(tmp_path, capsys):
