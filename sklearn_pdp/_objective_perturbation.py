@@ -173,6 +173,17 @@ class ObjPertRegressor(PrivateRegressorMixin):
         )
 
     def _make_release(self, data):
+        if self.alpha == "auto" and self.sigma is None and self.epsilon is not None:
+            # the private ridge, where the budget lets the eigenvalue help
+            from ._objective_perturbation_adaptive import PrivateObjPertRelease
+
+            intercept = bool(self._scaler.fit_intercept)
+            adaptive = PrivateObjPertRelease.calibration(
+                self.epsilon, self.delta, data.n_samples, data.n_features - intercept,
+                intercept)
+            if adaptive is not None:
+                return PrivateObjPertRelease.from_budget(
+                    self.epsilon, self.delta, data, scaler=self._scaler, adaptive=adaptive)
         return ObjPertRelease.from_budget(
             self.epsilon, self.delta, data, scaler=self._scaler, alpha=self.alpha,
             sigma=self.sigma,
@@ -278,12 +289,7 @@ class ObjPertRelease(Release):
         return release
 
     def draw(self, rng, size=None):
-        """theta = H^{-1}(X^T y - b) = theta_hat - H^{-1} b, b ~ N(0, sigma^2 I)
-        in every coordinate, the intercept's included."""
-        d = self.ridge.chol.shape[0]
-        b = self.noise_scale * rng.standard_normal(d if size is None else (d, size))
-        shift = linalg.cho_solve((self.ridge.chol, True), b, check_finite=False)
-        return self.ridge.coef - (shift if size is None else shift.T)
+        return objpert_draw(self.ridge, self.noise_scale, rng, size)
 
     def fitted_attributes(self):
         return {"alpha_": self.alpha, "noise_scale_": self.noise_scale}
@@ -339,6 +345,15 @@ class ObjPertRelease(Release):
 
     def gaussian_allowance(self, delta, target):
         return gaussian_allowance(self._dp(delta - GAUSSIAN_DELTA_SHARE * delta), delta, target)
+
+
+def objpert_draw(ridge, sigma, rng, size=None):
+    """theta = H^{-1}(X^T y - b) = theta_hat - H^{-1} b, b ~ N(0, sigma^2 I)
+    in every coordinate, the intercept's included (``ridge`` the system of H)."""
+    d = ridge.chol.shape[0]
+    b = sigma * rng.standard_normal(d if size is None else (d, size))
+    shift = linalg.cho_solve((ridge.chol, True), b, check_finite=False)
+    return ridge.coef - (shift if size is None else shift.T)
 
 
 def _remove_row(stats):
