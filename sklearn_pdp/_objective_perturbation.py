@@ -50,13 +50,17 @@ class ObjPertRegressor(PrivateRegressorMixin):
         Ridge strength on the scaled data (the intercept is not penalised).
         Objective perturbation loses about ``log(1 + 4/alpha)`` plus a tail
         term however large ``sigma`` is, so a budget needs ``alpha`` large
-        enough. "auto" (with ``epsilon``) chooses it from public quantities
-        only: the smallest alpha whose loss floor is a quarter of
-        ``epsilon``, raised by ``(1000 / (n_samples * epsilon))^3`` when the
-        data are too few for slopes (then a large alpha shrinks the slopes
-        towards 0 while the unpenalised intercept stays at the label mean),
-        then doubled until the noise along a unit slope direction,
-        ``sigma^2 / alpha^2``, is at most 1e-4; see :func:`objpert_auto_alpha`.
+        enough. "auto" (with ``epsilon``) chooses it privately from the data
+        where the budget allows: ``0.2 epsilon`` releases the smallest
+        eigenvalue of the scatter, whose lower bound picks the ridge, and
+        objective perturbation at that ridge is calibrated to the rest
+        (:ref:`objpert-private-ridge`). Where the eigenvalue's noise margin
+        exceeds ``n_samples / (3 n_features)``, "auto" is the public rule:
+        the smallest alpha whose loss floor is a quarter of ``epsilon``,
+        raised by ``(1000 / (n_samples * epsilon))^3`` when the data are too
+        few for slopes, then doubled until the noise along a unit slope
+        direction, ``sigma^2 / alpha^2``, is at most 1e-4; see
+        :func:`objpert_auto_alpha`. A numeric alpha is always used as given.
         ``alpha=0`` gives no data-independent guarantee.
     sigma : float or None, default=None
         For experts, with ``epsilon=None``: the standard deviation of the
@@ -74,9 +78,17 @@ class ObjPertRegressor(PrivateRegressorMixin):
     {mean_only}
     alpha_ : float
         The ridge strength used (``alpha``, or the "auto" choice).
+    lowest_eigenvalue_ : float
+        With the private ridge only: the released (noisy) smallest
+        eigenvalue of the scatter of the scaled features.
+    eigen_noise_ : float
+        With the private ridge only: the standard deviation of its noise.
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
-        row (maximum of both directions of the hockey-stick divergence).
+        row (maximum of both directions of the hockey-stick divergence);
+        with the private ridge, the basic composition of the row's exact
+        eigenvalue loss and a bound on its largest objective perturbation
+        loss over the cells the release can reach.
     dp_epsilon_ : float
         Data-independent epsilon at ``delta`` for any data set of this size in
         the declared domain (``epsilon`` when calibrated); ``inf`` when

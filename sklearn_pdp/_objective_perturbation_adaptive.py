@@ -31,6 +31,7 @@ _BOUND_DELTA_SHARE = 0.25
 # Cells a factor 2^(1/4) apart (output perturbation's are 2^(1/8)): each
 # reachable cell costs a calibration.
 _CELL_RATIO = 2.0 ** 0.25
+_CELL_LOW_SHARE = 0.5
 # Number of candidate ridges (a public geometric grid).
 _ALPHA_GRID = 200
 # Largest noise variance of a prediction at a unit row (labels in [-1, 1])
@@ -80,6 +81,9 @@ class AdaptiveObjPert(EigenCells):
         ratio = 1.0 / gaussian_noise_scale(self.epsilon_eigen, self.delta_eigen)
         super().__init__(ratio, _BOUND_DELTA_SHARE * delta, n_samples, intercept,
                          cell_ratio=_CELL_RATIO)
+        # lower bounds under half the margin (the noise's own scale) round to
+        # the floor cell: each cell a row's loss reaches costs a calibration
+        self.cell_low = max(self.cell_low, _CELL_LOW_SHARE * self.margin)
         self.n_samples, self.n_features, self.intercept = n_samples, n_features, intercept
         self.ratio_objpert = 1.0 / gaussian_noise_scale(self.epsilon_objpert,
                                                         self.delta_objpert)
@@ -87,11 +91,12 @@ class AdaptiveObjPert(EigenCells):
         self.alphas = np.geomspace(low, max(1e8, 1e3 * n_samples), _ALPHA_GRID)
 
     def applies(self):
-        """Whether the eigenvalue can help: the margin is at most half the
-        largest lambda_min that rows in the unit ball allow (``n / d``, the
-        trace shared by d eigenvalues), and the floor cell's public rule
-        exists at the second stage's budget. Public quantities only."""
-        if not self.margin <= 0.5 * self.n_samples / self.n_features:
+        """Whether the eigenvalue can help: the margin is at most
+        ``n / (3 d)``, lambda_min where the features fill the box that the
+        unit ball bounds (``||x||^2`` about 1/3, the trace shared by d
+        eigenvalues), and the floor cell's public rule exists at the second
+        stage's budget. Public quantities only."""
+        if not self.margin <= self.n_samples / (3.0 * self.n_features):
             return False
         try:
             self.public
