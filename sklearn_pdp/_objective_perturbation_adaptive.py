@@ -99,18 +99,19 @@ class AdaptiveObjPert(EigenCells):
         if not self.margin <= self.n_samples / (3.0 * self.n_features):
             return False
         try:
-            self.public
+            self.public_alpha()
         except ValueError:
             return False
         return True
 
-    @property
-    def public(self):
+    def public_alpha(self):
+        """The floor cell's ridge: the public rule at the second stage's
+        budget (cached)."""
         return objpert_auto_alpha(self.epsilon_objpert, self.delta_objpert, self.n_samples,
                                   self.n_features, self.intercept)
 
     def alpha(self, cell):
-        public = self.public
+        public = self.public_alpha()
         if cell < 0:
             return public
         lower = self.floor(cell)

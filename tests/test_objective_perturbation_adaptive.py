@@ -17,7 +17,10 @@ from sklearn_pdp._accounting import (
     objpert_epsilon,
 )
 from sklearn_pdp._objective_perturbation import ObjPertRelease
-from sklearn_pdp._objective_perturbation_adaptive import AdaptiveObjPert, PrivateObjPertRelease
+from sklearn_pdp._objective_perturbation_adaptive import (
+    AdaptiveObjPert,
+    PrivateObjPertRelease,
+)
 
 from ._reference import ridge_penalty
 from .test_output_perturbation import _scaled, _scatter_lowest
@@ -187,18 +190,16 @@ def test_small_budgets_keep_the_public_rule():
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
-def test_conditional_domain_bounds_hold_on_refits(fit_intercept):
-    """Over adversarial small data sets (rows on the unit sphere, labels at
-    the ends of [-1, 1]), each removed row's leverage, ||H^{-1} x|| and
+def test_conditional_domain_bounds_hold_on_refits(fit_intercept, make_adversarial_data):
+    """Over adversarial small data sets (rows at norm 1 or squeezed, labels
+    at the ends of [-1, 1]), each removed row's leverage, ||H^{-1} x|| and
     residual against the data without it are within the bounds at that
     data set's lambda_min; at lower = 0 the bounds are the domain's."""
     rng = np.random.default_rng(2)
     worst = np.zeros(3)
     for _ in range(300):
         n, d = rng.integers(4, 12), rng.integers(1, 3)
-        X = rng.normal(size=(n, d)) * rng.uniform(0.2, 1.0, size=d)
-        X /= np.linalg.norm(X, axis=1, keepdims=True)
-        y = rng.choice([-1.0, 1.0], size=n)
+        X, y = make_adversarial_data(rng, n, d, squeeze=rng.uniform(0.1, 1.0))
         Xs = np.column_stack([X, np.ones(n)]) if fit_intercept else X
         alpha = 10.0 ** rng.uniform(-2, 1)
         for i in range(n):
