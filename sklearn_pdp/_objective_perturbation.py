@@ -50,13 +50,17 @@ class ObjPertRegressor(PrivateRegressorMixin):
         Ridge strength on the scaled data (the intercept is not penalised).
         Objective perturbation loses about ``log(1 + 4/alpha)`` plus a tail
         term however large ``sigma`` is, so a budget needs ``alpha`` large
-        enough. "auto" (with ``epsilon``) chooses it from public quantities
-        only: the smallest alpha whose loss floor is a quarter of
-        ``epsilon``, raised by ``(1000 / (n_samples * epsilon))^3`` when the
-        data are too few for slopes (then a large alpha shrinks the slopes
-        towards 0 while the unpenalised intercept stays at the label mean),
-        then doubled until the noise along a unit slope direction,
-        ``sigma^2 / alpha^2``, is at most 1e-4; see :func:`objpert_auto_alpha`.
+        enough. "auto" (with ``epsilon``) chooses it privately from the data
+        where the budget allows: ``0.2 epsilon`` releases the smallest
+        eigenvalue of the scatter, whose lower bound picks the ridge, and
+        objective perturbation at that ridge is calibrated to the rest
+        (:ref:`objpert-private-ridge`). Where the eigenvalue's noise margin
+        exceeds ``n_samples / (3 n_features)``, "auto" is the public rule:
+        the smallest alpha whose loss floor is a quarter of ``epsilon``,
+        raised by ``(1000 / (n_samples * epsilon))^3`` when the data are too
+        few for slopes, then doubled until the noise along a unit slope
+        direction, ``sigma^2 / alpha^2``, is at most 1e-4; see
+        :func:`objpert_auto_alpha`. A numeric alpha is always used as given.
         ``alpha=0`` gives no data-independent guarantee.
     sigma : float or None, default=None
         For experts, with ``epsilon=None``: the standard deviation of the
@@ -74,9 +78,17 @@ class ObjPertRegressor(PrivateRegressorMixin):
     {mean_only}
     alpha_ : float
         The ridge strength used (``alpha``, or the "auto" choice).
+    lowest_eigenvalue_ : float
+        With the private ridge only: the released (noisy) smallest
+        eigenvalue of the scatter of the scaled features.
+    eigen_noise_ : float
+        With the private ridge only: the standard deviation of its noise.
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
-        row (maximum of both directions of the hockey-stick divergence).
+        row (maximum of both directions of the hockey-stick divergence);
+        with the private ridge, the basic composition of the row's exact
+        eigenvalue loss and a bound on its largest objective perturbation
+        loss over the cells the release can reach.
     dp_epsilon_ : float
         Data-independent epsilon at ``delta`` for any data set of this size in
         the declared domain (``epsilon`` when calibrated); ``inf`` when
@@ -173,6 +185,17 @@ class ObjPertRegressor(PrivateRegressorMixin):
         )
 
     def _make_release(self, data):
+        if self.alpha == "auto" and self.sigma is None and self.epsilon is not None:
+            # the private ridge, where the budget lets the eigenvalue help
+            from ._objective_perturbation_adaptive import PrivateObjPertRelease
+
+            intercept = bool(self._scaler.fit_intercept)
+            adaptive = PrivateObjPertRelease.calibration(
+                self.epsilon, self.delta, data.n_samples, data.n_features - intercept,
+                intercept)
+            if adaptive is not None:
+                return PrivateObjPertRelease.from_budget(
+                    self.epsilon, self.delta, data, scaler=self._scaler, adaptive=adaptive)
         return ObjPertRelease.from_budget(
             self.epsilon, self.delta, data, scaler=self._scaler, alpha=self.alpha,
             sigma=self.sigma,
@@ -278,12 +301,7 @@ class ObjPertRelease(Release):
         return release
 
     def draw(self, rng, size=None):
-        """theta = H^{-1}(X^T y - b) = theta_hat - H^{-1} b, b ~ N(0, sigma^2 I)
-        in every coordinate, the intercept's included."""
-        d = self.ridge.chol.shape[0]
-        b = self.noise_scale * rng.standard_normal(d if size is None else (d, size))
-        shift = linalg.cho_solve((self.ridge.chol, True), b, check_finite=False)
-        return self.ridge.coef - (shift if size is None else shift.T)
+        return objpert_draw(self.ridge, self.noise_scale, rng, size)
 
     def fitted_attributes(self):
         return {"alpha_": self.alpha, "noise_scale_": self.noise_scale}
@@ -339,6 +357,15 @@ class ObjPertRelease(Release):
 
     def gaussian_allowance(self, delta, target):
         return gaussian_allowance(self._dp(delta - GAUSSIAN_DELTA_SHARE * delta), delta, target)
+
+
+def objpert_draw(ridge, sigma, rng, size=None):
+    """theta = H^{-1}(X^T y - b) = theta_hat - H^{-1} b, b ~ N(0, sigma^2 I)
+    in every coordinate, the intercept's included (``ridge`` the system of H)."""
+    d = ridge.chol.shape[0]
+    b = sigma * rng.standard_normal(d if size is None else (d, size))
+    shift = linalg.cho_solve((ridge.chol, True), b, check_finite=False)
+    return ridge.coef - (shift if size is None else shift.T)
 
 
 def _remove_row(stats):

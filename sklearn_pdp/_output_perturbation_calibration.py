@@ -11,7 +11,6 @@ quantities, or of one data set's ridge system, that
 import numpy as np
 from scipy import linalg
 from scipy.optimize import brentq
-from scipy.special import ndtri
 
 from ._accounting import (
     PREDICTION_NOISE,
@@ -20,7 +19,7 @@ from ._accounting import (
     gaussian_noise_scale,
 )
 from ._accounting._engine import largest_root
-from ._eigen import eigen_max_change
+from ._adaptive_ridge import EigenCells
 from ._ridge_system import leave_one_out
 from ._signal import signal_ridge
 
@@ -48,9 +47,6 @@ def ridge_row_sensitivity(ridge, Xs, ys, in_sample):
 # of delta on the failure of its lower bound.
 _EIGEN_SHARE = 0.1
 _BOUND_DELTA_SHARE = 0.5
-# Public grid of lower bounds: 0 and _CELL_LOW * _CELL_RATIO^k.
-_CELL_LOW = 1e-2
-_CELL_RATIO = 2.0 ** 0.125
 # Number of candidate ridges (a public geometric grid).
 _ALPHA_GRID = 400
 # Largest noise variance of a prediction at a unit row (labels in [-1, 1])
@@ -64,7 +60,7 @@ _FLOOR_NOISE = 1e-5
 _SIGNAL_MARGIN = 1.5
 
 
-class AdaptiveRidge:
+class AdaptiveRidge(EigenCells):
     """Output perturbation's private ridge (:doc:`/mechanisms/output_perturbation`).
 
     Public parameters of the release, for a budget (epsilon, delta), the size
@@ -104,18 +100,13 @@ class AdaptiveRidge:
     """
 
     def __init__(self, epsilon, delta, n_samples, order, intercept):
-        self.delta_bound = _BOUND_DELTA_SHARE * delta
-        self.delta_gauss = delta - self.delta_bound
+        delta_bound = _BOUND_DELTA_SHARE * delta
+        self.delta_gauss = delta - delta_bound
         self.budget = float(epsilon)
         mu = 1.0 / gaussian_noise_scale(epsilon, self.delta_gauss)
         self.ratio_eigen = np.sqrt(_EIGEN_SHARE) * mu
         self.ratio_output = np.sqrt(1.0 - _EIGEN_SHARE) * mu
-        self.change = eigen_max_change(n_samples, intercept)
-        self.eigen_noise = self.change / self.ratio_eigen
-        self.margin = -ndtri(self.delta_bound) * self.eigen_noise + self.change
-        # a row's neighbour may also have one more row (pdp_epsilon of new rows)
-        self.reach = (-ndtri(self.delta_bound / 2.0) * self.eigen_noise
-                      + eigen_max_change(n_samples + 1, intercept))
+        super().__init__(self.ratio_eigen, delta_bound, n_samples, intercept)
         self.n_samples = n_samples
         self.intercept = intercept
         self.coords = order
@@ -130,25 +121,6 @@ class AdaptiveRidge:
         # at a smaller noise target
         self.floor_ridge = output_perturbation_auto_alpha(
             epsilon, delta, n_samples, order - int(intercept), intercept, target=_FLOOR_NOISE)
-
-    def cell(self, released):
-        """Cell of a released lambda~: -1 for the floor 0, else the largest
-        k with ``_CELL_LOW * _CELL_RATIO^k`` at most the lower bound."""
-        raw = released - self.margin
-        if not raw >= _CELL_LOW:
-            return -1
-        k = int(np.floor(np.log(raw / _CELL_LOW) / np.log(_CELL_RATIO)))
-        while self.floor(k) > raw:  # rounding of the logarithm
-            k -= 1
-        return k
-
-    def floor(self, cell):
-        return 0.0 if cell < 0 else _CELL_LOW * _CELL_RATIO ** cell
-
-    def reachable(self, lowest):
-        """Cells that lambda~ reaches with probability above delta_bound
-        under a data set with lambda_min(S) = ``lowest`` or a neighbour."""
-        return range(self.cell(lowest - self.reach), self.cell(lowest + self.reach) + 1)
 
     def _noise(self, lower, alphas):
         return conditional_sensitivity(lower, alphas, self.n_samples,

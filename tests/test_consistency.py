@@ -15,6 +15,7 @@ from sklearn.model_selection import train_test_split
 from sklearn_pdp import (
     AdaOPSRegressor,
     AdaSSPRegressor,
+    ObjPertRegressor,
     OPSRegressor,
     OutputPerturbationRegressor,
     PrivacyLeakWarning,
@@ -89,12 +90,12 @@ def test_huge_epsilon_does_not_raise(regressor_class):
 
 
 # The mechanisms whose ridge is chosen from the data (privately: OPS's
-# alpha="auto" is AdaOPS's release, output perturbation's releases
-# lambda_min; random projection's is post-processing of its sketch) pass
-# diffprivlib's test_simple; those whose alpha="auto" is a public rule in
-# (n, d, epsilon) shrink the slope to 0.3-0.75 there (doc/mechanisms/index.rst).
-ADAPTIVE = [AdaOPSRegressor, AdaSSPRegressor, OPSRegressor, OutputPerturbationRegressor,
-            RandomProjectionRegressor]
+# alpha="auto" is AdaOPS's release, output perturbation and objective
+# perturbation release lambda_min, random projection's is post-processing of
+# its sketch) pass diffprivlib's test_simple; a public rule in (n, d,
+# epsilon) shrank the slope to 0.3-0.75 there (doc/mechanisms/index.rst).
+ADAPTIVE = [AdaOPSRegressor, AdaSSPRegressor, ObjPertRegressor, OPSRegressor,
+            OutputPerturbationRegressor, RandomProjectionRegressor]
 
 
 @pytest.mark.parametrize("Estimator", ADAPTIVE)
@@ -111,8 +112,6 @@ def test_simple_diffprivlib(Estimator):
     assert hits >= 19
 
 
-# every regressor but objective perturbation, whose alpha="auto" (a public
-# rule in n, d and epsilon) still shrinks the slope by more than 1% here
 @pytest.mark.parametrize("Estimator", ADAPTIVE)
 def test_slope_converges_to_least_squares(Estimator):
     """At epsilon = 1e4 the slope on test_simple's data is within 1% of

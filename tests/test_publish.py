@@ -22,6 +22,7 @@ from sklearn_pdp import (
 )
 from sklearn_pdp._accounting import (
     gaussian_epsilon,
+    objpert_auto_alpha,
     objpert_dp_epsilon,
     objpert_epsilon,
     ops_auto_alpha,
@@ -49,18 +50,21 @@ from sklearn_pdp.model_selection import PrivateGridSearchCV
 RIDGE_LAWS = [OPSRegressor, OutputPerturbationRegressor, ObjPertRegressor]
 # every registered regressor publishes
 SUPPORTED = list(REGRESSORS.values())
-# OPS's alpha="auto" releases AdaOPS's law, output perturbation's its private
-# ridge's (the "-auto" entries of LAWS): the ridge laws' have a fixed ridge,
-# the former public rule's (ops_auto_alpha, output_perturbation_auto_alpha at
-# the defaults)
-RIDGE_PARAMS = {OPSRegressor: {"alpha": 300.0}, OutputPerturbationRegressor: {"alpha": 1e4}}
+# OPS's alpha="auto" releases AdaOPS's law, output perturbation's and (where
+# the size allows) objective perturbation's their private ridges (no law
+# yet): the ridge laws' have a fixed ridge, the former public rule's
+# (ops_auto_alpha, output_perturbation_auto_alpha at the defaults)
+RIDGE_PARAMS = {OPSRegressor: {"alpha": 300.0}, OutputPerturbationRegressor: {"alpha": 1e4},
+                ObjPertRegressor: {"alpha": objpert_auto_alpha(1.0, 1e-6, 3000, 5, True)}}
 _PUBLIC_RULES = {OPSRegressor: ops_auto_alpha,
-                 OutputPerturbationRegressor: output_perturbation_auto_alpha}
+                 OutputPerturbationRegressor: output_perturbation_auto_alpha,
+                 ObjPertRegressor: objpert_auto_alpha}
 
 
 def _ridge_params(cls, n, d=5):
-    """A fixed ridge for OPS and output perturbation (the former public rule
-    at this size)."""
+    """A fixed ridge for OPS, output perturbation and objective perturbation
+    (the former public rule at this size; the latter's alpha="auto" is its
+    private ridge, without a law yet, where the size allows)."""
     if cls not in _PUBLIC_RULES:
         return {}
     return {"alpha": _PUBLIC_RULES[cls](1.0, 1e-6, n, d, True)}

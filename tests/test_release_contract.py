@@ -37,6 +37,7 @@ from sklearn_pdp._accounting import (
 from sklearn_pdp._adaops_release import AdaOPSRelease
 from sklearn_pdp._release import MeanRelease
 from sklearn_pdp._objective_perturbation import ObjPertRelease
+from sklearn_pdp._objective_perturbation_adaptive import PrivateObjPertRelease
 from sklearn_pdp._ops import OPSRelease
 from sklearn_pdp._output_perturbation_release import (
     OutputPerturbationRelease,
@@ -55,6 +56,7 @@ from .conftest import UNIT_BOUNDS, regression_data
 from .test_adaops import _release_epsilon
 from .test_audit import epsilon_lower_bound
 from .test_mean import _laplace_delta
+from .test_objective_perturbation_adaptive import brute_private_objpert
 from .test_output_perturbation import _brute_adaptive_ratios, _ridge
 from .test_ssp import _ratio
 
@@ -105,6 +107,10 @@ CASES = {
                       OPSRelease, budget=None),
     "ops-alpha": Case(lambda: REGRESSORS["ops"](alpha=300.0), OPSRelease),
     "objpert": Case(lambda: REGRESSORS["objpert"](), ObjPertRelease),
+    # epsilon 4: the eigenvalue's margin clears n / (3 d), the private ridge
+    "objpert-private": Case(lambda: REGRESSORS["objpert"](epsilon=4.0, fit_intercept=False),
+                            PrivateObjPertRelease, budget=(4.0, 1e-6), publishes=False,
+                            public=False),
     "objpert-sigma": Case(lambda: REGRESSORS["objpert"](epsilon=None, sigma=2.0, alpha=50.0),
                           ObjPertRelease, budget=None),
     # 500 rows: more than its public grid of 400 candidate ridges
@@ -265,6 +271,17 @@ def _private_ridge_reference(est, X, y, i, add):
     return gaussian_epsilon(est.release_.adaptive.delta_gauss, ratio)
 
 
+def _private_objpert_reference(est, X, y, i, add):
+    Z, ys = _scaled(est, X, y)
+    keep = np.arange(len(y)) != i
+    if add:  # the rows without it, then the row
+        return brute_private_objpert(est, Z[keep], ys[keep], Z[i:i + 1], ys[i:i + 1])[0]
+    key = ("objpert", id(est))
+    if key not in _REMOVAL_RATIOS:
+        _REMOVAL_RATIOS[key] = est, brute_private_objpert(est, Z, ys)
+    return _REMOVAL_RATIOS[key][1][i]
+
+
 def _adassp_reference(est, X, y, i, add):
     # the released statistics by their definitions (on the unit-bounded rows)
     return gaussian_epsilon(est.delta, _ratio(est, X, y, i))
@@ -300,6 +317,7 @@ REFERENCES = {
     ObjPertRelease: _objpert_reference,
     OutputPerturbationRelease: _output_reference,
     PrivateRidgeRelease: _private_ridge_reference,
+    PrivateObjPertRelease: _private_objpert_reference,
     AdaSSPRelease: _adassp_reference,
     AdaOPSRelease: _adaops_reference,
     RandomProjectionRelease: _projection_reference,
@@ -357,10 +375,11 @@ def _release_on(est, X, y, n_samples):
 
 
 def _whole_draws(release, rng, size):
-    """Draws of the whole release. The private ridge draws its coefficients
-    given the cell of its noisy eigenvalue: here the eigenvalue too, then
-    the coefficients at each draw's cell (ridge and noise), returned with it."""
-    if not isinstance(release, PrivateRidgeRelease):
+    """Draws of the whole release. The private ridges draw their
+    coefficients given the cell of their noisy eigenvalue: here the
+    eigenvalue too, then the coefficients at each draw's cell (ridge and
+    noise), returned with it."""
+    if not isinstance(release, (PrivateRidgeRelease, PrivateObjPertRelease)):
         return release.draw(rng, size=size)
     adaptive = release.adaptive
     lowest = release.eig[0][0] + adaptive.eigen_noise * rng.standard_normal(size)
@@ -368,8 +387,11 @@ def _whole_draws(release, rng, size):
     coef = np.empty((size, release.XtX.shape[0]))
     for cell in np.unique(cells):
         at = cells == cell
-        coef[at] = (release.cell_ridge(cell).coef
-                    + adaptive.noise(cell) * rng.standard_normal((at.sum(), coef.shape[1])))
+        ridge = release.cell_ridge(cell)
+        noise = adaptive.noise(cell) * rng.standard_normal((at.sum(), coef.shape[1]))
+        if isinstance(release, PrivateObjPertRelease):  # theta_hat - H^{-1} b
+            noise = -np.linalg.solve(ridge.chol @ ridge.chol.T, noise.T).T
+        coef[at] = ridge.coef + noise
     return np.column_stack([lowest, coef])
 
 

@@ -7,7 +7,7 @@ domain; every data-independent guarantee is a mechanism's loss there.
 import numpy as np
 
 
-def domain_bounds(n_samples, alpha, intercept, min_samples=None):
+def domain_bounds(n_samples, alpha, intercept, min_samples=None, lower=0.0):
     """Largest leverage, |residual| and ||H^{-1} x|| of any person.
 
     For any data set of ``n_samples`` rows in the domain (rows in the unit
@@ -29,11 +29,20 @@ def domain_bounds(n_samples, alpha, intercept, min_samples=None):
     ``min_samples`` to ``n_samples`` rows (the 1/m terms at the smallest
     size, the residual at the largest).
 
+    With ``lower`` = L > 0, for the smaller data sets whose slopes' matrix
+    (X^T X, or the centred scatter) has lambda_min >= L: alpha becomes
+    L + alpha in the leverage and in ||H^{-1} x||, and sqrt(n)/(2 sqrt(alpha))
+    in the residual becomes sqrt(n) g, g = sqrt(L) / (L + alpha) where
+    L >= alpha, else 1/(2 sqrt(alpha)) (the largest s / (s^2 + alpha) over
+    singular values s >= sqrt(L)).
+
     Returns a dict with keys ``leverage``, ``residual``, ``inverse_norm``
     and ``norm2``; ``inf`` where alpha = 0, and with an intercept where
     n = 1 (the data set without the row has no intercept direction at all).
     """
     alpha = np.float64(alpha)
+    if lower > 0:
+        return _conditional_bounds(n_samples, alpha, intercept, min_samples, np.float64(lower))
     with np.errstate(divide="ignore"):
         if not intercept:
             return {
@@ -49,6 +58,21 @@ def domain_bounds(n_samples, alpha, intercept, min_samples=None):
             "inverse_norm": np.hypot(2.0 / alpha, 1.0 / m + 2.0 / alpha),
             "norm2": 2.0,
         }
+
+
+def _conditional_bounds(n_samples, alpha, intercept, min_samples, lower):
+    """:func:`domain_bounds` given lambda_min >= ``lower`` > 0."""
+    total = lower + alpha
+    with np.errstate(divide="ignore"):
+        g = np.where(lower >= alpha, np.sqrt(lower) / total, 0.5 / np.sqrt(alpha))
+    spread = np.sqrt(n_samples) * g
+    if not intercept:
+        return {"leverage": 1.0 / total, "residual": 1.0 + spread,
+                "inverse_norm": 1.0 / total, "norm2": 1.0}
+    m = np.float64((n_samples if min_samples is None else min_samples) - 1)
+    with np.errstate(divide="ignore"):
+        return {"leverage": 1.0 / m + 4.0 / total, "residual": 2.0 + 2.0 * spread,
+                "inverse_norm": np.hypot(2.0 / total, 1.0 / m + 2.0 / total), "norm2": 2.0}
 
 
 # Largest noise variance the automatic ridges let a release add to a prediction

@@ -242,7 +242,7 @@ _ARC = np.linspace(0.0, 1.0 - 1e-9, 17)
 
 
 def objpert_dp_epsilon(delta, alpha, sigma, n_samples, intercept=False,
-                       min_samples=None, *, residual=None, refine=True):
+                       min_samples=None, *, residual=None, refine=True, lower=0.0):
     """Data-independent epsilon of objective perturbation.
 
     See :doc:`/mechanisms/objective_perturbation`.
@@ -262,10 +262,12 @@ def objpert_dp_epsilon(delta, alpha, sigma, n_samples, intercept=False,
     ``residual`` overrides r_max (0 gives the floor of the loss as sigma
     grows); ``refine=False`` skips the maximisation (a lower value, used
     only inside the calibration, which then checks the refined one).
+    ``lower`` > 0: the worst case over the data sets whose slopes' matrix
+    has lambda_min >= ``lower`` (the bounds of :func:`domain_bounds`).
     """
-    if alpha <= 0:
+    if alpha <= 0 and lower <= 0:
         return np.inf
-    bound = domain_bounds(n_samples, alpha, intercept, min_samples)
+    bound = domain_bounds(n_samples, alpha, intercept, min_samples, lower)
     if not np.isfinite(bound["leverage"]):
         return np.inf
     norm2 = bound["norm2"]
@@ -348,15 +350,17 @@ def _floor_alpha(epsilon, delta, n_samples, intercept):
 
 
 @lru_cache(maxsize=64)
-def objpert_noise_scale(epsilon, delta, alpha, n_samples, intercept=False):
-    """Smallest sigma (to 1e-7 relative) with ``objpert_dp_epsilon <= epsilon``.
+def objpert_noise_scale(epsilon, delta, alpha, n_samples, intercept=False, lower=0.0):
+    """Smallest sigma (to 1e-7 relative) with ``objpert_dp_epsilon <= epsilon``
+    (over the data sets with lambda_min >= ``lower``).
 
     Depends on public quantities only, hence the cache.
     """
-    if alpha <= 0:
+    if alpha <= 0 and lower <= 0:
         raise ValueError("An epsilon budget needs alpha > 0; give sigma instead.")
     # The loss stays positive as sigma -> inf (zero residual): its floor.
-    floor = objpert_dp_epsilon(delta, alpha, 1.0, n_samples, intercept, residual=0.0)
+    floor = objpert_dp_epsilon(delta, alpha, 1.0, n_samples, intercept, residual=0.0,
+                               lower=lower)
     if epsilon <= floor * (1 + 1e-6):
         raise ValueError(
             f"epsilon={epsilon} cannot be reached with alpha={alpha} at "
@@ -368,7 +372,7 @@ def objpert_noise_scale(epsilon, delta, alpha, n_samples, intercept=False):
     def excess(log_sigma, refine=False):
         sigma = np.exp(log_sigma)
         return objpert_dp_epsilon(
-            delta, alpha, sigma, n_samples, intercept, refine=refine
+            delta, alpha, sigma, n_samples, intercept, refine=refine, lower=lower
         ) - epsilon
 
     # the loss falls with sigma: the largest -log sigma within the budget,

@@ -1,0 +1,246 @@
+"""Objective perturbation at a privately chosen ridge
+(:doc:`/mechanisms/objective_perturbation`, "The private ridge").
+
+A share of the budget releases the smallest eigenvalue of the scatter
+(:mod:`sklearn_pdp._adaptive_ridge`); its lower bound's cell decides the
+ridge, and objective perturbation at that ridge is calibrated to the rest of
+the budget over the data sets whose eigenvalue is at least the cell's floor.
+The two stages compose by basic composition, row by row.
+"""
+
+import numpy as np
+
+from ._accounting import (
+    domain_bounds,
+    gaussian_epsilon,
+    gaussian_noise_scale,
+    objpert_auto_alpha,
+    objpert_epsilon,
+    objpert_noise_scale,
+)
+from ._adaptive_ridge import EigenCells, ScatterRelease
+from ._objective_perturbation import _remove_row, objpert_draw
+from ._release import Release
+
+# Shares of epsilon and of delta spent on lambda_min (a Gaussian release),
+# and of delta on the failure of its lower bound; objective perturbation
+# has the rest.
+_EIGEN_SHARE = 0.2
+_EIGEN_DELTA_SHARE = 0.25
+_BOUND_DELTA_SHARE = 0.25
+# Cells a factor 2^(1/4) apart (output perturbation's are 2^(1/8)): each
+# reachable cell costs a calibration.
+_CELL_RATIO = 2.0 ** 0.25
+_CELL_LOW_SHARE = 0.5
+# Number of candidate ridges (a public geometric grid).
+_ALPHA_GRID = 200
+# Largest noise variance of a prediction at a unit row (labels in [-1, 1])
+# that the private ridge allows, as output perturbation's.
+_NOISE_TARGET = 1e-3
+# Doublings of a cell's ridge where its loss floor is above the budget.
+_MAX_DOUBLINGS = 40
+
+
+class AdaptiveObjPert(EigenCells):
+    """Public parameters of objective perturbation's private ridge
+    (:doc:`/mechanisms/objective_perturbation`), for a budget (epsilon,
+    delta), the size n, the number of features d and the intercept.
+
+    1. ``lambda~ = lambda_min(S) + sigma_1 N(0, 1)`` with the Gaussian ratio
+       of ``(0.2 epsilon, delta / 4)``; its lower bound (failure probability
+       ``delta / 4``) rounded down to the grid of cells.
+    2. Objective perturbation at the cell's ridge ``alpha_k``, with the
+       noise ``sigma_k`` that meets ``(0.8 epsilon, delta / 2)`` over every
+       data set whose lambda_min(S) is at least the cell's floor L_k
+       (:func:`objpert_noise_scale` with ``lower=L_k``); the floor cell
+       (L = 0) has the public rule at that budget
+       (:func:`objpert_auto_alpha`). ``alpha_k`` minimises the squared bias
+       factor ``(alpha / (L_k + alpha))^2`` plus ``d`` times the noise
+       variance along a slope, ``sigma~^2 / (L_k + alpha)^2``, with the
+       Gaussian approximation ``sigma~ = sqrt(N) r_max / s_2`` of the noise
+       (a row moves the objective's gradient by ``x r``; s_2 the Gaussian
+       ratio of the second stage's budget), raised to meet the noise target
+       at a unit row, at most the public rule's, and doubled where the
+       loss floor is above the budget.
+
+    Guarantee: the cell's floor bounds lambda_min of the smaller of two
+    neighbours but with probability ``delta / 4`` under either; on that
+    event the second stage is ``(0.8 epsilon, delta / 2)``-DP, and basic
+    composition gives ``(epsilon, delta)``. A row's loss: its exact
+    eigenvalue-change loss at ``delta / 4`` plus its largest second-stage
+    loss at ``delta / 2`` over the cells the released value reaches with
+    probability above ``delta / 4`` under the data set or the neighbour.
+    """
+
+    def __init__(self, epsilon, delta, n_samples, n_features, intercept):
+        self.budget = float(epsilon)
+        self.epsilon_eigen = _EIGEN_SHARE * self.budget
+        self.epsilon_objpert = self.budget - self.epsilon_eigen
+        self.delta_eigen = _EIGEN_DELTA_SHARE * delta
+        self.delta_objpert = (1.0 - _EIGEN_DELTA_SHARE - _BOUND_DELTA_SHARE) * delta
+        ratio = 1.0 / gaussian_noise_scale(self.epsilon_eigen, self.delta_eigen)
+        super().__init__(ratio, _BOUND_DELTA_SHARE * delta, n_samples, intercept,
+                         cell_ratio=_CELL_RATIO)
+        # lower bounds under half the margin (the noise's own scale) round to
+        # the floor cell: each cell a row's loss reaches costs a calibration
+        self.cell_low = max(self.cell_low, _CELL_LOW_SHARE * self.margin)
+        self.n_samples, self.n_features, self.intercept = n_samples, n_features, intercept
+        self.ratio_objpert = 1.0 / gaussian_noise_scale(self.epsilon_objpert,
+                                                        self.delta_objpert)
+        low = max(1e-9 * n_samples * (n_features + intercept), 1e-6)
+        self.alphas = np.geomspace(low, max(1e8, 1e3 * n_samples), _ALPHA_GRID)
+
+    def applies(self):
+        """Whether the eigenvalue can help: the margin is at most
+        ``n / (3 d)``, lambda_min where the features fill the box that the
+        unit ball bounds (``||x||^2`` about 1/3, the trace shared by d
+        eigenvalues), and the floor cell's public rule exists at the second
+        stage's budget. Public quantities only."""
+        if not self.margin <= self.n_samples / (3.0 * self.n_features):
+            return False
+        try:
+            self.public_alpha()
+        except ValueError:
+            return False
+        return True
+
+    def public_alpha(self):
+        """The floor cell's ridge: the public rule at the second stage's
+        budget (cached)."""
+        return objpert_auto_alpha(self.epsilon_objpert, self.delta_objpert, self.n_samples,
+                                  self.n_features, self.intercept)
+
+    def alpha(self, cell):
+        public = self.public_alpha()
+        if cell < 0:
+            return public
+        lower = self.floor(cell)
+        bound = domain_bounds(self.n_samples, self.alphas, self.intercept, lower=lower)
+        noise = np.sqrt(bound["norm2"]) * bound["residual"] / self.ratio_objpert
+        noise2 = (noise / (lower + self.alphas)) ** 2
+        bias = (self.alphas / (lower + self.alphas)) ** 2
+        best = np.argmin(bias + self.n_features * noise2)
+        quiet = np.flatnonzero((1.0 + self.intercept) * noise2 <= _NOISE_TARGET)
+        if quiet.size:
+            best = max(best, quiet[0])
+        alpha = float(min(self.alphas[best], public))
+        # objective perturbation's loss floor (no noise removes it) must be
+        # below the budget: a larger ridge lowers it
+        for _ in range(_MAX_DOUBLINGS):
+            if alpha >= public or self._feasible(alpha, lower):
+                break
+            alpha *= 2.0
+        return min(alpha, public)
+
+    def _feasible(self, alpha, lower):
+        try:
+            self._sigma(alpha, lower)
+        except ValueError:
+            return False
+        return True
+
+    def _sigma(self, alpha, lower):
+        return objpert_noise_scale(self.epsilon_objpert, self.delta_objpert, alpha,
+                                   self.n_samples, self.intercept, lower)
+
+    def noise(self, cell):
+        """The noise sigma_k of objective perturbation at the cell."""
+        return self._sigma(float(self.alpha(cell)), float(self.floor(cell)))
+
+
+class PrivateObjPertRelease(ScatterRelease, Release):
+    """Objective perturbation at a privately chosen ridge
+    (:class:`AdaptiveObjPert`).
+
+    The fit's draw releases lambda_min + N(0, eigen_noise^2), then
+    objective perturbation at the ridge and the noise of the released
+    value's cell. A row's loss is that of the pair at ``delta`` (basic
+    composition); a published report of it is not supported yet.
+
+    Holds the Gram matrix, the scatter's eigen-system and the ridge systems
+    of the cells a row's loss needs (``ridge`` the released cell's):
+    statistics of the private data.
+    """
+
+    _private = ("ridge", "XtX", "Xty", "eig", "mean", "cells")
+
+    def __init__(self, *, adaptive, **common):
+        super().__init__(alpha=np.nan, **common)
+        self.adaptive = adaptive
+
+    @staticmethod
+    def calibration(epsilon, delta, n_samples, n_features, intercept):
+        """The private ridge's public parameters, or None where the
+        eigenvalue cannot help (then objective perturbation at the public
+        rule, :class:`~sklearn_pdp._objective_perturbation.ObjPertRelease`)."""
+        adaptive = AdaptiveObjPert(epsilon, delta, n_samples, n_features, intercept)
+        return adaptive if adaptive.applies() else None
+
+    @classmethod
+    def from_budget(cls, epsilon, delta, data, *, scaler, adaptive=None):
+        n, intercept = data.n_samples, bool(scaler.fit_intercept)
+        if adaptive is None:
+            adaptive = AdaptiveObjPert(epsilon, delta, n, data.n_features - intercept,
+                                       intercept)
+        release = cls(adaptive=adaptive, scaler=scaler, n_samples=n, delta=delta,
+                      guarantee=(float(epsilon), float(delta)))
+        release.read_scatter(data, adaptive)
+        return release
+
+    def release(self, rng):
+        """Draws the eigenvalue, which decides the ridge and the noise, then
+        the coefficients."""
+        self.lowest_eigenvalue, self.cell = self.draw_cell(rng)
+        self.alpha = self.adaptive.alpha(self.cell)
+        self.noise_scale = self.adaptive.noise(self.cell)
+        self.ridge = self.cell_ridge(self.cell)
+        return super().release(rng)
+
+    def draw(self, rng, size=None):
+        """Draw(s) of the coefficients given the released cell."""
+        return objpert_draw(self.ridge, self.noise_scale, rng, size)
+
+    def fitted_attributes(self):
+        return {"alpha_": self.alpha, "noise_scale_": self.noise_scale,
+                "lowest_eigenvalue_": self.lowest_eigenvalue,
+                "eigen_noise_": self.adaptive.eigen_noise}
+
+    def second_stage(self, Xs, ys, add):
+        """Each row's ``(||x||^2, m0, mu, ||x||^2 x^T H^{-2} x)`` against the
+        smaller data set, each the largest over the reachable cells (m0 =
+        ||x|| |r| / sigma_k): the loss grows with each (the mechanism's
+        page), so its value there bounds every cell's."""
+        m0 = mu = spread = 0.0
+        for cell in self.reachable():
+            ridge = self.cell_ridge(cell)
+            if add:
+                stats = ridge.row_statistics(Xs, inverse_norm=True, norm=True)
+                fitted = Xs @ ridge.coef
+                # the loss grows with |r|: the worst label is an end of [-1, 1]
+                r = 1.0 + np.abs(fitted) if ys is None else ys - fitted
+                norm2, mu_k, w = stats["norm2"], stats["leverage"], stats["inverse_norm2"]
+            else:
+                norm2, mu_k, w, r = _remove_row(
+                    ridge.row_statistics(Xs, ys, inverse_norm=True, norm=True))
+            m0 = np.maximum(m0, np.sqrt(norm2) * np.abs(r) / self.adaptive.noise(cell))
+            mu = np.maximum(mu, mu_k)
+            spread = np.maximum(spread, norm2 * w)
+        return norm2, m0, mu, spread
+
+    def losses(self, Xs, ys, add=False):
+        adaptive = self.adaptive
+        first = gaussian_epsilon(adaptive.delta_eigen, self.eigen_ratio(Xs, add))
+        norm2, m0, mu, spread = self.second_stage(Xs, ys, add)
+        # objpert_epsilon reads m0 = sqrt(norm2) r / sigma and norm2 * w
+        unit = np.where(norm2 > 0, norm2, 1.0)
+        second = objpert_epsilon(adaptive.delta_objpert, norm2, mu, spread / unit,
+                                 m0 / np.sqrt(unit), 1.0)
+        total = first + second
+        # the guarantee covers every row removed from n rows (not one added)
+        return total if add else np.minimum(total, adaptive.budget)
+
+    def public(self):
+        raise NotImplementedError(
+            "published reports of ObjPertRegressor with its private ridge "
+            "(alpha='auto') are not supported yet: give a numeric alpha."
+        )
