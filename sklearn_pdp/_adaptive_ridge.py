@@ -18,10 +18,18 @@ from scipy.special import ndtri
 
 from ._eigen import eigen_change, eigen_max_change, scatter_eigen
 from ._ridge_system import RidgeSystem
+from ._signal import signal_ridge
 
 # Public grid of lower bounds: 0 and _CELL_LOW * _CELL_RATIO^k.
 _CELL_LOW = 1e-2
 _CELL_RATIO = 2.0 ** 0.125
+# Standard deviations of their noise's chi-square by which the released
+# slopes must exceed it to be kept (AdaSSP's signal test).
+_SIGNAL_MARGIN = 1.5
+# mean_only_reason_ of a release whose slopes the test drops
+NO_SIGNAL = ("the released slopes show no signal above their noise (the signal test, "
+             "post-processing: the losses are those of the release); their noise "
+             "relative to the signal falls with n_samples and epsilon")
 
 
 class EigenCells:
@@ -58,6 +66,28 @@ class EigenCells:
         """Cells that lambda~ reaches with probability above delta_bound
         under a data set with lambda_min(S) = ``lowest`` or a neighbour."""
         return range(self.cell(lowest - self.reach), self.cell(lowest + self.reach) + 1)
+
+    def slope_noise(self, cell):
+        """Variance (or an upper bound) per slope of the released
+        coefficients' noise in ``cell``: the mechanism's."""
+        raise NotImplementedError
+
+    def shrink(self, coef, cell):
+        """Post-processing of the coefficients released in ``cell``: the
+        slopes and their James-Stein ridge (:func:`~sklearn_pdp._signal.signal_ridge`
+        of the slopes against their noise, :meth:`slope_noise`,
+        ``_SIGNAL_MARGIN`` deviations higher). In the floor cell the slopes
+        are divided by one plus that ridge; in the others kept whole where it
+        is finite (their ridge already weighs shrinkage against noise).
+        ``inf``: slopes 0."""
+        slopes = coef.shape[0] - int(self.intercept)
+        noise2 = self.slope_noise(cell)
+        ridge = float(signal_ridge(coef[:slopes], noise2, noise2, 1.0, _SIGNAL_MARGIN))
+        if cell >= 0 and np.isfinite(ridge):
+            ridge = 0.0
+        out = np.array(coef, dtype=np.float64)
+        out[:slopes] = 0.0 if np.isinf(ridge) else out[:slopes] / (1.0 + ridge)
+        return out, ridge
 
 
 class ScatterRelease:

@@ -83,6 +83,12 @@ class ObjPertRegressor(PrivateRegressorMixin):
         eigenvalue of the scatter of the scaled features.
     eigen_noise_ : float
         With the private ridge only: the standard deviation of its noise.
+    signal_ridge_ : float
+        With the private ridge only: the released slopes are divided by
+        ``1 + signal_ridge_`` (post-processing, the losses are those of the
+        release): 0 where they show signal above an upper bound of their
+        noise, ``inf`` where they show none (``coef_`` is then 0); in the
+        floor cell the James-Stein ridge of the slopes against that noise.
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
         row (maximum of both directions of the hockey-stick divergence);

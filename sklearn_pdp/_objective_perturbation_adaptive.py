@@ -18,7 +18,7 @@ from ._accounting import (
     objpert_epsilon,
     objpert_noise_scale,
 )
-from ._adaptive_ridge import EigenCells, ScatterRelease
+from ._adaptive_ridge import NO_SIGNAL, EigenCells, ScatterRelease
 from ._objective_perturbation import _remove_row, objpert_draw
 from ._release import Release
 
@@ -132,6 +132,15 @@ class AdaptiveObjPert(EigenCells):
             alpha *= 2.0
         return min(alpha, public)
 
+    def slope_noise(self, cell):
+        """An upper bound on the noise variance per slope in ``cell``:
+        ``theta - theta_hat = -H^{-1} b``, the slopes' block of ``H^{-1}``
+        at most ``1 / (L_k + alpha_k)`` on the floor's event, and ``b``'s
+        part along them ``b_s - x_bar b_0`` of variance at most
+        ``2 sigma_k^2`` with an intercept (``||x_bar|| <= 1``)."""
+        return ((1.0 + self.intercept) * self.noise(cell) ** 2
+                / (self.floor(cell) + self.alpha(cell)) ** 2)
+
     def _feasible(self, alpha, lower):
         try:
             self._sigma(alpha, lower)
@@ -194,7 +203,11 @@ class PrivateObjPertRelease(ScatterRelease, Release):
         self.alpha = self.adaptive.alpha(self.cell)
         self.noise_scale = self.adaptive.noise(self.cell)
         self.ridge = self.cell_ridge(self.cell)
-        return super().release(rng)
+        # coef stays the released draw; the estimator's slopes pass the signal test
+        coef, self.signal_ridge = self.adaptive.shrink(super().release(rng), self.cell)
+        if np.isinf(self.signal_ridge):
+            self.reason = NO_SIGNAL
+        return coef
 
     def draw(self, rng, size=None):
         """Draw(s) of the coefficients given the released cell."""
@@ -203,7 +216,8 @@ class PrivateObjPertRelease(ScatterRelease, Release):
     def fitted_attributes(self):
         return {"alpha_": self.alpha, "noise_scale_": self.noise_scale,
                 "lowest_eigenvalue_": self.lowest_eigenvalue,
-                "eigen_noise_": self.adaptive.eigen_noise}
+                "eigen_noise_": self.adaptive.eigen_noise,
+                "signal_ridge_": self.signal_ridge}
 
     def second_stage(self, Xs, ys, add):
         """Each row's ``(||x||^2, m0, mu, ||x||^2 x^T H^{-2} x)`` against the

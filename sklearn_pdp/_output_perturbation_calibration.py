@@ -21,7 +21,6 @@ from ._accounting import (
 from ._accounting._engine import largest_root
 from ._adaptive_ridge import EigenCells
 from ._ridge_system import leave_one_out
-from ._signal import signal_ridge
 
 
 def _ridge_shift(stats, in_sample):
@@ -55,9 +54,6 @@ _NOISE_TARGET = 1e-3
 # The floor cell's (nothing known of the conditioning, the slopes shrunk all
 # but to 0): labels that vary little are not to pay for the intercept's noise.
 _FLOOR_NOISE = 1e-5
-# Standard deviations of their noise's chi-square by which the released
-# slopes must exceed it to be kept (AdaSSP's signal test).
-_SIGNAL_MARGIN = 1.5
 
 
 class AdaptiveRidge(EigenCells):
@@ -151,21 +147,8 @@ class AdaptiveRidge(EigenCells):
     def noise(self, cell):
         return self.sensitivity(cell) / self.ratio_output
 
-    def shrink(self, coef, cell):
-        """Post-processing of the coefficients released in ``cell``: the
-        slopes and their James-Stein ridge (:func:`~sklearn_pdp._signal.signal_ridge`
-        of the slopes against their noise, ``_SIGNAL_MARGIN`` deviations
-        higher). In the floor cell the slopes are divided by one plus that
-        ridge; in the others kept whole where it is finite (their ridge
-        already weighs shrinkage against noise). ``inf``: slopes 0."""
-        slopes = coef.shape[0] - int(self.intercept)
-        noise2 = self.noise(cell) ** 2
-        ridge = float(signal_ridge(coef[:slopes], noise2, noise2, 1.0, _SIGNAL_MARGIN))
-        if cell >= 0 and np.isfinite(ridge):
-            ridge = 0.0
-        out = np.array(coef, dtype=np.float64)
-        out[:slopes] = 0.0 if np.isinf(ridge) else out[:slopes] / (1.0 + ridge)
-        return out, ridge
+    def slope_noise(self, cell):
+        return self.noise(cell) ** 2
 
     def epsilon(self, ratio, cap=True):
         eps = gaussian_epsilon(self.delta_gauss, ratio)

@@ -19,6 +19,7 @@ from scipy.stats import gamma as gamma_law
 from ._accounting import gaussian_epsilon, gaussian_noise_scale
 from ._rows import TwoStageRows, squared_norms
 from ._eigen import eigen_change, scatter_eigen
+from ._adaptive_ridge import NO_SIGNAL
 from ._output_perturbation_calibration import (
     AdaptiveRidge,
     _ball_constants,
@@ -405,10 +406,7 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
         # coef stays the released draw: the published law's residuals need it
         coef, self.signal_ridge = adaptive.shrink(super().release(rng), self.cell)
         if np.isinf(self.signal_ridge):
-            self.reason = (
-                "the released slopes show no signal above their noise (the signal "
-                "test, post-processing: the losses are those of the release); their "
-                "noise relative to the signal falls with n_samples and epsilon")
+            self.reason = NO_SIGNAL
         return coef
 
     def draw(self, rng, size=None):

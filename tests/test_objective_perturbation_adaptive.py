@@ -6,8 +6,9 @@ cells; checked against refits in both directions."""
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
+from sklearn.base import clone
 
-from sklearn_pdp import ObjPertRegressor
+from sklearn_pdp import FallbackWarning, ObjPertRegressor
 from sklearn_pdp._accounting import (
     domain_bounds,
     gaussian_delta,
@@ -217,3 +218,39 @@ def test_conditional_domain_bounds_hold_on_refits(fit_intercept, make_adversaria
     for n, alpha in ((10, 0.5), (1000, 30.0)):
         assert domain_bounds(n, alpha, fit_intercept, lower=0.0) == domain_bounds(
             n, alpha, fit_intercept)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_slope_noise_bounds_the_released_slopes_noise(fit_intercept):
+    """The signal test's noise, ``slope_noise``, is at least the variance of
+    every released slope around the cell's ridge solution (2000 draws;
+    the bound within its sampling error)."""
+    reg, _, _ = _fit(fit_intercept)
+    release = reg.release_
+    draws = release.draw(np.random.default_rng(1), size=2000)
+    slopes = draws.shape[1] - int(fit_intercept)
+    spread = np.var(draws[:, :slopes] - release.ridge.coef[:slopes], axis=0)
+    bound = release.adaptive.slope_noise(release.cell)
+    assert np.all(spread <= bound * (1 + 5 * np.sqrt(2 / 2000)))
+
+
+def test_labels_that_vary_little_cost_no_more_than_the_mean():
+    """Slopes of 0.02 and -0.01 under label noise 0.05 (a label range of
+    (-2, 2)): the released slopes are noise, which the signal test drops
+    (post-processing), so the fit is close to the mean predictor's error
+    (1.26-1.39 times it without the test), with the release's losses."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (20000, 5))
+    y = 0.02 * X[:, 0] - 0.01 * X[:, 1] + 0.05 * rng.normal(size=20000)
+    X_test, y_test, X, y = X[:5000], y[:5000], X[5000:], y[5000:]
+    mean_error = np.mean((y.mean() - y_test) ** 2)
+    for epsilon, seed in ((1.0, 0), (3.0, 1)):
+        reg = ObjPertRegressor(epsilon=epsilon, bounds_X=(-1, 1), y_bound=(-2, 2),
+                               random_state=seed)
+        with pytest.warns(FallbackWarning, match="no signal above their noise"):
+            reg.fit(X, y)
+        assert isinstance(reg.release_, PrivateObjPertRelease)
+        assert np.isinf(reg.signal_ridge_) and np.all(reg.coef_ == 0)
+        assert np.mean((reg.predict(X_test) - y_test) ** 2) <= 1.05 * mean_error
+        other = clone(reg).set_params(random_state=seed + 7).fit(X, y)
+        assert_allclose(other.pdp_losses_, reg.pdp_losses_, rtol=0, atol=0)

@@ -10,9 +10,9 @@ import pytest
 
 from sklearn_pdp import OutputPerturbationRegressor
 from sklearn_pdp._accounting import gaussian_noise_scale
+from sklearn_pdp._adaptive_ridge import _SIGNAL_MARGIN
 from sklearn_pdp._output_perturbation_calibration import (
     _FLOOR_NOISE,
-    _SIGNAL_MARGIN,
     AdaptiveRidge,
     conditional_sensitivity,
     output_perturbation_sensitivity,
