@@ -52,9 +52,10 @@ RIDGE_LAWS = [OPSRegressor, OutputPerturbationRegressor, ObjPertRegressor]
 # every registered regressor publishes
 SUPPORTED = list(REGRESSORS.values())
 # OPS's alpha="auto" releases AdaOPS's law, output perturbation's and (where
-# the size allows) objective perturbation's their private ridges (no law
-# yet): the ridge laws' have a fixed ridge, the former public rule's
-# (ops_auto_alpha, output_perturbation_auto_alpha at the defaults)
+# the size allows) objective perturbation's their private ridges (laws of
+# their own, the "-auto" cases): the ridge laws' have a fixed ridge, the
+# former public rule's (ops_auto_alpha, output_perturbation_auto_alpha at
+# the defaults)
 RIDGE_PARAMS = {OPSRegressor: {"alpha": 300.0}, OutputPerturbationRegressor: {"alpha": 1e4},
                 ObjPertRegressor: {"alpha": objpert_auto_alpha(1.0, 1e-6, 3000, 5, True)}}
 _PUBLIC_RULES = {OPSRegressor: ops_auto_alpha,
@@ -65,7 +66,7 @@ _PUBLIC_RULES = {OPSRegressor: ops_auto_alpha,
 def _ridge_params(cls, n, d=5):
     """A fixed ridge for OPS, output perturbation and objective perturbation
     (the former public rule at this size; the latter's alpha="auto" is its
-    private ridge, without a law yet, where the size allows)."""
+    private ridge where the size allows, a law of its own)."""
     if cls not in _PUBLIC_RULES:
         return {}
     return {"alpha": _PUBLIC_RULES[cls](1.0, 1e-6, n, d, True)}
@@ -74,6 +75,7 @@ def _ridge_params(cls, n, d=5):
 LAWS = [pytest.param(cls, RIDGE_PARAMS.get(cls, {}), id=cls.__name__) for cls in SUPPORTED] + [
     pytest.param(OPSRegressor, {}, id="OPSRegressor-auto"),
     pytest.param(OutputPerturbationRegressor, {}, id="OutputPerturbationRegressor-auto"),
+    pytest.param(ObjPertRegressor, {}, id="ObjPertRegressor-auto"),
 ] + [
     pytest.param(OutputPerturbationRegressor, {"radius": r}, id=f"radius={r}")
     for r in (1.0, 0.3)
