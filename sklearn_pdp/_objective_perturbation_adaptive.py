@@ -12,14 +12,13 @@ import numpy as np
 
 from ._accounting import (
     domain_bounds,
-    gaussian_epsilon,
     gaussian_noise_scale,
     objpert_auto_alpha,
-    objpert_epsilon,
     objpert_noise_scale,
 )
 from ._adaptive_ridge import NO_SIGNAL, EigenCells, ScatterRelease
 from ._objective_perturbation import _remove_row, objpert_draw
+from ._objective_perturbation_law import PrivateObjPertLaw
 from ._release import Release
 
 # Shares of epsilon and of delta spent on lambda_min (a Gaussian release),
@@ -157,14 +156,15 @@ class AdaptiveObjPert(EigenCells):
         return self._sigma(float(self.alpha(cell)), float(self.floor(cell)))
 
 
-class PrivateObjPertRelease(ScatterRelease, Release):
+class PrivateObjPertRelease(PrivateObjPertLaw, ScatterRelease, Release):
     """Objective perturbation at a privately chosen ridge
     (:class:`AdaptiveObjPert`).
 
     The fit's draw releases lambda_min + N(0, eigen_noise^2), then
     objective perturbation at the ridge and the noise of the released
     value's cell. A row's loss is that of the pair at ``delta`` (basic
-    composition); a published report of it is not supported yet.
+    composition); the law of a published report is
+    :class:`~sklearn_pdp._objective_perturbation_law.PrivateObjPertLaw`.
 
     Holds the Gram matrix, the scatter's eigen-system and the ridge systems
     of the cells a row's loss needs (``ridge`` the released cell's):
@@ -241,20 +241,14 @@ class PrivateObjPertRelease(ScatterRelease, Release):
             spread = np.maximum(spread, norm2 * w)
         return norm2, m0, mu, spread
 
-    def losses(self, Xs, ys, add=False):
-        adaptive = self.adaptive
-        first = gaussian_epsilon(adaptive.delta_eigen, self.eigen_ratio(Xs, add))
+    def statistics(self, Xs, ys, add=False):
+        """Each row's exact statistics for :meth:`epsilon`
+        (:class:`~sklearn_pdp._objective_perturbation_law.PrivateObjPertLaw`):
+        its change of lambda_min over the eigenvalue's noise and
+        :meth:`second_stage`; training rows are marked ``removal``."""
         norm2, m0, mu, spread = self.second_stage(Xs, ys, add)
-        # objpert_epsilon reads m0 = sqrt(norm2) r / sigma and norm2 * w
-        unit = np.where(norm2 > 0, norm2, 1.0)
-        second = objpert_epsilon(adaptive.delta_objpert, norm2, mu, spread / unit,
-                                 m0 / np.sqrt(unit), 1.0)
-        total = first + second
-        # the guarantee covers every row removed from n rows (not one added)
-        return total if add else np.minimum(total, adaptive.budget)
+        return {"eigen": self.eigen_ratio(Xs, add), "norm2": norm2, "m0": m0, "mu": mu,
+                "spread": spread, "removal": np.full(Xs.shape[0], not add)}
 
-    def public(self):
-        raise NotImplementedError(
-            "published reports of ObjPertRegressor with its private ridge "
-            "(alpha='auto') are not supported yet: give a numeric alpha."
-        )
+    def losses(self, Xs, ys, add=False):
+        return self.epsilon(self.delta, self.statistics(Xs, ys, add))

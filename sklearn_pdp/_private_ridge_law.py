@@ -23,7 +23,64 @@ from ._output_perturbation_calibration import conditional_sensitivity
 from ._ridge_system import leave_one_out
 
 
-class PrivateRidgeLaw:
+class EigenWindowLaw:
+    """What the published laws of a ridge chosen from the released
+    eigenvalue share (output perturbation's :class:`PrivateRidgeLaw`,
+    objective perturbation's
+    :class:`~sklearn_pdp._objective_perturbation_law.PrivateObjPertLaw`):
+    the interval of lambda_min, the cells its window can reach and each
+    cell's upper statistics. Reads the public ``adaptive`` (an
+    :class:`~sklearn_pdp._adaptive_ridge.EigenCells` with ``alpha(cell)``),
+    ``lowest_eigenvalue``, ``alpha`` and ``coef``."""
+
+    def eigen_interval(self, published, beta):
+        """An interval holding lambda_min(S) except with probability ``beta``
+        (the released value's noise beyond its two-sided quantile), within
+        Weyl's interval from the noisy Gram (:meth:`PublishedReport.scatter_interval`)."""
+        spread = -ndtri(beta / 2.0) * self.adaptive.eigen_noise
+        low, high = published.scatter_interval()
+        low = max(low, self.lowest_eigenvalue - spread, 0.0)
+        high = min(high, self.lowest_eigenvalue + spread)
+        return low, max(high, low)
+
+    def window(self, low, high):
+        """``(cell, alpha, floor)`` of every cell the window of a lambda_min
+        in [low, high] meets; cell k is in the data's window only if
+        ``lambda_min >= floor_k + margin - reach``, the floor its statistics
+        may take."""
+        ad = self.adaptive
+        for k in range(ad.cell(low - ad.reach), ad.cell(high + ad.reach) + 1):
+            floor = max(low, ad.floor(k) + ad.margin - ad.reach) if k >= 0 else low
+            yield k, ad.alpha(k), floor
+
+    def cell_statistics(self, published, Xs, alpha, floor, residual, noise):
+        """Upper in-sample statistics of each row at ridge ``alpha``, with
+        lambda_min(S) >= ``floor`` (:meth:`PublishedReport.upper_statistics`),
+        the residual moved to that ridge.
+
+        ``residual`` bounds ``|y - x^T theta_hat*|`` at the released ridge
+        alpha*, ``noise`` the norm of the released noise; the fit moves by
+        ``theta_hat_alpha - theta_hat* = (alpha* - alpha) H_alpha^{-1} P
+        theta_hat*``, along the row at most ``||H_alpha^{-1} x|| (||P theta|| +
+        noise)`` or ``sqrt(mu') (||P theta||_{M^{-1}} + noise /
+        sqrt(lambda_min(M)))`` with M <= H_alpha (Cauchy-Schwarz).
+        """
+        stats = published.upper_statistics(Xs, alpha, floor)
+        if alpha != self.alpha:
+            penalised = self.coef.copy()
+            if self.intercept:
+                penalised[-1] = 0.0
+            moved = abs(alpha - self.alpha)
+            shift = moved * (np.linalg.norm(penalised) + noise) * np.sqrt(stats["inverse_norm2"])
+            along = published.upper_statistics(penalised[None, :], alpha, floor)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                weighted = np.sqrt(along["leverage"][0]) + noise / np.sqrt(stats["lowest"])
+            residual = residual + np.fmin(shift, moved * weighted * np.sqrt(stats["leverage"]))
+        stats["residual"] = residual
+        return stats
+
+
+class PrivateRidgeLaw(EigenWindowLaw):
     """The published-report law of the private ridge (a mixin of
     :class:`~sklearn_pdp._output_perturbation_release.PrivateRidgeRelease`):
     reads only its public attributes (``adaptive``, ``lowest_eigenvalue``,
@@ -133,50 +190,20 @@ class PrivateRidgeLaw:
         noise = self.noise_scale * np.sqrt(chi2.isf(beta / 8.0, self.coef.size))
         second = np.zeros(Xs.shape[0])
         bounds = {}  # cells of one ridge and floor share their bound
-        # every cell the window of a lambda_min in [low, high] meets; cell k
-        # is in the data's window only if lambda_min >= floor_k + margin - reach
-        for k in range(ad.cell(low - ad.reach), ad.cell(high + ad.reach) + 1):
-            floor = max(low, ad.floor(k) + ad.margin - ad.reach) if k >= 0 else low
-            key = ad.alpha(k), floor
+        for k, *key in self.window(low, high):
+            key = tuple(key)
             if key not in bounds:
                 bounds[key] = self.cell_sensitivity(published, Xs, *key, residual, noise)
             second = np.maximum(second, bounds[key] / ad.noise(k))
         first = published.eigen_change_bound(Xs) / ad.eigen_noise
         return {"ratio": np.hypot(first, second)}
 
-    def eigen_interval(self, published, beta):
-        """An interval holding lambda_min(S) except with probability ``beta``
-        (the released value's noise beyond its two-sided quantile), within
-        Weyl's interval from the noisy Gram (:meth:`PublishedReport.scatter_interval`)."""
-        spread = -ndtri(beta / 2.0) * self.adaptive.eigen_noise
-        low, high = published.scatter_interval()
-        low = max(low, self.lowest_eigenvalue - spread, 0.0)
-        high = min(high, self.lowest_eigenvalue + spread)
-        return low, max(high, low)
-
     def cell_sensitivity(self, published, Xs, alpha, floor, residual, noise):
         """Upper bound on each row's ridge sensitivity ``|r| ||H^{-1} x||``
-        (leave-one-out r) at ridge ``alpha``, with lambda_min(S) >= ``floor``.
-
-        ``residual`` bounds ``|y - x^T theta_hat*|`` at the released ridge
-        alpha*, ``noise`` the norm of the released noise; the fit moves by
-        ``theta_hat_alpha - theta_hat* = (alpha* - alpha) H_alpha^{-1} P
-        theta_hat*``, along the row at most ``||H_alpha^{-1} x|| (||P theta|| +
-        noise)`` or ``sqrt(mu') (||P theta||_{M^{-1}} + noise /
-        sqrt(lambda_min(M)))`` with M <= H_alpha (Cauchy-Schwarz).
-        """
-        stats = published.upper_statistics(Xs, alpha, floor)
-        if alpha != self.alpha:
-            penalised = self.coef.copy()
-            if self.intercept:
-                penalised[-1] = 0.0
-            moved = abs(alpha - self.alpha)
-            shift = moved * (np.linalg.norm(penalised) + noise) * np.sqrt(stats["inverse_norm2"])
-            along = published.upper_statistics(penalised[None, :], alpha, floor)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                weighted = np.sqrt(along["leverage"][0]) + noise / np.sqrt(stats["lowest"])
-            residual = residual + np.fmin(shift, moved * weighted * np.sqrt(stats["leverage"]))
-        _, r = leave_one_out(stats["leverage"], residual)
+        (leave-one-out r) at ridge ``alpha``, with lambda_min(S) >= ``floor``
+        (:meth:`cell_statistics`)."""
+        stats = self.cell_statistics(published, Xs, alpha, floor, residual, noise)
+        _, r = leave_one_out(stats["leverage"], stats["residual"])
         with np.errstate(invalid="ignore"):
             bound = np.abs(r) * np.sqrt(stats["inverse_norm2"])
         return np.where(np.isnan(bound), np.inf, bound)

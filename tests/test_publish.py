@@ -42,7 +42,8 @@ from sklearn_pdp._publish import (
     _GRID_STEP, _QUANTILES, _private_quantile, gram_noise_bound, private_summary,
 )
 from sklearn_pdp._accounting import gram_noise
-from sklearn_pdp._eigen import eigen_change, scatter_eigen
+from sklearn_pdp._objective_perturbation import objpert_draw
+from sklearn_pdp._eigen import eigen_change, eigen_max_change, scatter_eigen
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
@@ -51,9 +52,10 @@ RIDGE_LAWS = [OPSRegressor, OutputPerturbationRegressor, ObjPertRegressor]
 # every registered regressor publishes
 SUPPORTED = list(REGRESSORS.values())
 # OPS's alpha="auto" releases AdaOPS's law, output perturbation's and (where
-# the size allows) objective perturbation's their private ridges (no law
-# yet): the ridge laws' have a fixed ridge, the former public rule's
-# (ops_auto_alpha, output_perturbation_auto_alpha at the defaults)
+# the size allows) objective perturbation's their private ridges (laws of
+# their own, the "-auto" cases): the ridge laws' have a fixed ridge, the
+# former public rule's (ops_auto_alpha, output_perturbation_auto_alpha at
+# the defaults)
 RIDGE_PARAMS = {OPSRegressor: {"alpha": 300.0}, OutputPerturbationRegressor: {"alpha": 1e4},
                 ObjPertRegressor: {"alpha": objpert_auto_alpha(1.0, 1e-6, 3000, 5, True)}}
 _PUBLIC_RULES = {OPSRegressor: ops_auto_alpha,
@@ -64,7 +66,7 @@ _PUBLIC_RULES = {OPSRegressor: ops_auto_alpha,
 def _ridge_params(cls, n, d=5):
     """A fixed ridge for OPS, output perturbation and objective perturbation
     (the former public rule at this size; the latter's alpha="auto" is its
-    private ridge, without a law yet, where the size allows)."""
+    private ridge where the size allows, a law of its own)."""
     if cls not in _PUBLIC_RULES:
         return {}
     return {"alpha": _PUBLIC_RULES[cls](1.0, 1e-6, n, d, True)}
@@ -73,6 +75,7 @@ def _ridge_params(cls, n, d=5):
 LAWS = [pytest.param(cls, RIDGE_PARAMS.get(cls, {}), id=cls.__name__) for cls in SUPPORTED] + [
     pytest.param(OPSRegressor, {}, id="OPSRegressor-auto"),
     pytest.param(OutputPerturbationRegressor, {}, id="OutputPerturbationRegressor-auto"),
+    pytest.param(ObjPertRegressor, {}, id="ObjPertRegressor-auto"),
 ] + [
     pytest.param(OutputPerturbationRegressor, {"radius": r}, id=f"radius={r}")
     for r in (1.0, 0.3)
@@ -966,3 +969,101 @@ def test_command_line_publishes_the_default_output_perturbation(tmp_path, capsys
     assert 1.0 < public["dp_epsilon"] <= 1.2 + 1e-9
     q = public["published"]["pdp_epsilon"]
     assert 0.1 <= q["median"] <= q["q90"] <= q["q99"] <= public["dp_epsilon"]
+
+
+# -- objective perturbation's private ridge (alpha="auto", the default) -------
+
+
+def _private_objpert(n=8000, d=3, **params):
+    X, y = _squeezable_data(n, d=d)
+    est = ObjPertRegressor(data_norm=1.0, y_bound=1.0, random_state=0, **params).fit(X, y)
+    assert type(est.release_).__name__ == "PrivateObjPertRelease"
+    return est, X, y
+
+
+def test_private_objpert_law_reproduces_the_estimators_losses():
+    """The law at the exact statistics is the estimator's loss, for training
+    rows and added ones (with and without their label); composed with a
+    Gram release, the eigenvalue's ratio and the Gram's add in squares and
+    objective perturbation's part is unchanged; its cap covers extreme
+    persons added and is the domain's worst of both stages at n + 1 rows."""
+    est, X, y = _private_objpert()
+    law, release = est.release_law(), est.release_
+    assert not hasattr(law, "XtX") and not hasattr(law, "cells") and law.alpha == est.alpha_
+    Xs, ys = law.scaler.scale(X), law.scaler.scale_labels(y)
+    statistics = est.law_statistics()
+    stats = statistics(Xs, ys)
+    assert_allclose(law.epsilon(est.delta, stats), est.pdp_losses_, rtol=1e-9)
+    assert law.dp_epsilon(est.delta) == est.dp_epsilon_ == 1.0
+    ad = release.adaptive
+    X_new, y_new = _squeezable_data(50, d=3, seed=1)
+    Xn, yn = law.scaler.scale(X_new), law.scaler.scale_labels(y_new)
+    for labels, given in ((yn, y_new), (None, None)):
+        added = statistics(Xn, labels, add=True)
+        assert_allclose(law.epsilon(est.delta, added), est.pdp_epsilon(X_new, given),
+                        rtol=1e-9)
+        # a Gram release of ratio g composes with the eigenvalue's stage only
+        g = np.linspace(0.1, 2.0, Xn.shape[0])
+        first = gaussian_epsilon(ad.delta_eigen, added["eigen"])
+        composed = gaussian_epsilon(ad.delta_eigen, np.hypot(added["eigen"], g))
+        assert_allclose(law.epsilon(est.delta, added, g),
+                        est.pdp_epsilon(X_new, given) - first + composed, rtol=1e-9)
+    # training rows: never above the guarantee composed with the Gram release
+    g = np.full(Xs.shape[0], 0.5)
+    assert np.all(law.epsilon(est.delta, stats, g) <= law.dp_epsilon(est.delta, g) + 1e-12)
+    n = est.pdp_losses_.size
+    cap = law.cap_epsilon(est.delta)
+    assert cap >= law.dp_epsilon(est.delta)
+    assert cap >= (gaussian_epsilon(ad.delta_eigen, eigen_max_change(n + 1, True) / ad.eigen_noise)
+                   + objpert_dp_epsilon(ad.delta_objpert, ad.alpha(-1), ad.noise(-1),
+                                        n + 1, True))
+    targets = np.random.default_rng(0).normal(size=(400, 3))
+    targets /= np.linalg.norm(targets, axis=1, keepdims=True)
+    assert np.all(est.pdp_epsilon(targets) <= cap * (1 + 1e-9))
+
+
+def _redraw_private_objpert(report, rng):
+    """The published object of another draw of the whole release of
+    objective perturbation's private ridge: the eigenvalue (the cell, its
+    ridge and noise), the coefficients and the Gram noise."""
+    release, published = report.estimator_.release_, report.published_
+    ad = release.adaptive
+    law = copy.copy(published.law)
+    law.lowest_eigenvalue = release.eig[0][0] + ad.eigen_noise * rng.standard_normal()
+    cell = ad.cell(law.lowest_eigenvalue)
+    law.cell, law.alpha, law.noise_scale = cell, ad.alpha(cell), ad.noise(cell)
+    law.coef = objpert_draw(release.cell_ridge(cell), law.noise_scale, rng)
+    other = copy.copy(published)
+    other.law = law
+    other.noisy_gram = release.XtX + published.noise_scale * gram_noise(
+        rng, release.XtX.shape[0], release.intercept)
+    return other
+
+
+@pytest.mark.parametrize("squeeze, runs", [
+    (1.0, 40), (0.7, 40), pytest.param(0.7, 600, marks=pytest.mark.audit)])
+def test_private_objpert_published_bound_coverage(squeeze, runs):
+    """The whole release redrawn (the eigenvalue, so the cell; the
+    coefficients; the Gram noise): each fixed row's published bound covers
+    its exact total loss with frequency >= 1 - beta. Rows: those whose bound
+    is closest to their loss, and a few others; squeeze 0.7 puts lambda_min
+    one noise scale above the floor cell's edge (the redraws reach the floor
+    cell, its public ridge, and the cells above)."""
+    X, y = _squeezable_data(20000, squeeze=squeeze)
+    report = _report(ObjPertRegressor, X, y)
+    release, published = report.estimator_.release_, report.published_
+    assert type(release).__name__ == "PrivateObjPertRelease"
+    Xs, ys = published.law.scaler.scale(X), published.law.scaler.scale_labels(y)
+    ratio = published.scaled_epsilon(Xs, ys) / report.pdp_losses_
+    assert np.all(ratio >= 1.0) and np.median(ratio) < 1.2
+    rows = np.concatenate([np.argsort(ratio)[:10], np.arange(5)])
+    Xr, yr, exact = Xs[rows], ys[rows], report.pdp_losses_[rows]
+    rng = np.random.RandomState(1)
+    beta = published.beta
+    covered, cells = np.zeros(rows.size), set()
+    for _ in range(runs):
+        other = _redraw_private_objpert(report, rng)
+        cells.add(other.law.cell)
+        covered += other.scaled_epsilon(Xr, yr) >= exact
+    assert len(cells) > 1  # the redraws reach other cells
+    assert np.all(covered / runs >= 1 - beta - 3 * np.sqrt(beta * (1 - beta) / runs))

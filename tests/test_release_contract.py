@@ -109,8 +109,7 @@ CASES = {
     "objpert": Case(lambda: REGRESSORS["objpert"](), ObjPertRelease),
     # epsilon 4: the eigenvalue's margin clears n / (3 d), the private ridge
     "objpert-private": Case(lambda: REGRESSORS["objpert"](epsilon=4.0, fit_intercept=False),
-                            PrivateObjPertRelease, budget=(4.0, 1e-6), publishes=False,
-                            public=False),
+                            PrivateObjPertRelease, budget=(4.0, 1e-6)),
     "objpert-sigma": Case(lambda: REGRESSORS["objpert"](epsilon=None, sigma=2.0, alpha=50.0),
                           ObjPertRelease, budget=None),
     # 500 rows: more than its public grid of 400 candidate ridges
