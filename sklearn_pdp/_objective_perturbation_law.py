@@ -124,12 +124,7 @@ class PrivateObjPertLaw(EigenWindowLaw):
         worst = ad.change / ad.eigen_noise
         rest = target - self._objpert_dp(delta)
         total = 1.0 / gaussian_noise_scale(rest, self._deltas(delta)[0]) if rest > 0 else 0.0
-        if not total > worst:
-            raise ValueError(
-                f"The release alone costs at least {target:.4g} at this delta: "
-                "nothing is left for a publication; raise publish_epsilon."
-            )
-        return float(np.sqrt(total**2 - worst**2))
+        return self._allowance(total, worst, target)
 
     def residual_margin(self, beta, stats):
         """The released coefficients' noise along each row, ``N(0, sigma^2

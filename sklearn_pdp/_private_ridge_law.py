@@ -33,6 +33,17 @@ class EigenWindowLaw:
     :class:`~sklearn_pdp._adaptive_ridge.EigenCells` with ``alpha(cell)``),
     ``lowest_eigenvalue``, ``alpha`` and ``coef``."""
 
+    @staticmethod
+    def _allowance(total, worst, target):
+        """The Gaussian ratio a publication may add to the release's
+        ``worst`` within a ``total`` ratio (at ``target``)."""
+        if not total > worst:
+            raise ValueError(
+                f"The release alone costs at least {target:.4g} at this delta: "
+                "nothing is left for a publication; raise publish_epsilon."
+            )
+        return float(np.sqrt(total**2 - worst**2))
+
     def eigen_interval(self, published, beta):
         """An interval holding lambda_min(S) except with probability ``beta``
         (the released value's noise beyond its two-sided quantile), within
@@ -164,12 +175,7 @@ class PrivateRidgeLaw(EigenWindowLaw):
     def gaussian_allowance(self, delta, target):
         worst = self._removal_ratio()
         total = 1.0 / gaussian_noise_scale(target, self._gauss_delta(delta))
-        if not total > worst:
-            raise ValueError(
-                f"The release alone costs at least {target:.4g} at this delta: "
-                "nothing is left for a publication; raise publish_epsilon."
-            )
-        return float(np.sqrt(total**2 - worst**2))
+        return self._allowance(total, worst, target)
 
     def residual_margin(self, beta, stats):
         """The released coefficients' Gaussian noise along each row."""

@@ -833,17 +833,23 @@ def test_private_ridge_law_reproduces_the_estimators_losses():
     assert np.all(est.pdp_epsilon(targets) <= law.cap_epsilon(est.delta) * (1 + 1e-9))
 
 
-def _redraw_private_ridge(report, rng):
-    """The published object of another draw of the whole release: the
-    eigenvalue (hence the cell, its ridge and noise), the coefficients and
-    the publication's Gram noise."""
+def _gaussian_draw(ridge, noise, rng):
+    """Output perturbation's coefficients at a cell's ridge system."""
+    return ridge.coef + noise * rng.standard_normal(ridge.coef.size)
+
+
+def _redraw_private_ridge(report, rng, draw=_gaussian_draw):
+    """The published object of another draw of the whole release of a
+    private ridge: the eigenvalue (hence the cell, its ridge and noise), the
+    coefficients (``draw(ridge, noise, rng)``) and the publication's Gram
+    noise."""
     release, published = report.estimator_.release_, report.published_
     ad = release.adaptive
     law = copy.copy(published.law)
     law.lowest_eigenvalue = release.eig[0][0] + ad.eigen_noise * rng.standard_normal()
     cell = ad.cell(law.lowest_eigenvalue)
     law.cell, law.alpha, law.noise_scale = cell, ad.alpha(cell), ad.noise(cell)
-    law.coef = release.cell_ridge(cell).coef + law.noise_scale * rng.standard_normal(law.coef.size)
+    law.coef = draw(release.cell_ridge(cell), law.noise_scale, rng)
     other = copy.copy(published)
     other.law = law
     other.noisy_gram = release.XtX + published.noise_scale * gram_noise(
@@ -1022,24 +1028,6 @@ def test_private_objpert_law_reproduces_the_estimators_losses():
     assert np.all(est.pdp_epsilon(targets) <= cap * (1 + 1e-9))
 
 
-def _redraw_private_objpert(report, rng):
-    """The published object of another draw of the whole release of
-    objective perturbation's private ridge: the eigenvalue (the cell, its
-    ridge and noise), the coefficients and the Gram noise."""
-    release, published = report.estimator_.release_, report.published_
-    ad = release.adaptive
-    law = copy.copy(published.law)
-    law.lowest_eigenvalue = release.eig[0][0] + ad.eigen_noise * rng.standard_normal()
-    cell = ad.cell(law.lowest_eigenvalue)
-    law.cell, law.alpha, law.noise_scale = cell, ad.alpha(cell), ad.noise(cell)
-    law.coef = objpert_draw(release.cell_ridge(cell), law.noise_scale, rng)
-    other = copy.copy(published)
-    other.law = law
-    other.noisy_gram = release.XtX + published.noise_scale * gram_noise(
-        rng, release.XtX.shape[0], release.intercept)
-    return other
-
-
 @pytest.mark.parametrize("squeeze, runs", [
     (1.0, 40), (0.7, 40), pytest.param(0.7, 600, marks=pytest.mark.audit)])
 def test_private_objpert_published_bound_coverage(squeeze, runs):
@@ -1062,7 +1050,7 @@ def test_private_objpert_published_bound_coverage(squeeze, runs):
     beta = published.beta
     covered, cells = np.zeros(rows.size), set()
     for _ in range(runs):
-        other = _redraw_private_objpert(report, rng)
+        other = _redraw_private_ridge(report, rng, objpert_draw)
         cells.add(other.law.cell)
         covered += other.scaled_epsilon(Xr, yr) >= exact
     assert len(cells) > 1  # the redraws reach other cells
