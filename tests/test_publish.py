@@ -43,6 +43,7 @@ from sklearn_pdp._publish import (
 )
 from sklearn_pdp._accounting import gram_noise
 from sklearn_pdp._objective_perturbation import objpert_draw
+from sklearn_pdp._objective_perturbation_law import PrivateObjPertLaw
 from sklearn_pdp._eigen import eigen_change, eigen_max_change, scatter_eigen
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp.model_selection import PrivateGridSearchCV
@@ -995,6 +996,7 @@ def test_private_objpert_law_reproduces_the_estimators_losses():
     persons added and is the domain's worst of both stages at n + 1 rows."""
     est, X, y = _private_objpert()
     law, release = est.release_law(), est.release_
+    assert isinstance(law, PrivateObjPertLaw)  # the public copy keeps the law's methods
     assert not hasattr(law, "XtX") and not hasattr(law, "cells") and law.alpha == est.alpha_
     Xs, ys = law.scaler.scale(X), law.scaler.scale_labels(y)
     statistics = est.law_statistics()
