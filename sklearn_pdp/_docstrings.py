@@ -43,10 +43,11 @@ tighten_bounds : bool or "auto", default=False
     ``y_bound``. The model is fitted and calibrated on the released bounds
     with the rest of the budget; ``dp_epsilon_`` and ``pdp_losses_`` cover
     both stages, and predictions clip new rows to the released bounds
-    (:doc:`/mechanisms/tightening`). "auto" tightens only where n times
-    each quantile's epsilon is at least 4 log(79) (a public rule; measured
-    never worse than the declared bounds), True always. Needs an epsilon
-    budget.
+    (:doc:`/mechanisms/tightening`). Both tighten only where n times each
+    quantile's epsilon is at least 4 log(79) (a public rule; measured never
+    worse than the declared bounds); elsewhere the model takes the declared
+    bounds and the whole budget, silently with "auto", with a
+    ``BoundsWarning`` saying why with True. Needs an epsilon budget.
 tighten_share : float in (0, 1), default=None
     Share of ``epsilon`` spent on the bounds; None means 0.1.""",
     "fit_intercept": """\

@@ -281,10 +281,11 @@ class BoundsRelease:
         return np.maximum(up, down)
 
 
-def plan_release(estimator, resolved, n_samples, epsilon, delta):
+def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5):
     """The :class:`BoundsRelease` of ``estimator``'s declared ranges with its
     share of the total ``epsilon``, or None where tightening does not apply
-    ("auto" on too little data, nothing declared). ``resolved``: the bounds
+    (too little data, nothing declared; with ``tighten_bounds=True`` the
+    first warns). ``resolved``: the bounds
     of ``resolve_bounds`` (those read from the data are not tightened).
 
     Its ``event_`` is the share of ``delta`` kept, for a model that bounds
@@ -296,7 +297,17 @@ def plan_release(estimator, resolved, n_samples, epsilon, delta):
         None if estimator.y_bound is None else resolved[2],
     )
     release = BoundsRelease(*declared, n_samples, _share(estimator) * epsilon)
-    if not (release.worthwhile or release.n_quantiles and _always(estimator.tighten_bounds)):
+    if not release.worthwhile:
+        if release.n_quantiles and _always(estimator.tighten_bounds):
+            warnings.warn(
+                f"tighten_bounds=True: {n_samples} rows are too few to tighten the "
+                f"{release.n_quantiles} declared ends with tighten_share "
+                f"{_share(estimator):g} of epsilon={epsilon:g} (each end's epsilon "
+                "times the number of rows must be at least "
+                f"{_TAIL_GUARD * np.log(_GRID_POINTS) / _AUTO_TAIL:.1f}, or the released "
+                "ends fall almost anywhere); the model is fitted on the declared bounds "
+                "with the whole budget. Declare tighter bounds, or raise epsilon or "
+                "tighten_share.", BoundsWarning, stacklevel=stacklevel)
         return None
     release.event_ = _EVENT_SHARE * delta if _bounds_its_rows(estimator) else 0.0
     return release

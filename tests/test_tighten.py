@@ -13,6 +13,7 @@ from sklearn_pdp import (
 )
 from sklearn_pdp._accounting._exponential import quantile_log_proba, quantile_loss_table
 from sklearn_pdp._registry import REGRESSORS
+from sklearn_pdp.exceptions import BoundsWarning
 from sklearn_pdp._tighten import BoundsRelease, added_guarantee, bounded_loss, model_loss
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
@@ -127,6 +128,13 @@ def test_draws_follow_the_accounted_distribution():
     assert np.all(np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / draws) + 1e-3)
 
 
+@pytest.fixture
+def tighten_any_size(monkeypatch):
+    """tighten_bounds=True on any number of rows (it declines too few, with
+    a warning): the accounting on data too small for useful bounds."""
+    monkeypatch.setattr("sklearn_pdp._tighten._AUTO_TAIL", np.inf)
+
+
 def _fit(cls=AdaSSPRegressor, n=3000, eps=1.0, **params):
     X, y, bounds, y_bound = _table(n)
     est = cls(epsilon=eps, bounds_X=bounds, y_bound=y_bound, tighten_bounds=True, **params)
@@ -219,11 +227,14 @@ def test_auto_rule_and_refit_state():
     assert not hasattr(big, "bounds_release_") and big.dp_epsilon_ == 1.0
     big.set_params(tighten_bounds=np.False_).fit(X, y)
     assert not hasattr(big, "bounds_release_")
-    small.set_params(tighten_bounds=np.True_).fit(X[:500], y[:500])  # whatever n
-    assert hasattr(small, "bounds_release_")
+    # True on too little data: says so, and fits on the declared bounds
+    with pytest.warns(BoundsWarning, match="500 rows are too few to tighten"):
+        small.set_params(tighten_bounds=np.True_).fit(X[:500], y[:500])
+    assert not hasattr(small, "bounds_release_") and small.dp_epsilon_ == 0.3
+    assert small.bounds_X_[1][0] == 60.0
 
 
-def test_unsupported_uses_raise_clear_errors():
+def test_unsupported_uses_raise_clear_errors(tighten_any_size):
     X, y, bounds, y_bound = _table(500)
     with pytest.raises(ValueError, match="tighten_bounds"):
         OPSRegressor(epsilon=None, gamma=1.0, bounds_X=bounds, y_bound=y_bound,
@@ -333,15 +344,22 @@ def test_search_auto_on_little_data_is_the_plain_search():
     assert runs[0].best_estimator_.tighten_bounds is False
     assert np.array_equal(runs[0].pdp_losses_, runs[1].pdp_losses_)
     assert np.array_equal(runs[0].best_estimator_.coef_, runs[1].best_estimator_.coef_)
+    # True there declines with a warning (the search's total budget and size)
+    with pytest.warns(BoundsWarning, match="400 rows are too few.*epsilon=0.3"):
+        search = PrivateGridSearchCV(AdaSSPRegressor(
+            bounds_X=bounds, y_bound=y_bound, tighten_bounds=True),
+            grid, epsilon=0.3, random_state=0).fit(X, y)
+    assert not hasattr(search, "bounds_release_")
+    assert np.array_equal(search.pdp_losses_, runs[1].pdp_losses_)
     search = runs[1].set_params(estimator=AdaSSPRegressor(
-        bounds_X=bounds, y_bound=y_bound, tighten_bounds=True)).fit(X, y)
-    assert hasattr(search, "bounds_release_") and search.dp_epsilon_ <= 0.3
+        bounds_X=bounds, y_bound=y_bound, tighten_bounds=True), epsilon=20.0).fit(X, y)
+    assert hasattr(search, "bounds_release_") and search.dp_epsilon_ <= 20.0
     search.set_params(estimator=AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound)).fit(X, y)
     assert not hasattr(search, "bounds_release_")
     assert search.bounds_X_[1][0] == 60.0
 
 
-def test_search_tightens_data_norm_and_chooses_without_data():
+def test_search_tightens_data_norm_and_chooses_without_data(tighten_any_size):
     """A declared data_norm is tightened by one norm quantile before the
     parts; parts too small for the grid (a uniform choice) fit every
     candidate on all the data with what the bounds left."""

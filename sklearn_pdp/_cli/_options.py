@@ -91,8 +91,9 @@ def _parser():
     bounds.add_argument(
         "--tighten-bounds", nargs="?", const="yes", choices=("yes", "auto"),
         help="spend a share of the budget on releasing tighter bounds than the "
-             "declared ones first (auto: only where the data suffice); the "
-             "released bounds are reported",
+             "declared ones first, where the data suffice (a public rule; 'yes' "
+             "warns where they do not, 'auto' is silent); the released bounds "
+             "are reported",
     )
     bounds.add_argument("--tighten-share", type=float, metavar="SHARE",
                         help="share of epsilon for the bounds (default: 0.1)")

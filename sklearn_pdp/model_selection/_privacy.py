@@ -69,7 +69,7 @@ class SearchPrivacyMixin:
             # (tighten_share) before any private release
             clone(self.estimator)._validate_params()
             release = _tighten.plan_release(self.estimator, resolved, X.shape[0],
-                                            self.epsilon, self.delta)
+                                            self.epsilon, self.delta, stacklevel=6)
         if release is None:
             return {"tighten_bounds": False}
         release.fit(X, y)
