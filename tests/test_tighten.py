@@ -12,6 +12,7 @@ from sklearn_pdp import (
     PDPReport,
 )
 from sklearn_pdp._accounting._exponential import quantile_log_proba, quantile_loss_table
+from sklearn_pdp.exceptions import FallbackWarning
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp._tighten import BoundsRelease, added_guarantee, bounded_loss, model_loss
 from sklearn_pdp.model_selection import PrivateGridSearchCV
@@ -239,15 +240,16 @@ def test_unsupported_uses_raise_clear_errors():
     assert not hasattr(search, "bounds_release_")  # refused before any release
     est = AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True)
     search = PrivateGridSearchCV(est, {"budget_split": [None]}, epsilon=1.0, refit=False)
-    with pytest.raises(NotImplementedError, match="tighten_bounds"):
-        PDPReport(search, publish_epsilon=0.5).fit(X, y)
-    report = PDPReport(search).fit(X, y)  # unpublished: the search's losses
-    assert hasattr(report.estimator_, "bounds_release_")
-    assert np.array_equal(report.pdp_losses_, report.estimator_.pdp_losses_)
-    with pytest.raises(NotImplementedError, match="tighten_bounds"):
-        PDPReport(est, publish_epsilon=0.5).fit(X, y)
-    report = PDPReport(est).fit(X, y)
-    assert np.array_equal(report.pdp_losses_, report.estimator_.pdp_losses_)
+    # published: the guarantee for everyone, publish_epsilon kept, with a warning
+    # (test_published_report_of_a_tightened_fit_is_its_guarantee)
+    for model in (search, est):
+        with pytest.warns(FallbackWarning, match="tighten_bounds"):
+            published = PDPReport(model, publish_epsilon=0.5).fit(X, y)
+        report = PDPReport(model).fit(X, y)  # unpublished: the same losses
+        assert hasattr(report.estimator_, "bounds_release_")
+        assert np.array_equal(report.pdp_losses_, report.estimator_.pdp_losses_)
+        assert np.array_equal(published.pdp_losses_, report.pdp_losses_)
+        assert published.dp_epsilon_ == report.dp_epsilon_
 
 
 @pytest.mark.parametrize("cls, grid", [(AdaSSPRegressor, {"fit_intercept": [True, False]}),
