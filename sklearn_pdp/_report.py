@@ -61,7 +61,12 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         the publication costs. Supported for every estimator but
         ``RandomProjectionRegressor(variant="paper")`` (no guarantee) and a
         search with ``refit=True``, which raise ``NotImplementedError``.
-        None publishes nothing.
+        With privately tightened bounds (``tighten_bounds``, of the
+        estimator or of a search's), every person's published bound is the
+        guarantee and nothing is spent (a
+        :class:`~sklearn_pdp.exceptions.FallbackWarning` says why:
+        :doc:`/mechanisms/tightening`, "Published reports"). None publishes
+        nothing.
     publish_beta : float, default=0.05
         Failure probability of the published bounds: each holds for a given
         person with probability at least ``1 - publish_beta``.
@@ -205,6 +210,13 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         -------
         self : object
             Fitted report.
+
+        Warns
+        -----
+        FallbackWarning
+            With ``publish_epsilon`` and privately tightened bounds: the
+            published bounds are the guarantee and ``publish_epsilon`` is
+            not spent (:doc:`/mechanisms/tightening`, "Published reports").
         """
         thresholds = np.asarray(self.thresholds, dtype=np.float64).ravel()
         if not np.all(np.isfinite(thresholds) & (thresholds >= 0)):
