@@ -579,6 +579,27 @@ def test_published_report_of_a_tightened_search_is_its_guarantee(cls, grid, refi
             PDPReport(plain, publish_epsilon=0.2).fit(X, y)
 
 
+def test_ledger_records_a_published_tightened_fit():
+    """A publication that spent nothing adds nothing to anyone's loss: the
+    ledger charges the fit's own losses, and people added theirs (refused
+    for a publication that spends: its bounds hold for training rows)."""
+    from sklearn_pdp import PrivacyLedger
+
+    X, y, declared = _domain_data(3000)
+    report = _publish_once(AdaSSPRegressor(epsilon=1.0, tighten_bounds=True, random_state=0,
+                                           **declared), X, y)
+    ledger = PrivacyLedger()
+    absent = X[:3] * 1.5
+    ledger.record(report, np.arange(3000), absent=["a", "b", "c"], absent_X=absent)
+    assert np.allclose(ledger.epsilon(np.arange(3000), 1e-6), report.pdp_losses_, rtol=1e-9)
+    assert np.allclose(ledger.epsilon(["a", "b", "c"], 1e-6),
+                       report.estimator_.pdp_epsilon(absent), rtol=1e-9)
+    spent = PDPReport(AdaSSPRegressor(epsilon=1.0, random_state=0, **declared),
+                      publish_epsilon=0.2, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="absent_X"):
+        PrivacyLedger().record(spent, np.arange(3000), absent=["a"], absent_X=absent[:1])
+
+
 def test_command_line_publishes_a_tightened_fit(tmp_path, capsys):
     """``--tighten-bounds --publish-epsilon 0.2``: the guarantee is published
     for everyone, publish_epsilon is not spent, the reason is said once, and
