@@ -415,6 +415,11 @@ def test_dask_input_gives_the_same_release():
     assert np.allclose(lazy.pdp_epsilon(Xt).compute(), mem.pdp_epsilon(X[:50] * 3))
     assert np.allclose(lazy.pdp_epsilon(Xt, yt).compute(), mem.pdp_epsilon(X[:50] * 3, y[:50]))
     assert np.allclose(lazy.predict(Xt).compute(), mem.predict(X[:50] * 3))
+    # published: the same public bound, the losses lazy and the fit's
+    report = _publish_once(AdaSSPRegressor(**params), da.from_array(X, chunks=1000),
+                           da.from_array(y, chunks=1000))
+    assert report.published_.cap_epsilon == guarantee_cap(mem)
+    assert np.allclose(report.pdp_losses_.compute(), mem.pdp_losses_)
 
 
 def test_undeclared_bounds_are_not_tightened():
