@@ -71,7 +71,11 @@ class PublishedReport:
     Built by :class:`~sklearn_pdp.PDPReport` with ``publish_epsilon``. It
     holds a noisy Gram matrix, the released coefficients, public parameters
     and a private summary: d x d matrices and scalars, no per-row data, so
-    it can be pickled and published.
+    it can be pickled and published. For a data-independent law (a fit
+    with privately tightened bounds:
+    :class:`~sklearn_pdp._guarantee_law.GuaranteeLaw`) nothing is released
+    beyond the law: every bound is ``cap_epsilon``, never failing
+    (``beta`` 0), and the summary is exact (``summary_epsilon`` 0).
 
     Attributes
     ----------
