@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._sklearn import Interval, StrOptions, _fit_context
 from ._profile import PrivacyProfile
 from ._public import public_model
+from ._guarantee_law import tightened_law
 from ._release import ExactRelease, MeanRelease
 from ._arrays import compute
 from ._domain import (
@@ -158,6 +159,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
             refit.
         """
         check_is_fitted(self)
+        if _tighten.tightened(self):
+            return self.release_law().statistics
         return self.release_.statistics
 
     def design_ridge(self):
@@ -184,6 +187,10 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         the declared domain, the released coefficients (scaled), the ridge,
         the public size and the mechanism's noise parameters, with the
         mechanism's per-instance loss as a function of a row's statistics.
+        With privately tightened bounds, a
+        :class:`~sklearn_pdp._guarantee_law.GuaranteeLaw`: every person's
+        bound is the guarantee (:doc:`/mechanisms/tightening`, "Published
+        reports").
 
         Returns
         -------
@@ -201,8 +208,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
                 "bound per-instance losses with."
             )
         if _tighten.tightened(self):
-            raise NotImplementedError(
-                "published reports of a fit with tighten_bounds are not supported yet.")
+            return tightened_law(self)
         return self.release_.public()
 
     def privacy_profile(self, X=None, y=None):

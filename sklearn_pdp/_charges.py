@@ -20,7 +20,8 @@ def privacy_profile_of(fitted, X=None, y=None):
 
     Its own ``privacy_profile``; for a :class:`PDPReport`, its estimator's
     (only the report's own epsilons when it published, which adds a pure-DP
-    summary); for anything else with ``pdp_losses_`` (a private search: the
+    summary, unless the publication spent nothing: a tightened fit's,
+    ``data_independent``); for anything else with ``pdp_losses_`` (a private search: the
     selection and the refit together, whose loss is not one Gaussian), its
     epsilons at ``pdp_delta_``. ``X``: the loss of adding those records
     instead (``pdp_epsilon``).
@@ -28,7 +29,7 @@ def privacy_profile_of(fitted, X=None, y=None):
     if hasattr(fitted, "privacy_profile"):
         return fitted.privacy_profile(X, y)
     published = getattr(fitted, "published_", None)
-    if hasattr(fitted, "estimator_") and published is None:
+    if hasattr(fitted, "estimator_") and (published is None or published.law.data_independent):
         return privacy_profile_of(fitted.estimator_, X, y)
     for attr in ("pdp_losses_", "dp_epsilon_", "dp_delta_"):
         if not hasattr(fitted, attr):

@@ -71,7 +71,11 @@ class PublishedReport:
     Built by :class:`~sklearn_pdp.PDPReport` with ``publish_epsilon``. It
     holds a noisy Gram matrix, the released coefficients, public parameters
     and a private summary: d x d matrices and scalars, no per-row data, so
-    it can be pickled and published.
+    it can be pickled and published. For a data-independent law (a fit
+    with privately tightened bounds:
+    :class:`~sklearn_pdp._guarantee_law.GuaranteeLaw`) nothing is released
+    beyond the law: every bound is ``cap_epsilon``, never failing
+    (``beta`` 0), and the summary is exact (``summary_epsilon`` 0).
 
     Attributes
     ----------
@@ -329,10 +333,19 @@ def publish(law, gram, *, publish_epsilon, beta, delta, model_epsilon, rng,
     with the model (``law.gaussian_allowance``), the rest to the summary.
     ``gram`` is called for ``Z^T Z`` only if the law needs it
     (``law.needs_gram``); otherwise the
-    whole ``publish_epsilon`` goes to the summary.
+    whole ``publish_epsilon`` goes to the summary. A law whose bound is one
+    public number (``law.data_independent``) spends none of it
+    (:func:`exact_summary`), and its bounds never fail (``beta`` 0).
     """
-    common = dict(beta=beta, delta=delta, dp_delta=delta, n_features_in=n_features_in,
-                  feature_names_in=feature_names_in)
+    names = dict(n_features_in=n_features_in, feature_names_in=feature_names_in)
+    if law.data_independent:
+        # one public bound for everyone: nothing to release, nothing spent, never wrong
+        return PublishedReport(
+            law, None, 0.0, beta=0.0, delta=delta, summary_epsilon=0.0,
+            dp_epsilon=law.dp_epsilon(delta), dp_delta=law.guarantee[1],
+            cap_epsilon=law.cap_epsilon(delta), **names,
+        )
+    common = dict(beta=beta, delta=delta, dp_delta=delta, **names)
     if not law.needs_gram:
         return PublishedReport(
             law, None, 0.0, summary_epsilon=publish_epsilon,
@@ -406,6 +419,18 @@ def private_summary(values, thresholds, epsilon, lower, upper, rng, level=0.95):
                      "below": float(np.sqrt(2.0) * k / part / n)}
     out["quantile_levels"] = {key: (float(max(q - rank, 0.0)), float(min(q + rank, 1.0)))
                               for key, q in _QUANTILES.items()}
+    return out
+
+
+def exact_summary(value, thresholds):
+    """:func:`private_summary` of values that all equal ``value``, a public
+    number: exact, at no cost (no noise, every level's quantile ``value``)."""
+    value = float(value)
+    out = {key: value for key in _QUANTILES}
+    out["mean"] = value
+    out["below"] = {float(t): float(value <= t) for t in thresholds}
+    out["stderr"] = {"mean": 0.0, "below": 0.0}
+    out["quantile_levels"] = {key: (q, q) for key, q in _QUANTILES.items()}
     return out
 
 

@@ -75,6 +75,9 @@ class Release(ABC):
 
     # a published report of this law needs a noisy Gram matrix of the rows
     needs_gram = True
+    # every person's bound is one public number: the publication spends nothing
+    # (:class:`~sklearn_pdp._guarantee_law.GuaranteeLaw`)
+    data_independent = False
     # attributes holding statistics of the private data (dropped by :meth:`public`)
     _private = ("ridge",)
 

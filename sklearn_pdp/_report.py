@@ -1,5 +1,6 @@
 """Per-instance privacy report as a scikit-learn transformer."""
 
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -19,8 +20,9 @@ from ._arrays import compute, persist
 from ._dask import quantiles, scaled_data
 from ._validation import noise_generator, validate_rows
 from ._ssp import AdaSSPRegressor
-from ._publish import private_summary, publish
+from ._publish import exact_summary, private_summary, publish
 from ._plot import PrivacyLossDisplay, check_kind, import_pyplot
+from .exceptions import FallbackWarning
 
 _COLUMNS = ("pdp_epsilon", "leverage")
 
@@ -59,7 +61,12 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         the publication costs. Supported for every estimator but
         ``RandomProjectionRegressor(variant="paper")`` (no guarantee) and a
         search with ``refit=True``, which raise ``NotImplementedError``.
-        None publishes nothing.
+        With privately tightened bounds (``tighten_bounds``, of the
+        estimator or of a search's), every person's published bound is the
+        guarantee and nothing is spent (a
+        :class:`~sklearn_pdp.exceptions.FallbackWarning` says why:
+        :doc:`/mechanisms/tightening`, "Published reports"). None publishes
+        nothing.
     publish_beta : float, default=0.05
         Failure probability of the published bounds: each holds for a given
         person with probability at least ``1 - publish_beta``.
@@ -203,6 +210,13 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         -------
         self : object
             Fitted report.
+
+        Warns
+        -----
+        FallbackWarning
+            With ``publish_epsilon`` and privately tightened bounds: the
+            published bounds are the guarantee and ``publish_epsilon`` is
+            not spent (:doc:`/mechanisms/tightening`, "Published reports").
         """
         thresholds = np.asarray(self.thresholds, dtype=np.float64).ravel()
         if not np.all(np.isfinite(thresholds) & (thresholds >= 0)):
@@ -255,20 +269,34 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             rng=rng, n_features_in=self.n_features_in_,
             feature_names_in=getattr(self, "feature_names_in_", None),
         )
-        statistics = est.law_statistics()
+        if law.data_independent:
+            # every bound is one public number: the losses, the guarantee and
+            # the summary are the fit's, exactly, and publish_epsilon is kept
+            warnings.warn(
+                f"PDPReport published {type(est).__name__}'s guarantee as every "
+                f"person's bound: {law.reason}. publish_epsilon={self.publish_epsilon:g} "
+                "was not spent (published_.summary_epsilon is 0, dp_epsilon_ is the "
+                "fit's). For informative published bounds, publish a fit without "
+                "tighten_bounds, with bounds declared tight.", FallbackWarning,
+                stacklevel=4)  # here, fit, scikit-learn's fit wrapper, the user
+            summary = exact_summary(published.cap_epsilon, thresholds)
+            n_rows = self.pdp_losses_.shape[0]
+        else:
+            statistics = est.law_statistics()
 
-        def exact(Xs, ys):
-            return published.loss_at(statistics(Xs, ys), Xs)
+            def exact(Xs, ys):
+                return published.loss_at(statistics(Xs, ys), Xs)
 
-        self.pdp_losses_ = persist(data.map_rows(exact))
-        self.dp_epsilon_, self.dp_delta_ = published.dp_epsilon, published.dp_delta
-        # the summary is of the published bounds, each a function of its row alone
-        bounds = compute(data.map_rows(published.scaled_epsilon))[0]
-        published.summary = {
-            "n_samples": bounds.size, "delta": published.delta,
+            self.pdp_losses_ = persist(data.map_rows(exact))
+            self.dp_epsilon_, self.dp_delta_ = published.dp_epsilon, published.dp_delta
+            # the summary is of the published bounds, each a function of its row alone
+            bounds = np.asarray(compute(data.map_rows(published.scaled_epsilon))[0])
             # every row pays the summary's budget: the values' public floor
-            **private_summary(np.asarray(bounds), thresholds, published.summary_epsilon,
-                              published.summary_epsilon, published.dp_epsilon, rng),
+            summary = private_summary(bounds, thresholds, published.summary_epsilon,
+                                      published.summary_epsilon, published.dp_epsilon, rng)
+            n_rows = bounds.size
+        published.summary = {
+            "n_samples": n_rows, "delta": published.delta, **summary,
             "dp_epsilon": published.dp_epsilon, "dp_delta": published.dp_delta,
         }
         median = published.summary["median"]
@@ -322,7 +350,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         n_jobs = est.get_params().get("n_jobs")
         data = scaled_data(X, None, self._model().domain_scaler(), n_jobs)
         leverage = data.map_rows(lambda Xs, ys: ridge.row_statistics(Xs)["leverage"])
-        if not hasattr(self, "published_"):
+        if not hasattr(self, "published_") or self.published_.law.data_independent:
+            # (a data-independent publication adds nothing to a person's loss)
             return np.stack([est.pdp_epsilon(X), leverage], axis=1)
         published = self.published_
 

@@ -414,14 +414,30 @@ def added_guarantee(release):
     return float(release.cap_epsilon(release.delta))
 
 
+def guarantee_cap(estimator):
+    """The largest loss at ``delta`` of a person removed from a fitted
+    estimator's training rows or added to them, over every data set of the
+    domain and every bound its release could produce: its guarantee, and
+    for a person added the model's cap for an addition
+    (:func:`added_guarantee`), with the bounds' pure guarantee if it
+    tightened them. A function of public quantities only; AdaSSP's charge
+    over the plausible bounds (:func:`bounded_loss`) is at most it, since
+    every scaled row it bounds lies in the unit ball."""
+    if tightened(estimator):
+        return estimator.bounds_epsilon_ + max(estimator.model_epsilon_,
+                                               added_guarantee(estimator.release_))
+    return max(float(estimator.dp_epsilon_), added_guarantee(estimator.release_))
+
+
 def charged_loss(model, rows, X, y, add):
     """A fit on released bounds: each row's model loss valid for every
     released bound, at the model's delta: AdaSSP's largest over the
     plausible bounds (``rows``, :func:`bounded_loss`), else the guarantee
-    for a training row and :func:`added_guarantee` for one added."""
+    for a training row and :func:`guarantee_cap` for one added (with the
+    model's own bounds' guarantee where it tightened them again)."""
     if rows is not None:
         return bounded_loss(model, rows, X, y, add, model.delta, model.dp_epsilon_)
-    return added_guarantee(model.release_) if add else model.dp_epsilon_
+    return guarantee_cap(model) if add else model.dp_epsilon_
 
 
 def box_rows(release, model, X):

@@ -1,6 +1,8 @@
 """Private tightening of the declared bounds: the exponential-mechanism
 quantiles, their exact per-row losses and the estimators' hook."""
 
+import itertools
+import pickle
 import warnings
 
 import numpy as np
@@ -9,12 +11,21 @@ import pytest
 from sklearn_pdp import (
     AdaSSPRegressor,
     OPSRegressor,
+    OutputPerturbationRegressor,
     PDPReport,
 )
 from sklearn_pdp._accounting._exponential import quantile_log_proba, quantile_loss_table
+from sklearn_pdp.exceptions import BoundsWarning, FallbackWarning
 from sklearn_pdp._registry import REGRESSORS
-from sklearn_pdp.exceptions import BoundsWarning
-from sklearn_pdp._tighten import BoundsRelease, added_guarantee, bounded_loss, model_loss
+from sklearn_pdp._guarantee_law import GuaranteeLaw
+from sklearn_pdp._tighten import (
+    BoundsRelease,
+    added_guarantee,
+    bounded_loss,
+    charged_loss,
+    guarantee_cap,
+    model_loss,
+)
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 
@@ -250,15 +261,16 @@ def test_unsupported_uses_raise_clear_errors(tighten_any_size):
     assert not hasattr(search, "bounds_release_")  # refused before any release
     est = AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True)
     search = PrivateGridSearchCV(est, {"budget_split": [None]}, epsilon=1.0, refit=False)
-    with pytest.raises(NotImplementedError, match="tighten_bounds"):
-        PDPReport(search, publish_epsilon=0.5).fit(X, y)
-    report = PDPReport(search).fit(X, y)  # unpublished: the search's losses
-    assert hasattr(report.estimator_, "bounds_release_")
-    assert np.array_equal(report.pdp_losses_, report.estimator_.pdp_losses_)
-    with pytest.raises(NotImplementedError, match="tighten_bounds"):
-        PDPReport(est, publish_epsilon=0.5).fit(X, y)
-    report = PDPReport(est).fit(X, y)
-    assert np.array_equal(report.pdp_losses_, report.estimator_.pdp_losses_)
+    # published: the guarantee for everyone, publish_epsilon kept, with a warning
+    # (test_published_report_of_a_tightened_fit_is_its_guarantee)
+    for model in (search, est):
+        with pytest.warns(FallbackWarning, match="tighten_bounds"):
+            published = PDPReport(model, publish_epsilon=0.5).fit(X, y)
+        report = PDPReport(model).fit(X, y)  # unpublished: the same losses
+        assert hasattr(report.estimator_, "bounds_release_")
+        assert np.array_equal(report.pdp_losses_, report.estimator_.pdp_losses_)
+        assert np.array_equal(published.pdp_losses_, report.pdp_losses_)
+        assert published.dp_epsilon_ == report.dp_epsilon_
 
 
 @pytest.mark.parametrize("cls, grid", [(AdaSSPRegressor, {"fit_intercept": [True, False]}),
@@ -379,7 +391,12 @@ def test_search_tightens_data_norm_and_chooses_without_data(tighten_any_size):
         AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True),
         {"tighten_bounds": [False, True]}, epsilon=1.0, random_state=0).fit(X, y)
     assert [r is None for r in twice.release_.box_rows] == [False, True]
-    assert hasattr(twice._full_fits[1], "bounds_release_")
+    inner = twice._full_fits[1]
+    assert hasattr(inner, "bounds_release_")
+    # a person added to it: its own bounds' loss too, not its model's cap alone
+    charged = charged_loss(inner, None, X[:20], y[:20], True)
+    assert np.all(charged >= inner.pdp_epsilon(X[:20], y[:20]))
+    assert np.all(charged >= inner.bounds_epsilon_ + added_guarantee(inner.release_))
     assert twice.dp_epsilon_ <= 1.0 and np.all(twice.pdp_losses_ <= twice.dp_epsilon_)
     grid = {"fit_intercept": [True, False], "budget_split": [None, (1, 1, 1, 1)]}
     with pytest.warns(Warning, match="uniformly at random"):
@@ -415,6 +432,11 @@ def test_dask_input_gives_the_same_release():
     assert np.allclose(lazy.pdp_epsilon(Xt).compute(), mem.pdp_epsilon(X[:50] * 3))
     assert np.allclose(lazy.pdp_epsilon(Xt, yt).compute(), mem.pdp_epsilon(X[:50] * 3, y[:50]))
     assert np.allclose(lazy.predict(Xt).compute(), mem.predict(X[:50] * 3))
+    # published: the same public bound, the losses lazy and the fit's
+    report = _publish_once(AdaSSPRegressor(**params), da.from_array(X, chunks=1000),
+                           da.from_array(y, chunks=1000))
+    assert report.published_.cap_epsilon == guarantee_cap(mem)
+    assert np.allclose(report.pdp_losses_.compute(), mem.pdp_losses_)
 
 
 def test_undeclared_bounds_are_not_tightened():
@@ -449,6 +471,191 @@ def test_command_line_reports_the_released_bounds(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"]["epsilon"] == pytest.approx(0.4)
     assert main(common) == 0
     assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"] is None
+
+
+# -- published reports (the guarantee for everyone, nothing spent) ----------
+
+# every registered regressor at its defaults, and OPS and output
+# perturbation at a numeric ridge (their fixed-ridge releases)
+PUBLISHED = [pytest.param(cls, {}, id=name) for name, cls in REGRESSORS.items()] + [
+    pytest.param(OPSRegressor, {"alpha": 300.0}, id="ops-alpha"),
+    pytest.param(OutputPerturbationRegressor, {"alpha": 1e4}, id="output-alpha"),
+]
+
+
+def _domain_data(n=4000, d=3, seed=0):
+    """Rows well inside a declared domain of [-2, 2] per feature and label."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d))
+    y = np.clip(0.3 + X @ [0.5, -0.3, 0.2][:d] + 0.2 * rng.normal(size=n), -1.5, 1.5)
+    return X, y, {"bounds_X": (-2.0 * np.ones(d), 2.0 * np.ones(d)), "y_bound": 2.0}
+
+
+def _people(d, rng):
+    """The declared domain's corners (every feature and the label at an end),
+    points inside it and points beyond it (clipped into it)."""
+    corners = 2.0 * np.array(list(itertools.product((-1.0, 1.0), repeat=d)))
+    inside = rng.uniform(-2, 2, size=(20, d))
+    X = np.vstack([np.repeat(corners, 2, axis=0), inside, 5.0 * inside[:5]])
+    y = np.concatenate([np.tile([-2.0, 2.0], corners.shape[0]),
+                        rng.uniform(-2, 2, 20), [7.0, -7.0, 0.0, 3.0, -3.0]])
+    return X, y
+
+
+def _publish_once(model, X, y, random_state=0):
+    """A published PDPReport of ``model``, with the one warning it gives."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = PDPReport(model, publish_epsilon=0.2, random_state=random_state).fit(X, y)
+    said = [w for w in caught if issubclass(w.category, FallbackWarning)
+            and "was not spent" in str(w.message)]
+    assert len(said) == 1 and "tighten_bounds" in str(said[0].message)
+    return report
+
+
+def _check_published_guarantee(report, X, y, people, cap):
+    """The published bound is ``cap`` for everyone; it covers every training
+    row's exact loss and every person's loss of being added (their label,
+    and the worst); nothing of publish_epsilon is spent."""
+    est, published = report.estimator_, report.published_
+    assert isinstance(published.law, GuaranteeLaw) and published.noisy_gram is None
+    assert published.summary_epsilon == 0.0 and published.beta == 0.0
+    assert report.dp_epsilon_ == est.dp_epsilon_ == published.dp_epsilon
+    assert report.dp_delta_ == est.dp_delta_ == published.dp_delta
+    assert np.array_equal(report.pdp_losses_, est.pdp_losses_)  # the exact losses
+    assert published.cap_epsilon == cap >= est.dp_epsilon_
+    train = published.epsilon(X, y)
+    assert np.all(train == cap) and np.all(train >= report.pdp_losses_)
+    Xp, yp = people
+    assert np.all(published.epsilon(Xp, yp) == cap) and np.all(published.epsilon(Xp) == cap)
+    assert np.all(est.pdp_epsilon(Xp, yp) <= cap) and np.all(est.pdp_epsilon(Xp) <= cap)
+    # the sharp part: beyond the bounds' exact loss of adding a person, what
+    # the model (or the search) is charged for them, at most the cap's share
+    rel = est.bounds_release_
+    model_part = est.pdp_epsilon(Xp, yp) - rel.row_epsilon(Xp, yp, add=True)
+    assert np.all(model_part <= cap - rel.epsilon + 1e-12)
+    # transform: the exact loss of adding (the publication adds nothing)
+    assert np.array_equal(report.transform(Xp)[:, 0], est.pdp_epsilon(Xp))
+    summary = published.summary
+    assert [summary[k] for k in ("mean", "median", "q90", "q99")] == [cap] * 4
+    assert summary["below"] == {0.1: float(cap <= 0.1), 1.0: float(cap <= 1.0)}
+    assert summary["n_samples"] == X.shape[0] and summary["dp_epsilon"] == est.dp_epsilon_
+    loaded = pickle.loads(pickle.dumps(published))
+    assert np.array_equal(loaded.epsilon(Xp[:4], yp[:4]), published.epsilon(Xp[:4], yp[:4]))
+    assert loaded.summary == summary
+
+
+@pytest.mark.parametrize("cls, params", PUBLISHED)
+def test_published_report_of_a_tightened_fit_is_its_guarantee(cls, params):
+    """A tightened fit publishes one public number for everyone: the largest
+    loss of a person removed or added over every data set of the domain and
+    every released bound (:func:`guarantee_cap`). It covers the exact losses
+    of the training rows and of persons added at the declared domain's
+    corners, spends nothing of publish_epsilon, warns once and is the same
+    for every random_state."""
+    X, y, declared = _domain_data()
+    people = _people(X.shape[1], np.random.RandomState(1))
+    caps = []
+    for seed in (0, 7):
+        est = cls(epsilon=2.0, tighten_bounds=True, random_state=seed, **declared, **params)
+        report = _publish_once(est, X, y, random_state=seed)
+        fit = report.estimator_
+        # the bounds' pure guarantee, and the model's cap for an addition
+        cap = fit.bounds_epsilon_ + max(fit.model_epsilon_, added_guarantee(fit.release_))
+        assert guarantee_cap(fit) == cap
+        _check_published_guarantee(report, X, y, people, cap)
+        caps.append((cap, report.published_.summary, report.dp_epsilon_))
+    assert caps[0] == caps[1]
+
+
+@pytest.mark.parametrize("cls, grid", [(AdaSSPRegressor, {"fit_intercept": [True, False]}),
+                                       (OPSRegressor, {"alpha": [1.0, 10.0]})])
+@pytest.mark.parametrize("refit", [True, False])
+def test_published_report_of_a_tightened_search_is_its_guarantee(cls, grid, refit):
+    """A search whose estimator tightens (refit or not) publishes the
+    largest loss of a record removed or added, stage by stage: the bounds'
+    guarantee, the search's (its candidates' over the part sizes of n and
+    n + 1 records, or the selection's epsilon) and its fits' on all the
+    data (:func:`guarantee_cap`)."""
+    X, y, declared = _domain_data(6000)
+    people = _people(X.shape[1], np.random.RandomState(2))
+    caps = []
+    for seed in (0, 3):
+        search = PrivateGridSearchCV(cls(tighten_bounds=True, **declared), grid, epsilon=1.0,
+                                     refit=refit, random_state=seed)
+        report = _publish_once(search, X, y, random_state=seed)
+        fitted, release = report.estimator_, report.estimator_.release_
+        n, d = X.shape
+        parts = [fitted._training_guarantee(fitted._part_fits, m, d)[0] for m in (n, n + 1)]
+        cap = fitted.bounds_epsilon_ + max(*parts, fitted.selection_epsilon_)
+        if refit:
+            cap += max(guarantee_cap(f) for f in fitted._full_fits)
+        assert release.guarantee_cap() == pytest.approx(cap, rel=1e-12)
+        _check_published_guarantee(report, X, y, people, release.guarantee_cap())
+        caps.append((release.guarantee_cap(), fitted.dp_epsilon_))
+    assert caps[0] == caps[1]
+    # without tightening, a refit still cannot be published (its unreleased fits)
+    if refit:
+        plain = PrivateGridSearchCV(cls(**declared), grid, epsilon=1.0, random_state=0)
+        with pytest.raises(NotImplementedError, match="refit=True"):
+            PDPReport(plain, publish_epsilon=0.2).fit(X, y)
+
+
+def test_ledger_records_a_published_tightened_fit():
+    """A publication that spent nothing adds nothing to anyone's loss: the
+    ledger charges the fit's own losses, and people added theirs (refused
+    for a publication that spends: its bounds hold for training rows)."""
+    from sklearn_pdp import PrivacyLedger
+
+    X, y, declared = _domain_data(3000)
+    report = _publish_once(AdaSSPRegressor(epsilon=1.0, tighten_bounds=True, random_state=0,
+                                           **declared), X, y)
+    ledger = PrivacyLedger()
+    absent = X[:3] * 1.5
+    ledger.record(report, np.arange(3000), absent=["a", "b", "c"], absent_X=absent)
+    assert np.allclose(ledger.epsilon(np.arange(3000), 1e-6), report.pdp_losses_, rtol=1e-9)
+    assert np.allclose(ledger.epsilon(["a", "b", "c"], 1e-6),
+                       report.estimator_.pdp_epsilon(absent), rtol=1e-9)
+    spent = PDPReport(AdaSSPRegressor(epsilon=1.0, random_state=0, **declared),
+                      publish_epsilon=0.2, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="absent_X"):
+        PrivacyLedger().record(spent, np.arange(3000), absent=["a"], absent_X=absent[:1])
+
+
+def test_command_line_publishes_a_tightened_fit(tmp_path, capsys):
+    """``--tighten-bounds --publish-epsilon 0.2``: the guarantee is published
+    for everyone, publish_epsilon is not spent, the reason is said once, and
+    the saved model is the release's, as without publication."""
+    import json
+
+    from sklearn_pdp import PublicLinearModel
+    from sklearn_pdp.__main__ import main
+
+    X, y, bounds, y_bound = _table(4000)
+    path = tmp_path / "table.csv"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,c,y", comments="")
+    common = [str(path), "--target", "y", "--bounds-x", "0,0,0", "60,100,1",
+              "--y-bound=-60,60", "--epsilon", "2", "--tighten-bounds", "--random-state", "0"]
+    saved = {}
+    for publish in ([], ["--publish-epsilon", "0.2"]):
+        model = tmp_path / f"model{len(publish)}.json"
+        assert main([*common, *publish, "--json", "--save-model", str(model)]) == 0
+        saved[bool(publish)] = json.loads(capsys.readouterr().out)
+        saved[bool(publish), "model"] = PublicLinearModel.from_json(str(model))
+    plain, report = saved[False]["publishable"], saved[True]["publishable"]
+    assert report["dp_epsilon"] == plain["dp_epsilon"] <= 2.0  # nothing spent
+    assert report["released_bounds"] == plain["released_bounds"]
+    assert report["model"] == plain["model"] and report["reason"] is None
+    published = report["published"]
+    assert not published["spent"] and "was not spent" in published["note"]
+    cap = published["pdp_epsilon"]["median"]
+    assert set(published["pdp_epsilon"].values()) == {cap}
+    assert plain["dp_epsilon"] <= cap < plain["dp_epsilon"] + 1e-3
+    assert np.array_equal(saved[True, "model"].predict(X * 2), saved[False, "model"].predict(X * 2))
+    assert main([*common, "--publish-epsilon", "0.2"]) == 0
+    text = capsys.readouterr().out
+    assert text.count("was not spent") == 1
+    assert text.index("published report") < text.index("FOR THE CURATOR ONLY")
 
 
 @pytest.mark.parametrize("declare", ["bounds_X", "data_norm"])

@@ -93,13 +93,19 @@ def _report(args, X, y, name, bounds, encoding):
                                               encoding=model_encoding)
     s = report.summary_
     eps = np.asarray(report.pdp_losses_)
-    published = None
+    published, note = None, None
     if args.publish_epsilon is not None:
         p = report.published_.summary
+        # a publication that spent nothing (tightened bounds) says why once, here
+        law = report.published_.law
+        note = next((m for m in _messages(caught, FallbackWarning)
+                     if law.data_independent and law.reason in m), None)
         published = {
             "beta": report.published_.beta,
             "pdp_epsilon": {key: p[key] for key in ("mean", "median", "q90", "q99")},
             "fraction_below": {f"{t:g}": frac for t, frac in p["below"].items()},
+            "spent": not law.data_independent,
+            "note": note,
         }
     evaluation = {"test_r2": None, "test_r2_least_squares": None, "n_test": 0}
     if X_test is not None:
@@ -114,7 +120,7 @@ def _report(args, X, y, name, bounds, encoding):
     said = {read_from_data_warning(name) for name in bounds_read}
     mean_only = bool(getattr(fitted, "mean_only_", False))
     reason = getattr(fitted, "mean_only_reason_", None) or " ".join(
-        _messages(caught, FallbackWarning)) or None
+        m for m in _messages(caught, FallbackWarning) if m != note) or None
     publishable = {
         "data": name,
         "n_train": int(X_train.shape[0]),

@@ -61,7 +61,12 @@ def _text(r):
                                f"guarantee): {ranges}; label in [{b['y_bound'][0]:.4g}, "
                                f"{b['y_bound'][1]:.4g}]"))
     rows.append(("noise", r["noise"]))
-    if p["published"] is not None:
+    if p["published"] is not None and not p["published"]["spent"]:
+        rows.append(("published report",
+                     "every person's bound is one public number, "
+                     f"{p['published']['pdp_epsilon']['median']:.6g}"))
+        rows.append(("  why", p["published"]["note"]))
+    elif p["published"] is not None:
         q = p["published"]["pdp_epsilon"]
         rows.append(("published report",
                      f"per-instance epsilons, private estimates (noisy when the data "

@@ -8,6 +8,7 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _tighten
+from .._guarantee_law import GuaranteeLaw
 from .._public import public_model
 from ._release import SearchRelease
 from ._selection import training_guarantee
@@ -132,23 +133,33 @@ class SearchPrivacyMixin:
         of its label: ``release_.public()``, the
         :class:`~sklearn_pdp.model_selection._release.SearchRelease` without
         the fits, holds ``G`` (at ``n`` and at ``n + 1`` records), the
-        selection's ``epsilon`` and the bounds.
+        selection's ``epsilon`` and the bounds. With privately tightened
+        bounds (refit or not), a
+        :class:`~sklearn_pdp._guarantee_law.GuaranteeLaw`: every record's
+        bound is the search's guarantee, the largest for a removal or an
+        addition (:doc:`/mechanisms/tightening`, "Published reports").
 
         Returns
         -------
-        law : SearchRelease
+        law : SearchRelease or GuaranteeLaw
 
         Raises
         ------
         NotImplementedError
-            With ``refit=True``: every candidate's refit on all the data is
+            With ``refit=True`` and no tightening: every candidate's refit on all the data is
             part of each record's loss, but only the selected one is
             released, so the others' residuals cannot be bounded from
             published quantities.
         """
         check_is_fitted(self)
-        self.release_.check_publishable()
-        return self.release_.public()
+        release = self.release_
+        release.check_publishable()
+        if self._tightened():
+            return GuaranteeLaw(scaler=release.scaler, n_samples=release.n_samples,
+                                delta=self.pdp_delta_,
+                                guarantee=(self.dp_epsilon_, self.dp_delta_),
+                                cap=release.guarantee_cap())
+        return release.public()
 
     def law_statistics(self):
         """The row statistics that :meth:`release_law`'s law takes.

@@ -184,13 +184,27 @@ class SearchRelease(Release):
             total = self.bounds_release.row_epsilon(Xs, ys, add=add) + total
         return total
 
-    def check_publishable(self):
-        """Raise where a published report cannot bound the losses."""
-        if self.tightened:
-            raise NotImplementedError(
-                "published reports of a search with tighten_bounds are not "
-                "supported yet (doc/mechanisms/tightening.rst).")
+    def guarantee_cap(self):
+        """The largest loss at ``delta`` of a record removed from the search's
+        data or added to it, over every data set of the domain and every
+        draw (the parts, the bounds, the fits): the stages' largest, each
+        for a removal or an addition (the selection bound is at most its
+        epsilon, each fit on all the data at most
+        :func:`~sklearn_pdp._tighten.guarantee_cap`), composed. A function
+        of public quantities only."""
+        total = 0.0
         if self.full_fits:
+            total = max(_tighten.guarantee_cap(est) for est in self.full_fits)
+        if self.part_fits:
+            total += max(self.selection, self.part_epsilon, self.added_part_epsilon())
+        if self.tightened:
+            total += self.bounds_release.epsilon
+        return total
+
+    def check_publishable(self):
+        """Raise where a published report cannot bound the losses below the
+        guarantee (a tightened search publishes :meth:`guarantee_cap`)."""
+        if self.full_fits and not self.tightened:
             raise NotImplementedError(
                 "PrivateGridSearchCV with refit=True (or a choice without data): "
                 "every candidate's fit on all the data is part of each record's "
