@@ -334,6 +334,7 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
     # variant keeps its model as published, with k)
     m = k - fit_intercept if debias else k
     centred = corrected = gram
+    mean_noise = 0.0
     if fit_intercept:
         # Schur complement on the constant column: the centred scatter
         # and cross term of the sketch, of k - 1 rows N(0, Sigma_{.|c})
@@ -341,7 +342,11 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
         g = gram[d, keep] / gram[d, d]
         centred = gram[np.ix_(keep, keep)] - gram[d, d] * np.outer(g, g)
         # Sigma's centred blocks use the public n, not n + s^2
-        corrected = centred - m * s2 * (n_samples + s2) / n_samples * np.outer(g, g)
+        shift = m * s2 * (n_samples + s2) / n_samples
+        corrected = centred - shift * np.outer(g, g)
+        # the correction's noise, through the label's regression on the
+        # constant column (of variance Sigma_{y|c} / gram[d, d]) times g_x
+        mean_noise = shift**2 * (g[:d] @ g[:d]) * centred[d, d] / (k - 1) / gram[d, d] / d
     scatter, cross = centred[:d, :d], centred[:d, d]
     chol = linalg.cho_factor(scatter, check_finite=False)
     # Given the sketch's features, its labels are theirs times Sigma's
@@ -349,6 +354,11 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
     # so the cross term's noise has covariance sigma_e^2 scatter
     residual = centred[d, d] - cross @ linalg.cho_solve(chol, cross, check_finite=False)
     noise = max(residual, 0.0) / (k - d - fit_intercept) * np.trace(scatter) / d
+    # the signal is in the data's cross term, the sketch's less the
+    # noise's share of the means (off-centre labels and features give the
+    # sketch's a part that is no signal)
+    cross = corrected[:d, d]
+    noise += mean_noise
     # the data's scatter is the sketch's less the noise's m s^2 I
     mean_eigen = max(np.trace(corrected[:d, :d]) / d - m * s2, 0.0)
     ridge = float(signal_ridge(cross, noise, noise, mean_eigen, _SIGNAL_MARGIN))
