@@ -344,9 +344,10 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
         # Sigma's centred blocks use the public n, not n + s^2
         shift = m * s2 * (n_samples + s2) / n_samples
         corrected = centred - shift * np.outer(g, g)
-        # the correction's noise, through the label's regression on the
-        # constant column (of variance Sigma_{y|c} / gram[d, d]) times g_x
-        mean_noise = shift**2 * (g[:d] @ g[:d]) * centred[d, d] / (k - 1) / gram[d, d] / d
+        # the correction's noise per coordinate: the columns' regressions on
+        # the constant one have variances Sigma_{.|c} / gram[d, d]
+        spread = (g[d] ** 2 * np.trace(centred[:d, :d]) + (g[:d] @ g[:d]) * centred[d, d]) / d
+        mean_noise = shift**2 * spread / ((k - 1) * gram[d, d])
     scatter, cross = centred[:d, :d], centred[:d, d]
     chol = linalg.cho_factor(scatter, check_finite=False)
     # Given the sketch's features, its labels are theirs times Sigma's
