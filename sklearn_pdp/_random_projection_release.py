@@ -299,8 +299,9 @@ def solve_sketch(sketch, s2, n_samples, fit_intercept, debias=True):
     so the regressions of the other columns on it (their sums over
     ``n + s^2``) are rescaled to the means exactly: the intercept is not
     shrunk towards 0, and with slopes 0 it is the private label mean.
-    The slopes get the James-Stein ridge that the centred cross term
-    supports against its noise (:func:`~sklearn_pdp._signal.signal_ridge`;
+    The slopes get the James-Stein ridge that the data's centred cross
+    term (the sketch's less the noise's share of the means) supports
+    against its noise (:func:`~sklearn_pdp._signal.signal_ridge`;
     inf, the label mean alone, where it shows no signal) or the noise's
     ridge if larger; with ``debias``, where the cross term clears
     ``_DEBIAS_MARGIN``, the noise's ``s2`` is taken off the slopes' scatter
