@@ -299,8 +299,9 @@ def solve_sketch(sketch, s2, n_samples, fit_intercept, debias=True):
     so the regressions of the other columns on it (their sums over
     ``n + s^2``) are rescaled to the means exactly: the intercept is not
     shrunk towards 0, and with slopes 0 it is the private label mean.
-    The slopes get the James-Stein ridge that the centred cross term
-    supports against its noise (:func:`~sklearn_pdp._signal.signal_ridge`;
+    The slopes get the James-Stein ridge that the data's centred cross
+    term (the sketch's less the noise's share of the means) supports
+    against its noise (:func:`~sklearn_pdp._signal.signal_ridge`;
     inf, the label mean alone, where it shows no signal) or the noise's
     ridge if larger; with ``debias``, where the cross term clears
     ``_DEBIAS_MARGIN``, the noise's ``s2`` is taken off the slopes' scatter
@@ -334,6 +335,7 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
     # variant keeps its model as published, with k)
     m = k - fit_intercept if debias else k
     centred = corrected = gram
+    mean_noise = 0.0
     if fit_intercept:
         # Schur complement on the constant column: the centred scatter
         # and cross term of the sketch, of k - 1 rows N(0, Sigma_{.|c})
@@ -341,7 +343,12 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
         g = gram[d, keep] / gram[d, d]
         centred = gram[np.ix_(keep, keep)] - gram[d, d] * np.outer(g, g)
         # Sigma's centred blocks use the public n, not n + s^2
-        corrected = centred - m * s2 * (n_samples + s2) / n_samples * np.outer(g, g)
+        shift = m * s2 * (n_samples + s2) / n_samples
+        corrected = centred - shift * np.outer(g, g)
+        # the correction's noise per coordinate: the columns' regressions on
+        # the constant one have variances Sigma_{.|c} / gram[d, d]
+        spread = (g[d] ** 2 * np.trace(centred[:d, :d]) + (g[:d] @ g[:d]) * centred[d, d]) / d
+        mean_noise = shift**2 * spread / ((k - 1) * gram[d, d])
     scatter, cross = centred[:d, :d], centred[:d, d]
     chol = linalg.cho_factor(scatter, check_finite=False)
     # Given the sketch's features, its labels are theirs times Sigma's
@@ -349,6 +356,11 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
     # so the cross term's noise has covariance sigma_e^2 scatter
     residual = centred[d, d] - cross @ linalg.cho_solve(chol, cross, check_finite=False)
     noise = max(residual, 0.0) / (k - d - fit_intercept) * np.trace(scatter) / d
+    # the signal is in the data's cross term, the sketch's less the
+    # noise's share of the means (off-centre labels and features give the
+    # sketch's a part that is no signal)
+    cross = corrected[:d, d]
+    noise += mean_noise
     # the data's scatter is the sketch's less the noise's m s^2 I
     mean_eigen = max(np.trace(corrected[:d, :d]) / d - m * s2, 0.0)
     ridge = float(signal_ridge(cross, noise, noise, mean_eigen, _SIGNAL_MARGIN))

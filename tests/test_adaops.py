@@ -676,3 +676,28 @@ def test_mixture_ignores_an_index_impossible_on_both_data_sets():
         1e-6, np.hstack([mu, mu[:, :1]]), np.hstack([r, r[:, :1]]), np.append(gamma, 3.0),
         np.hstack([log_p, void]), np.hstack([log_q, void]), rest_p, rest_q)
     assert_allclose(padded, eps, rtol=1e-12)
+
+
+def test_prediction_at_the_feature_mean_has_variance_one_over_gamma_n():
+    """What a label that varies little costs (the mechanism's page, "Labels
+    that vary little"): with an unpenalised intercept the draw's prediction
+    at the feature mean has variance exactly 1 / (gamma n), whatever the
+    cell's ridge, so no post-processing of the slopes removes it. The
+    leverage of the mean row is 1/n exactly, and over draws of the
+    posterior sample the prediction's variance is 1 / (gamma n)."""
+    rng = np.random.default_rng(0)
+    n, d = 4000, 6
+    X = rng.uniform(0, 1, (n, d)) / np.sqrt(d)
+    y = 0.6 + 0.06 * rng.standard_normal(n)
+    reg = AdaOPSRegressor(epsilon=1.0, data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    Xs, _ = _scaled(X, y, reg)
+    release = reg.release_
+    assert release.alpha > 0  # a ridge cell: the slopes are shrunk, not the intercept
+    centre = Xs.mean(axis=0, keepdims=True)
+    leverage = release.ridge.row_statistics(centre)["leverage"][0]
+    assert_allclose(leverage, 1.0 / n, rtol=1e-8)
+    size = 20_000
+    draws = release.ridge.sample(np.random.default_rng(1), 1.0 / np.sqrt(release.gamma), size)
+    ratio = np.var(draws @ centre[0], ddof=1) * release.gamma * n
+    # sample variance of a normal: relative standard error sqrt(2 / size)
+    assert abs(ratio - 1.0) <= Z_TOL * np.sqrt(2.0 / size), ratio
