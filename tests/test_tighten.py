@@ -501,29 +501,35 @@ def _assemble(rel, ends):
             j = rel.source[k]
             lower[j], upper[j] = sorted((ends[k], ends[k + 1]))
         bounds_X = (lower, upper)
-    else:
+    elif data_norm is not None:
         data_norm = float(ends[0])
     return data_norm, bounds_X, tuple(sorted(ends[-2:]))
 
 
 @pytest.mark.audit
-def test_audit_whole_release_monte_carlo():
+@pytest.mark.parametrize("design", ["per range", "label alone"])
+def test_audit_whole_release_monte_carlo(design):
     """Monte Carlo of the whole release (bounds, then AdaSSP on them) on
     small data: its privacy loss is the bounds' log-ratio at the drawn
     bounds plus, given them, a Gaussian loss N(+-s^2/2, s^2) with the
     row's exact ratio s at those bounds. The reported loss must bound the
-    estimated delta in both directions."""
+    estimated delta in both directions. "label alone": six loose ranges
+    on rows too few for their ends, the label's range released alone."""
     from tests._mc import Z_TOL, hockey_stick_mc
 
     rng = np.random.RandomState(3)
     n = 1500
-    X = np.minimum(2 * rng.lognormal(0, 0.8, (n, 1)), 59)
+    d, eps = (1, 3.0) if design == "per range" else (6, 1.0)
+    X = np.minimum(2 * rng.lognormal(0, 0.8, (n, d)), 59)
     y = 0.5 * X[:, 0] + rng.randn(n)
     delta = 0.02
-    params = dict(epsilon=3.0, delta=delta, bounds_X=((0.0,), (60.0,)), y_bound=(-40.0, 40.0),
-                  tighten_bounds=True, random_state=0)
-    est = AdaSSPRegressor(**params).fit(X, y)
+    params = dict(epsilon=eps, delta=delta, bounds_X=((0.0,) * d, (60.0,) * d),
+                  y_bound=(-40.0, 40.0), tighten_bounds=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BoundsWarning)  # True: the label alone
+        est = AdaSSPRegressor(**params).fit(X, y)
     rel = est.bounds_release_
+    assert (rel.source == ["y", "y"]) == (design == "label alone")
     ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
     ratios = {}
 
@@ -532,7 +538,9 @@ def test_audit_whole_release_monte_carlo():
         if key not in ratios:
             _, bounds_X, y_b = _assemble(rel, ends[np.arange(rel.n_quantiles), pick])
             model = AdaSSPRegressor(epsilon=est.model_epsilon_, delta=delta - rel.event_,
-                                    bounds_X=bounds_X, y_bound=y_b).fit(X, y)
+                                    bounds_X=est.bounds_X_ if bounds_X is None else bounds_X,
+                                    y_bound=y_b).fit(X, y)
+            assert not model.mean_only_
             Xs, ys = model.domain_scaler().scale(X[i: i + 1], y[i: i + 1])
             ratios[key] = float(model.release_.row_ratio(Xs, ys, add=False)[0])
         return ratios[key]
