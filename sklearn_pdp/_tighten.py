@@ -6,10 +6,10 @@ tighter ranges: for each declared range [a, b] two quantiles by the
 exponential mechanism (:mod:`._accounting._exponential`), of the distance
 of the clipped values above a and below b, on a public grid of distances,
 geometric (fine near the data's own end, coarse in a long tail) and
-uniform; for ``data_norm`` one quantile of the row norms. The model is then
-fitted on
-the rows clipped to the released ranges, calibrated to them, with the rest
-of the budget.
+uniform; for ``data_norm`` one quantile of the row norms. On rows too few
+for all of them, the label's two alone (:func:`label_release`). The model
+is then fitted on the rows clipped to the released ranges, calibrated to
+them, with the rest of the budget.
 
 Accounting. The quantiles are independent pure-DP releases: the bounds cost
 the sum of their epsilons, and a row's exact pure loss for all of them is
