@@ -374,6 +374,16 @@ def diabetes_schema():
     return X, y, bounds, (0.0, 400.0)
 
 
+def _statsmodels_data(name):
+    """statsmodels' bundled data set ``name`` (endog and exog as pandas), or
+    None without statsmodels."""
+    try:
+        from statsmodels import datasets as sm_datasets
+    except ImportError:
+        return None
+    return getattr(sm_datasets, name).load_pandas()
+
+
 def fair_schema():
     """statsmodels' extramarital affairs survey (6366 rows) in its original
     units with the ranges a data dictionary gives: the codes' ranges for
@@ -381,11 +391,9 @@ def fair_schema():
     the husband's 1-6), age [0, 120], years married [0, 60], children
     [0, 20], years of education [0, 25]; the label (time spent in affairs,
     most rows 0, a few up to 58) [0, 100]. None without statsmodels."""
-    try:
-        from statsmodels import datasets as sm_datasets
-    except ImportError:
+    loaded = _statsmodels_data("fair")
+    if loaded is None:
         return None
-    loaded = sm_datasets.fair.load_pandas()
     bounds = (np.array([1, 0, 0, 0, 1, 0, 1, 1.0]), np.array([5, 120, 60, 20, 4, 25, 6, 6.0]))
     return (loaded.exog.to_numpy(dtype=float), loaded.endog.to_numpy(dtype=float),
             bounds, (0.0, 100.0))
@@ -400,11 +408,9 @@ def randhie_schema(n_samples=None, random_state=0):
     chronic disease count [0, 100], the indicators (and the physical
     limitation share) [0, 1]; the label (outpatient visits in a year, median
     1, up to 77) [0, 365]. None without statsmodels."""
-    try:
-        from statsmodels import datasets as sm_datasets
-    except ImportError:
+    loaded = _statsmodels_data("randhie")
+    if loaded is None:
         return None
-    loaded = sm_datasets.randhie.load_pandas()
     X, y = loaded.exog.to_numpy(dtype=float), loaded.endog.to_numpy(dtype=float)
     if n_samples is not None:
         rows = np.random.default_rng([random_state, 7]).choice(y.size, n_samples, replace=False)
