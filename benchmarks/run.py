@@ -374,6 +374,51 @@ def diabetes_schema():
     return X, y, bounds, (0.0, 400.0)
 
 
+def _statsmodels_data(name):
+    """statsmodels' bundled data set ``name`` (endog and exog as pandas), or
+    None without statsmodels."""
+    try:
+        from statsmodels import datasets as sm_datasets
+    except ImportError:
+        return None
+    return getattr(sm_datasets, name).load_pandas()
+
+
+def fair_schema():
+    """statsmodels' extramarital affairs survey (6366 rows) in its original
+    units with the ranges a data dictionary gives: the codes' ranges for
+    the ordinal answers (rate_marriage 1-5, religious 1-4, occupation and
+    the husband's 1-6), age [0, 120], years married [0, 60], children
+    [0, 20], years of education [0, 25]; the label (time spent in affairs,
+    most rows 0, a few up to 58) [0, 100]. None without statsmodels."""
+    loaded = _statsmodels_data("fair")
+    if loaded is None:
+        return None
+    bounds = (np.array([1, 0, 0, 0, 1, 0, 1, 1.0]), np.array([5, 120, 60, 20, 4, 25, 6, 6.0]))
+    return (loaded.exog.to_numpy(dtype=float), loaded.endog.to_numpy(dtype=float),
+            bounds, (0.0, 100.0))
+
+
+def randhie_schema(n_samples=None, random_state=0):
+    """statsmodels' RAND health insurance experiment (20190 rows; a random
+    subsample of ``n_samples`` rows per split if given) in its original
+    units with the ranges its definitions give: log(coinsurance + 1) for a
+    coinsurance of 0-100% [0, log 101], log participation incentive [0, 8],
+    log of the maximum expenditure over the coinsurance [0, 12], the
+    chronic disease count [0, 100], the indicators (and the physical
+    limitation share) [0, 1]; the label (outpatient visits in a year, median
+    1, up to 77) [0, 365]. None without statsmodels."""
+    loaded = _statsmodels_data("randhie")
+    if loaded is None:
+        return None
+    X, y = loaded.exog.to_numpy(dtype=float), loaded.endog.to_numpy(dtype=float)
+    if n_samples is not None:
+        rows = np.random.default_rng([random_state, 7]).choice(y.size, n_samples, replace=False)
+        X, y = X[rows], y[rows]
+    bounds = (np.zeros(9), np.array([np.log(101.0), 1, 8, 12, 1, 100, 1, 1, 1]))
+    return X, y, bounds, (0.0, 365.0)
+
+
 def _quantile_bounds(X, y, bounds, level=0.005):
     """The non-private oracle: the training data's level and 1 - level
     quantiles (indicator columns, declared (0, 1), kept)."""
@@ -401,6 +446,10 @@ def schema_utility(args):
     tables = [(f"heavy n={n:.0e}".replace("e+0", "e"),
                lambda split, n=n: heavy_table(n, split)) for n in args.n]
     tables.append(("diabetes (schema)", lambda split: diabetes_schema()))
+    if fair_schema() is not None:  # the survey tables need statsmodels
+        tables += [("fair (schema)", lambda split: fair_schema()),
+                   ("randhie n=5e3 (schema)", lambda split: randhie_schema(5000, split)),
+                   ("randhie (schema)", lambda split: randhie_schema())]
     rows, bound_rows = [], []
     for data_name, load in tables:
         for eps in args.epsilon:
@@ -451,9 +500,9 @@ def schema_utility(args):
         "Test mean squared error over the mean predictor's when the estimators "
         "are given the ranges of a schema (what a value can be) rather than of "
         "the data: declared as they are, privately tightened by the estimator "
-        "(`tighten_bounds=True`, default share and levels; it declines, and the "
-        "model takes the declared bounds, where the public rule says the rows "
-        "are too few), and the training data's own 0.5% and "
+        "(`tighten_bounds=True`, default share and levels; where the public rule "
+        "says the rows are too few for every range it tightens the label's range "
+        "alone, or nothing), and the training data's own 0.5% and "
         "99.5% quantiles (an oracle: not private). Mean over "
         f"{args.splits} random 80/20 splits; `dp_epsilon_` is checked to be at "
         "most epsilon (the tightened fits' include the bounds). heavy: a "
@@ -461,7 +510,10 @@ def schema_utility(args):
         "range [0, 60], 99.5% of rows below 16; 5 N(50, 10) in [0, 100]; 18 "
         "one-hot in [0, 1]) and a label range 4.5 times the largest |y|; diabetes: "
         "the scikit-learn diabetes data in its original units with clinical "
-        "schema ranges (see benchmarks/run.py)."
+        "schema ranges; fair and randhie: statsmodels' affairs survey and RAND "
+        "health insurance experiment (a subsample of 5000 rows per split, and "
+        "all 20190) in their original units with the ranges of their data "
+        "dictionaries (see benchmarks/run.py)."
     )
     write_page("schema", "Declared schema bounds, tightened privately", intro,
                args.estimators, table,

@@ -6,10 +6,10 @@ tighter ranges: for each declared range [a, b] two quantiles by the
 exponential mechanism (:mod:`._accounting._exponential`), of the distance
 of the clipped values above a and below b, on a public grid of distances,
 geometric (fine near the data's own end, coarse in a long tail) and
-uniform; for ``data_norm`` one quantile of the row norms. The model is then
-fitted on
-the rows clipped to the released ranges, calibrated to them, with the rest
-of the budget.
+uniform; for ``data_norm`` one quantile of the row norms. On rows too few
+for all of them, the label's two alone (:func:`label_release`). The model
+is then fitted on the rows clipped to the released ranges, calibrated to
+them, with the rest of the budget.
 
 Accounting. The quantiles are independent pure-DP releases: the bounds cost
 the sum of their epsilons, and a row's exact pure loss for all of them is
@@ -49,6 +49,11 @@ _TAIL_GUARD = 4.0
 # above _AUTO_TAIL (the ends would collapse: "When to tighten", same page).
 _MAX_LEVEL = 0.1
 _AUTO_TAIL = 1.0
+# Where the ends of every range are too many for _AUTO_TAIL, the label's two
+# alone are released if their tail guard asks for a level at most this (a
+# stricter rule: on fewer rows they cost more than they gain; "Too few rows
+# for every range: the label alone" in the tightening page).
+_LABEL_TAIL = 0.35
 # Share of delta kept, for a model that bounds its rows' losses over the
 # plausible released bounds (AdaSSP), for the bounds falling outside them.
 _EVENT_SHARE = 0.1
@@ -128,10 +133,10 @@ class BoundsRelease:
         self.epsilon = self.epsilon_q * self.n_quantiles
         self.grid = self.width[:, None] * _GRID
         self.grid[:, -1] = self.width  # the declared end itself
-        tail = _TAIL_GUARD * np.log(_GRID_POINTS) / (self.epsilon_q * n_samples)
+        self.tail = _TAIL_GUARD * np.log(_GRID_POINTS) / (self.epsilon_q * n_samples)
         # "auto" tightens only where the levels stay small (public rule)
-        self.worthwhile = self.n_quantiles > 0 and tail <= _AUTO_TAIL
-        self.level = min(max(_LEVEL, tail), _MAX_LEVEL)
+        self.worthwhile = self.n_quantiles > 0 and self.tail <= _AUTO_TAIL
+        self.level = min(max(_LEVEL, self.tail), _MAX_LEVEL)
 
     def _cells(self, X, y):
         """Grid cell (values rounded up) of each row for each quantile: (n, k)."""
@@ -288,6 +293,10 @@ def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5):
     first warns). ``resolved``: the bounds
     of ``resolve_bounds`` (those read from the data are not tightened).
 
+    Where the rows are too few for the ends of every declared range but
+    enough for the label's two alone (:func:`label_release`), only the
+    label's range is tightened (``tighten_bounds=True`` warns).
+
     Its ``event_`` is the share of ``delta`` kept, for a model that bounds
     its rows' losses over the plausible released bounds (AdaSSP), for the
     bounds falling outside them (0 for the others)."""
@@ -296,8 +305,10 @@ def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5):
         resolved[1],
         None if estimator.y_bound is None else resolved[2],
     )
-    release = BoundsRelease(*declared, n_samples, _share(estimator) * epsilon)
+    budget = _share(estimator) * epsilon
+    release = BoundsRelease(*declared, n_samples, budget)
     if not release.worthwhile:
+        label = label_release(declared, n_samples, budget, release.n_quantiles)
         if release.n_quantiles and _always(estimator.tighten_bounds):
             warnings.warn(
                 f"tighten_bounds=True: {n_samples} rows are too few to tighten the "
@@ -305,12 +316,30 @@ def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5):
                 f"{_share(estimator):g} of epsilon={epsilon:g} (each end's epsilon "
                 "times the number of rows must be at least "
                 f"{_TAIL_GUARD * np.log(_GRID_POINTS) / _AUTO_TAIL:.1f}, or the released "
-                "ends fall almost anywhere); the model is fitted on the declared bounds "
-                "with the whole budget. Declare tighter bounds, or raise epsilon or "
-                "tighten_share.", BoundsWarning, stacklevel=stacklevel)
-        return None
+                "ends fall almost anywhere); "
+                + ("only the label's range is tightened, the features keep their "
+                   "declared bounds. " if label is not None else
+                   "the model is fitted on the declared bounds with the whole budget. ")
+                + "Declare tighter bounds, or raise epsilon or tighten_share.",
+                BoundsWarning, stacklevel=stacklevel)
+        if label is None:
+            return None
+        release = label
     release.event_ = _EVENT_SHARE * delta if _bounds_its_rows(estimator) else 0.0
     return release
+
+
+def label_release(declared, n_samples, epsilon, n_quantiles):
+    """The release of the label's two ends alone with the whole ``epsilon``
+    of the bounds, where the ``n_quantiles`` ends of every declared range
+    are too many for the rows and the label's pass the stricter rule
+    ``_LABEL_TAIL``; else None. Its ``declared`` holds the label's range
+    only: the model keeps the declared feature bounds (or ``data_norm``)."""
+    y_bound = declared[2]
+    if y_bound is None or n_quantiles <= 2:
+        return None
+    release = BoundsRelease(None, None, y_bound, n_samples, epsilon)
+    return release if release.tail <= _LABEL_TAIL else None
 
 
 def _bounds_its_rows(estimator):
@@ -334,7 +363,7 @@ def released_bounds(drawn, resolved):
     data_norm, bounds_X, y_bound = drawn
     return {
         "data_norm": (data_norm or resolved[0]) if bounds_X is None else None,
-        "bounds_X": bounds_X,
+        "bounds_X": resolved[1] if bounds_X is None else bounds_X,
         "y_bound": resolved[2] if y_bound is None else y_bound,
     }
 
@@ -493,6 +522,8 @@ class _BoxRows:
             Z = self._magnitude(X, self.lo[:, :d], self.hi[:, :d], self.cross[:d]) / np.sqrt(d)
         elif self.norm_min is not None:  # |x_j| / max(c, ||x||) falls with c
             Z = np.abs(X) / np.maximum(self.norm_min, row_norms(X))[:, None]
+        elif is_dask_array(X):  # the features' declared bounds, not tightened
+            Z = X.map_blocks(lambda b: np.abs(self.scaler.scale(b)[:, :d]), dtype=np.float64)
         else:
             Z = np.abs(self.scaler.scale(X)[:, :d])
         if y is not None and self.release.declared[2] is not None:

@@ -708,29 +708,35 @@ def _assemble(rel, ends):
             j = rel.source[k]
             lower[j], upper[j] = sorted((ends[k], ends[k + 1]))
         bounds_X = (lower, upper)
-    else:
+    elif data_norm is not None:
         data_norm = float(ends[0])
     return data_norm, bounds_X, tuple(sorted(ends[-2:]))
 
 
 @pytest.mark.audit
-def test_audit_whole_release_monte_carlo():
+@pytest.mark.parametrize("design", ["per range", "label alone"])
+def test_audit_whole_release_monte_carlo(design):
     """Monte Carlo of the whole release (bounds, then AdaSSP on them) on
     small data: its privacy loss is the bounds' log-ratio at the drawn
     bounds plus, given them, a Gaussian loss N(+-s^2/2, s^2) with the
     row's exact ratio s at those bounds. The reported loss must bound the
-    estimated delta in both directions."""
+    estimated delta in both directions. "label alone": six loose ranges
+    on rows too few for their ends, the label's range released alone."""
     from tests._mc import Z_TOL, hockey_stick_mc
 
     rng = np.random.RandomState(3)
     n = 1500
-    X = np.minimum(2 * rng.lognormal(0, 0.8, (n, 1)), 59)
+    d, eps = (1, 3.0) if design == "per range" else (6, 1.0)
+    X = np.minimum(2 * rng.lognormal(0, 0.8, (n, d)), 59)
     y = 0.5 * X[:, 0] + rng.randn(n)
     delta = 0.02
-    params = dict(epsilon=3.0, delta=delta, bounds_X=((0.0,), (60.0,)), y_bound=(-40.0, 40.0),
-                  tighten_bounds=True, random_state=0)
-    est = AdaSSPRegressor(**params).fit(X, y)
+    params = dict(epsilon=eps, delta=delta, bounds_X=((0.0,) * d, (60.0,) * d),
+                  y_bound=(-40.0, 40.0), tighten_bounds=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BoundsWarning)  # True: the label alone
+        est = AdaSSPRegressor(**params).fit(X, y)
     rel = est.bounds_release_
+    assert (rel.source == ["y", "y"]) == (design == "label alone")
     ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
     ratios = {}
 
@@ -739,7 +745,9 @@ def test_audit_whole_release_monte_carlo():
         if key not in ratios:
             _, bounds_X, y_b = _assemble(rel, ends[np.arange(rel.n_quantiles), pick])
             model = AdaSSPRegressor(epsilon=est.model_epsilon_, delta=delta - rel.event_,
-                                    bounds_X=bounds_X, y_bound=y_b).fit(X, y)
+                                    bounds_X=est.bounds_X_ if bounds_X is None else bounds_X,
+                                    y_bound=y_b).fit(X, y)
+            assert not model.mean_only_
             Xs, ys = model.domain_scaler().scale(X[i: i + 1], y[i: i + 1])
             ratios[key] = float(model.release_.row_ratio(Xs, ys, add=False)[0])
         return ratios[key]
@@ -757,3 +765,140 @@ def test_audit_whole_release_monte_carlo():
             losses.append(bound_loss + sign * s**2 / 2 + s * rng.standard_normal(draws))
         for (est_delta, se) in hockey_stick_mc(*losses, est.pdp_losses_[i]):
             assert est_delta <= delta + Z_TOL * se, (i, est_delta, se)
+
+
+def _wide_table(n, seed=0):
+    """Five loose measurement ranges and an indicator: 12 quantiles for the
+    per-range design (its rule needs n epsilon >= 2098 at the default
+    share), 2 for the label alone (n epsilon >= 999)."""
+    rng = np.random.RandomState(seed)
+    X = np.column_stack([np.minimum(2 * rng.lognormal(0, 0.8, (n, 3)), 59),
+                         rng.normal(50, 10, (n, 2)), rng.randint(0, 2, n)])
+    y = X @ np.array([0.5, -0.3, 0.2, 0.1, -0.1, 2.0]) + rng.randn(n)
+    bounds = (np.zeros(6), np.array([60.0, 60.0, 60.0, 100.0, 100.0, 1.0]))
+    return X, y, bounds, (-100.0, 100.0)
+
+
+@pytest.mark.parametrize("add", [False, True])
+def test_label_alone_row_epsilon_matches_brute_force_refits(add):
+    """The label's two quantiles released alone: each row's exact loss
+    against the joint log-ratio over the product of the two grids, refitted
+    with and without the row (the features do not enter)."""
+    X, y, bounds, y_bound = _wide_table(50)
+    n, eps = X.shape[0], 2.0
+
+    def release(Xr, yr):
+        return BoundsRelease(None, None, y_bound, n, eps).fit(Xr, yr)
+
+    full = release(X, y)
+    assert full.source == ["y", "y"] and full.epsilon == pytest.approx(eps)
+    new_X, new_y = X[:4] * 3.0, np.array([-100.0, -2.0, 5.0, 99.0])
+    got = full.row_epsilon(new_X, new_y, add=True) if add else full.row_epsilon(X[:4], y[:4])
+    for i in range(4):
+        if add:
+            other = release(np.vstack([X, new_X[i]]), np.append(y, new_y[i]))
+            L = full.log_proba() - other.log_proba()
+        else:
+            other = release(np.delete(X, i, 0), np.delete(y, i))
+            L = other.log_proba() - full.log_proba()
+        joint = L[0][:, None] + L[1][None, :]
+        assert got[i] == pytest.approx(np.abs(joint).max(), rel=1e-12)
+    # the same row with another feature vector: the same loss
+    moved = full.row_epsilon(X[:4] * 0.5 + 1.0, y[:4], add=add)
+    assert np.array_equal(moved, full.row_epsilon(X[:4], y[:4], add=add))
+
+
+def test_label_alone_where_the_ranges_are_too_many():
+    """Between the label's rule and the per-range rule only the label's
+    range is tightened ("auto" silently, True with a warning), the features
+    keep their declared bounds; below both nothing is; the accounting is
+    that of the whole release, the same for every random_state."""
+    X, y, bounds, y_bound = _wide_table(2000)
+    params = dict(bounds_X=bounds, y_bound=y_bound, random_state=0)
+    est = AdaSSPRegressor(epsilon=0.75, tighten_bounds="auto", **params).fit(X, y)
+    rel = est.bounds_release_
+    assert rel.source == ["y", "y"] and rel.epsilon == pytest.approx(0.075)
+    assert not est.mean_only_
+    assert all(np.array_equal(a, b) for a, b in zip(est.bounds_X_, bounds))
+    assert est.y_bound_[1] - est.y_bound_[0] < 150.0
+    assert est.dp_epsilon_ <= 0.75 and est.dp_delta_ == 1e-6
+    assert est.dp_epsilon_ == pytest.approx(est.bounds_epsilon_ + est.model_epsilon_)
+    model_part = model_loss(est, X, y, add=False)
+    assert np.all(model_part <= est.model_epsilon_) and np.ptp(model_part) > 0
+    assert np.allclose(est.pdp_losses_, rel.row_epsilon(X, y) + model_part)
+    others = [AdaSSPRegressor(**{**est.get_params(), "random_state": s}).fit(X, y)
+              for s in (1, 2, 3)]
+    assert len({o.y_bound_ for o in others}) > 1  # other released ranges, same losses
+    for other in others:
+        assert np.array_equal(other.pdp_losses_, est.pdp_losses_)
+        assert other.dp_epsilon_ == est.dp_epsilon_
+    # new rows are clipped to the declared feature bounds only
+    far = X[:5] * 10.0
+    assert np.allclose(est.predict(far), np.clip(far, *bounds) @ est.coef_ + est.intercept_)
+    with pytest.warns(BoundsWarning, match="only the label's range is tightened"):
+        forced = AdaSSPRegressor(epsilon=0.75, tighten_bounds=True, **params).fit(X, y)
+    assert np.array_equal(forced.pdp_losses_, est.pdp_losses_)
+    # enough rows for every range: the per-range design
+    assert AdaSSPRegressor(epsilon=1.1, tighten_bounds="auto", **params).fit(
+        X, y).bounds_release_.n_quantiles == 12
+    # too few for the label's rule too: nothing is tightened
+    small = AdaSSPRegressor(epsilon=0.45, tighten_bounds="auto", **params).fit(X, y)
+    assert not hasattr(small, "bounds_release_") and small.dp_epsilon_ == 0.45
+    # every estimator: within the budget, its model part its guarantee
+    ops = OPSRegressor(epsilon=0.75, tighten_bounds="auto", **params).fit(X, y)
+    assert ops.bounds_release_.source == ["y", "y"] and ops.dp_epsilon_ <= 0.75
+    assert np.allclose(ops.pdp_losses_,
+                       ops.bounds_release_.row_epsilon(X, y) + ops.model_epsilon_)
+
+
+def test_label_alone_adassp_model_part_bounds_every_plausible_release():
+    """With the label alone released, AdaSSP's charge for the model covers
+    the model refitted at the corners of the label's plausible range and
+    inside it (features at their declared bounds), removed and added rows."""
+    X, y, bounds, y_bound = _wide_table(2000)
+    est = AdaSSPRegressor(epsilon=0.75, bounds_X=bounds, y_bound=y_bound,
+                          tighten_bounds="auto", random_state=0).fit(X, y)
+    rel = est.bounds_release_
+    ranges = rel.plausible(rel.event_)
+    charged = model_loss(est, X, y, add=False)
+    targets = X[:30] * np.linspace(0.5, 2.0, 30)[:, None]
+    charged_add = model_loss(est, targets, y[:30], add=True)
+    charged_worst = model_loss(est, targets, None, add=True)
+    ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
+    inside = [np.flatnonzero((ends[k] >= ranges[k, 0]) & (ends[k] <= ranges[k, 1]))
+              for k in range(2)]
+    rng = np.random.RandomState(0)
+    picks = [(inside[0][0], inside[1][-1]), (inside[0][-1], inside[1][0])] + [
+        (rng.choice(inside[0]), rng.choice(inside[1])) for _ in range(3)]
+    for a, b in picks:
+        y_b = tuple(sorted((ends[0, a], ends[1, b])))
+        model = AdaSSPRegressor(epsilon=est.model_epsilon_, delta=1e-6 - rel.event_,
+                                y_bound=y_b, bounds_X=bounds, random_state=0).fit(X, y)
+        assert np.all(model.pdp_losses_ <= charged + 1e-9)
+        assert np.all(model.pdp_epsilon(targets, y[:30]) <= charged_add + 1e-9)
+        assert np.all(model.pdp_epsilon(targets) <= charged_worst + 1e-9)
+
+
+def test_search_and_dask_release_the_label_alone():
+    """A private search tightens the label alone once, before the parts, on
+    the rule's band; Dask input gives the same counts and losses."""
+    da = pytest.importorskip("dask.array")
+    X, y, bounds, y_bound = _wide_table(2000)
+    est = AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds="auto")
+    searches = [PrivateGridSearchCV(est, {"fit_intercept": [True, False]}, epsilon=0.75,
+                                    random_state=seed).fit(X, y) for seed in (0, 4)]
+    search = searches[0]
+    assert search.bounds_release_.source == ["y", "y"]
+    assert np.array_equal(search.bounds_X_[1], bounds[1])
+    assert search.best_estimator_.y_bound_ == search.y_bound_ != y_bound
+    assert search.dp_epsilon_ <= 0.75 and search.dp_delta_ <= 1e-6
+    assert np.all(search.pdp_losses_ <= search.dp_epsilon_ + 1e-12)
+    assert np.array_equal(searches[1].pdp_losses_, search.pdp_losses_)
+    params = dict(epsilon=0.75, bounds_X=bounds, y_bound=y_bound, tighten_bounds="auto",
+                  random_state=0)
+    mem = AdaSSPRegressor(**params).fit(X, y)
+    lazy = AdaSSPRegressor(**params).fit(da.from_array(X, chunks=500),
+                                         da.from_array(y, chunks=500))
+    assert np.array_equal(lazy.bounds_release_.counts_, mem.bounds_release_.counts_)
+    assert lazy.y_bound_ == mem.y_bound_
+    assert np.allclose(lazy.pdp_losses_.compute(), mem.pdp_losses_)
