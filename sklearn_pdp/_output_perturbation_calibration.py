@@ -42,15 +42,19 @@ def ridge_row_sensitivity(ridge, Xs, ys, in_sample):
         return np.abs(_ridge_shift(stats, in_sample)) * np.sqrt(stats["inverse_norm2"])
 
 
-# AdaptiveRidge: share of the squared Gaussian ratio spent on lambda_min, and
-# of delta on the failure of its lower bound.
+# AdaptiveRidge: share of the squared Gaussian ratio spent on lambda_min, on
+# the means of the rows and labels (with an intercept), and of delta on the
+# failure of the eigenvalue's lower bound.
 _EIGEN_SHARE = 0.1
+_MEANS_SHARE = 0.05
 _BOUND_DELTA_SHARE = 0.5
 # Number of candidate ridges (a public geometric grid).
 _ALPHA_GRID = 400
 # Largest noise variance of a prediction at a unit row (labels in [-1, 1])
-# that the private ridge allows, as AdaOPS's target.
+# that the private ridge allows, as AdaOPS's target; larger with an intercept,
+# whose noise the released means replace.
 _NOISE_TARGET = 1e-3
+_CENTRED_NOISE_TARGET = 3e-3
 # The floor cell's (nothing known of the conditioning, the slopes shrunk all
 # but to 0): labels that vary little are not to pay for the intercept's noise.
 _FLOOR_NOISE = 1e-5
@@ -100,9 +104,14 @@ class AdaptiveRidge(EigenCells):
         self.delta_gauss = delta - delta_bound
         self.budget = float(epsilon)
         mu = 1.0 / gaussian_noise_scale(epsilon, self.delta_gauss)
+        means_share = _MEANS_SHARE if intercept else 0.0
         self.ratio_eigen = np.sqrt(_EIGEN_SHARE) * mu
-        self.ratio_output = np.sqrt(1.0 - _EIGEN_SHARE) * mu
+        self.ratio_means = np.sqrt(means_share) * mu
+        self.ratio_output = np.sqrt(1.0 - _EIGEN_SHARE - means_share) * mu
         super().__init__(self.ratio_eigen, delta_bound, n_samples, intercept)
+        # the means' noise: a row moves them by at most means_max_change(n)
+        self.means_noise = (means_max_change(n_samples) / self.ratio_means if intercept
+                            else np.inf)
         self.n_samples = n_samples
         self.intercept = intercept
         self.coords = order
@@ -131,7 +140,8 @@ class AdaptiveRidge(EigenCells):
         best = np.argmin(bias + self.coords * noise2)
         # labels that vary little: no smaller ridge than the one whose noise
         # at a unit row (with the constant) is at the target (noise2 falls)
-        quiet = np.flatnonzero((1.0 + self.intercept) * noise2 <= _NOISE_TARGET)
+        target = _CENTRED_NOISE_TARGET if self.intercept else _NOISE_TARGET
+        quiet = np.flatnonzero((1.0 + self.intercept) * noise2 <= target)
         if quiet.size:
             best = max(best, quiet[0])
         # never more than the public rule's, whose noise at the global
@@ -150,10 +160,50 @@ class AdaptiveRidge(EigenCells):
     def slope_noise(self, cell):
         return self.noise(cell) ** 2
 
+    def ratio(self, eigen, ridge, means):
+        """A row's Gaussian ratio from its changes of lambda_min and of the
+        means, and its largest ridge ratio over its window's cells."""
+        return np.sqrt((eigen / self.eigen_noise) ** 2 + ridge**2
+                       + (means / self.means_noise) ** 2)
+
+    def center(self, coef, means, cell):
+        """Post-processing: with an intercept, the intercept of the released
+        slopes at the released means (``means``: the rows' then the label's),
+        ``mean(y) - mean(x)^T slopes``, where its noise variance
+        ``means_noise^2 (1 + ||slopes||^2)`` is below the released
+        intercept's ``noise(cell)^2``: the slopes' noise then enters a prediction
+        only through ``x - mean(x)``. Returns the coefficients and whether
+        the intercept was replaced."""
+        if not self.intercept:
+            return coef, False
+        slopes = coef[:-1]
+        if not self.means_noise**2 * (1.0 + slopes @ slopes) < self.noise(cell) ** 2:
+            return coef, False
+        out = np.array(coef, dtype=np.float64)
+        out[-1] = means[-1] - means[:-1] @ slopes
+        return out, True
+
     def epsilon(self, ratio, cap=True):
         eps = gaussian_epsilon(self.delta_gauss, ratio)
         # a row at the largest ratios costs exactly the budget
         return np.minimum(eps, self.budget) if cap else eps
+
+
+def means_max_change(n_samples):
+    """Largest ||mean(z) - mean(z without a row)|| of the rows z = (x, y)
+    (``x`` without the constant) over data sets of ``n_samples`` rows in the
+    domain: ``||z_i - mean(z)|| / (n - 1)`` with ``||z_i - mean(z)|| <= (n - 1)
+    / n * 2 sqrt(2)`` (rows in the unit ball, labels in [-1, 1])."""
+    return 2.0 * np.sqrt(2.0) / n_samples
+
+
+def means_change(mean, n_samples, Xs, ys, add):
+    """Exact ||mean(z) - mean(z')|| of each row removed from the data
+    (``add`` False; ``mean`` the data's means, the label's last) or added:
+    ``||z - mean(z)|| / (n - 1)`` or ``/ (n + 1)``."""
+    z = np.column_stack([Xs[:, : mean.shape[0] - 1], ys])
+    gap = np.sqrt(np.einsum("ij,ij->i", z - mean, z - mean))
+    return gap / (n_samples + 1.0 if add else n_samples - 1.0)
 
 
 def conditional_sensitivity(lower, alpha, n_samples, intercept):

@@ -26,6 +26,7 @@ from ._output_perturbation_calibration import (
     _ridge_shift,
     ball_ridge,
     ball_sensitivity,
+    means_change,
     norm_exponential_noise,
     output_perturbation_auto_alpha,
     output_perturbation_sensitivity,
@@ -369,7 +370,7 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
     statistics of the private data.
     """
 
-    _private = ("ridge", "center", "XtX", "Xty", "eig", "mean", "cells")
+    _private = ("ridge", "center", "XtX", "Xty", "eig", "mean", "means", "cells")
 
     def __init__(self, *, adaptive, **common):
         super().__init__(alpha=np.nan, **common)
@@ -388,6 +389,9 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
                       scaler=scaler, n_samples=n, delta=delta, guarantee=guarantee)
         release.eig, release.mean = scatter_eigen(XtX, n, intercept)
         release.XtX, release.Xty = XtX, Xty
+        # the rows' and the label's means (the constant's row of the Gram)
+        release.means = (np.append(XtX[-1, :-1], Xty[-1]) / n if intercept
+                         else np.zeros(0))
         release.cells = {}
         return release
 
@@ -407,6 +411,9 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
         coef, self.signal_ridge = adaptive.shrink(super().release(rng), self.cell)
         if np.isinf(self.signal_ridge):
             self.reason = NO_SIGNAL
+        self.released_means = self.means + adaptive.means_noise * rng.standard_normal(
+            self.means.shape[0])
+        coef, self.centred = adaptive.center(coef, self.released_means, self.cell)
         return coef
 
     def draw(self, rng, size=None):
@@ -419,7 +426,10 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
                 "noise_scale_": self.noise_scale,
                 "lowest_eigenvalue_": self.lowest_eigenvalue,
                 "eigen_noise_": self.adaptive.eigen_noise,
-                "signal_ridge_": self.signal_ridge}
+                "signal_ridge_": self.signal_ridge,
+                "released_means_": self.released_means,
+                "means_noise_": self.adaptive.means_noise,
+                "centred_intercept_": self.centred}
 
     def cell_ridge(self, cell):
         """The non-private ridge solution at a cell's ridge (cached)."""
@@ -442,7 +452,9 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
         for cell in adaptive.reachable(self.eig[0][0]):
             ratio = ridge_row_sensitivity(self.cell_ridge(cell), Xs, ys, in_sample)
             second = np.maximum(second, ratio / adaptive.noise(cell))
-        return np.hypot(first / adaptive.eigen_noise, second)
+        third = (means_change(self.means, self.n_samples, Xs, ys, add=not in_sample)
+                 if self.intercept else 0.0)
+        return adaptive.ratio(first, second, third)
 
     def row_losses(self, add=False):
         """Training rows as a :class:`TwoStageRows`: the ratio of each row,

@@ -3,14 +3,16 @@
 
 A row's exact loss (:class:`~sklearn_pdp._output_perturbation_release.PrivateRidgeRelease`)
 is the Gaussian epsilon at ``delta - delta_bound`` of its ratio
-``sqrt(s_1^2 + max_k s_2k^2)``: its change of lambda_min over the eigenvalue's
-noise, and its ridge sensitivity at each cell k of its window over that cell's
+``sqrt(s_1^2 + max_k s_2k^2 + s_3^2)``: its change of lambda_min over the eigenvalue's
+noise, its ridge sensitivity at each cell k of its window over that cell's
+noise, and (with an intercept) its change of the released means over their
 noise. From a published report alone each part is bounded with high
 probability: lambda_min from the released eigenvalue (and Weyl's bound on
 the noisy Gram), hence the window's cells; its change from the noisy feature
 mean; each cell's sensitivity from the leverage bounds of the noisy Gram at
 the cell's ridge, floored by that lambda_min, and the residual against the
-released coefficients moved to the cell's ridge.
+released coefficients moved to the cell's ridge; the means' change by its
+global bound.
 """
 
 import numpy as np
@@ -19,7 +21,7 @@ from scipy.stats import chi2
 
 from ._accounting import gaussian_epsilon, gaussian_noise_scale
 from ._eigen import eigen_max_change
-from ._output_perturbation_calibration import conditional_sensitivity
+from ._output_perturbation_calibration import conditional_sensitivity, means_max_change
 from ._ridge_system import leave_one_out
 
 
@@ -124,14 +126,17 @@ class PrivateRidgeLaw(EigenWindowLaw):
                                               self.intercept)) / ad.noise(k)
                 for k in cells
             )
-            first = eigen_max_change(n + 1, self.intercept) / ad.eigen_noise
-            self._cap_ratio = max(self._removal_ratio(), float(np.hypot(first, second)))
+            first = eigen_max_change(n + 1, self.intercept)
+            # the means move by at most that of n + 1 rows <= n rows'
+            means = means_max_change(n) if self.intercept else 0.0
+            self._cap_ratio = max(self._removal_ratio(), float(ad.ratio(first, second, means)))
         return self._cap_ratio
 
     def _removal_ratio(self):
-        """The guarantee's ratio mu = sqrt(s_1^2 + s_2^2)."""
+        """The guarantee's ratio mu = sqrt(s_1^2 + s_2^2 + s_3^2) (s_3 the
+        means', 0 without an intercept)."""
         ad = self.adaptive
-        return float(np.hypot(ad.ratio_eigen, ad.ratio_output))
+        return float(np.sqrt(ad.ratio_eigen**2 + ad.ratio_output**2 + ad.ratio_means**2))
 
     def _gauss_delta(self, delta):
         return delta - self.adaptive.delta_bound
@@ -201,8 +206,9 @@ class PrivateRidgeLaw(EigenWindowLaw):
             if key not in bounds:
                 bounds[key] = self.cell_sensitivity(published, Xs, *key, residual, noise)
             second = np.maximum(second, bounds[key] / ad.noise(k))
-        first = published.eigen_change_bound(Xs) / ad.eigen_noise
-        return {"ratio": np.hypot(first, second)}
+        # the means' change: at most the global one's (its ratio s_3)
+        means = means_max_change(self.n_samples) if self.intercept else 0.0
+        return {"ratio": ad.ratio(published.eigen_change_bound(Xs), second, means)}
 
     def cell_sensitivity(self, published, Xs, alpha, floor, residual, noise):
         """Upper bound on each row's ridge sensitivity ``|r| ||H^{-1} x||``

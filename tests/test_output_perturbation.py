@@ -477,9 +477,15 @@ def _scatter_lowest(Xs, intercept):
     return np.linalg.eigvalsh(X.T @ X)[0]
 
 
+def _means(Xs, ys, intercept):
+    """The rows' (without the constant) and the label's means, from scratch."""
+    return np.append(Xs[:, :-1].mean(axis=0), ys.mean()) if intercept else np.zeros(0)
+
+
 def _brute_adaptive_ratios(reg, Xs, ys, X_new=None, y_new=None):
-    """Each row's ratio sqrt(s_1^2 + max_k s_2k^2) by refits: removed
-    (``X_new`` None) or added (the rows of ``X_new``)."""
+    """Each row's ratio sqrt(s_1^2 + max_k s_2k^2 + s_3^2) by refits: removed
+    (``X_new`` None) or added (the rows of ``X_new``); s_3 the change of the
+    means over their noise (0 without an intercept)."""
     release, intercept = reg.release_.adaptive, reg.fit_intercept
     lowest = _scatter_lowest(Xs, intercept)
     cells = list(release.reachable(lowest))
@@ -495,7 +501,8 @@ def _brute_adaptive_ratios(reg, Xs, ys, X_new=None, y_new=None):
         second = max(np.linalg.norm(full[k] - _ridge(Xo, yo, release.alpha(k),
                                                      intercept=intercept)) / release.noise(k)
                      for k in cells)
-        ratios.append(np.hypot(first, second))
+        third = np.linalg.norm(_means(Xs, ys, intercept) - _means(Xo, yo, intercept))
+        ratios.append(np.sqrt(first**2 + second**2 + (third / release.means_noise) ** 2))
     return np.array(ratios)
 
 
@@ -553,7 +560,12 @@ def test_private_ridge_is_calibrated_to_the_budget(fit_intercept):
 
     n, d = 3000, 4
     release = AdaptiveRidge(1.5, 1e-6, n, d + fit_intercept, fit_intercept)
-    mu = np.hypot(release.ratio_eigen, release.ratio_output)
+    mu = np.sqrt(release.ratio_eigen**2 + release.ratio_output**2 + release.ratio_means**2)
+    # the means' share only with an intercept, at their global change
+    assert (release.ratio_means > 0) == fit_intercept
+    if fit_intercept:
+        assert release.means_noise * release.ratio_means == pytest.approx(
+            2 * np.sqrt(2) / n, rel=1e-12)
     assert gaussian_delta(1.5, mu) + release.delta_bound == pytest.approx(1e-6, rel=1e-6)
     assert stats.norm.sf(release.margin / release.eigen_noise - release.change
                          / release.eigen_noise) == pytest.approx(release.delta_bound)
@@ -659,6 +671,9 @@ def _joint_delta(reg, Xs, ys, Xo, yo, epsilon, flip=False):
         move = np.linalg.norm(_ridge(Xs, ys, alpha, intercept=intercept)
                               - _ridge(Xo, yo, alpha, intercept=intercept))
         ratio[k_of == k] = move / release.noise(k)
+    # the released means: a Gaussian of their own noise, independent of the cell
+    means = np.linalg.norm(_means(Xs, ys, intercept) - _means(Xo, yo, intercept))
+    ratio = np.hypot(ratio, means / release.means_noise)
     p = stats.norm.pdf(grid, lam, sigma)
     q = stats.norm.pdf(grid, other, sigma)
     if flip:
