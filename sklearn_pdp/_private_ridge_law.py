@@ -11,8 +11,8 @@ probability: lambda_min from the released eigenvalue (and Weyl's bound on
 the noisy Gram), hence the window's cells; its change from the noisy feature
 mean; each cell's sensitivity from the leverage bounds of the noisy Gram at
 the cell's ridge, floored by that lambda_min, and the residual against the
-released coefficients moved to the cell's ridge; the means' change by its
-global bound.
+released coefficients moved to the cell's ridge; the means' change from the
+released means.
 """
 
 import numpy as np
@@ -97,8 +97,8 @@ class PrivateRidgeLaw(EigenWindowLaw):
     """The published-report law of the private ridge (a mixin of
     :class:`~sklearn_pdp._output_perturbation_release.PrivateRidgeRelease`):
     reads only its public attributes (``adaptive``, ``lowest_eigenvalue``,
-    ``alpha``, ``noise_scale``, ``coef``, ``delta``, ``n_samples``,
-    ``intercept``) and the published report.
+    ``alpha``, ``noise_scale``, ``coef``, ``released_means``, ``delta``,
+    ``n_samples``, ``intercept``) and the published report.
 
     Row statistics are ``{"ratio": s}``, the Gaussian ratio of the model's
     two stages (exact from :meth:`statistics`, an upper bound from
@@ -193,12 +193,13 @@ class PrivateRidgeLaw(EigenWindowLaw):
         valid with probability at least ``1 - published.beta``: beta/2 on the
         Gram noise (:meth:`PublishedReport.noise_bound`), beta/8 on the
         eigenvalue's noise, beta/4 on the coefficients' noise along the row,
-        beta/8 on its norm."""
+        beta/16 on its norm and beta/16 on the means' noise
+        (:meth:`means_bound`)."""
         ad, beta = self.adaptive, published.beta
         low, high = self.eigen_interval(published, beta / 8.0)
         residual = published.observed_residual(Xs, ys) + self.residual_margin(
             beta / 4.0, {"norm2": np.einsum("ij,ij->i", Xs, Xs)})
-        noise = self.noise_scale * np.sqrt(chi2.isf(beta / 8.0, self.coef.size))
+        noise = self.noise_scale * np.sqrt(chi2.isf(beta / 16.0, self.coef.size))
         second = np.zeros(Xs.shape[0])
         bounds = {}  # cells of one ridge and floor share their bound
         for k, *key in self.window(low, high):
@@ -206,9 +207,21 @@ class PrivateRidgeLaw(EigenWindowLaw):
             if key not in bounds:
                 bounds[key] = self.cell_sensitivity(published, Xs, *key, residual, noise)
             second = np.maximum(second, bounds[key] / ad.noise(k))
-        # the means' change: at most the global one's (its ratio s_3)
-        means = means_max_change(self.n_samples) if self.intercept else 0.0
+        means = self.means_bound(Xs, ys, beta / 16.0) if self.intercept else 0.0
         return {"ratio": ad.ratio(published.eigen_change_bound(Xs), second, means)}
+
+    def means_bound(self, Xs, ys, beta):
+        """Upper bound on each row's change of the means (removed or added),
+        ``||z - mean(z)|| / (n - 1)``, except with probability ``beta``: the
+        distance to the released means plus their noise's norm quantile, at
+        most the global change (``ys`` None: the worst label, an end of
+        [-1, 1])."""
+        released = self.released_means
+        x = Xs[:, : released.shape[0] - 1] - released[:-1]
+        label = 1.0 + abs(released[-1]) if ys is None else ys - released[-1]
+        gap = np.sqrt(np.einsum("ij,ij->i", x, x) + label**2)
+        gap += self.adaptive.means_noise * np.sqrt(chi2.isf(beta, released.shape[0]))
+        return np.minimum(gap / (self.n_samples - 1.0), means_max_change(self.n_samples))
 
     def cell_sensitivity(self, published, Xs, alpha, floor, residual, noise):
         """Upper bound on each row's ridge sensitivity ``|r| ||H^{-1} x||``
