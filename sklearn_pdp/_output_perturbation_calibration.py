@@ -110,8 +110,8 @@ class AdaptiveRidge(EigenCells):
         self.ratio_output = np.sqrt(1.0 - _EIGEN_SHARE - means_share) * mu
         super().__init__(self.ratio_eigen, delta_bound, n_samples, intercept)
         # the means' noise: a row moves them by at most means_max_change(n)
-        self.means_noise = (means_max_change(n_samples) / self.ratio_means if intercept
-                            else np.inf)
+        self.means_noise = (means_max_change(n_samples) / self.ratio_means
+                            if self.ratio_means > 0 else np.inf)
         self.n_samples = n_samples
         self.intercept = intercept
         self.coords = order

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.linear_model import LinearRegression
 
 from sklearn_pdp import OutputPerturbationRegressor
 from sklearn_pdp._accounting import gaussian_noise_scale
@@ -157,3 +158,105 @@ def test_slopes_without_signal_are_dropped_with_a_reason():
     assert dropped >= 15
     for other in losses[1:]:
         np.testing.assert_array_equal(other, losses[0])
+
+
+def test_released_means_recentre_the_intercept():
+    """Quiet labels at epsilon 3 land in cells above the floor, whose noise
+    target lets the intercept's own noise reach a label variance: the
+    intercept re-centred on the released means (post-processing) is
+    ``mean(y) - mean(x)^T slopes`` of the released values, and removes that
+    noise. Per fit, fresh draws of the release (coefficients, then means):
+    the mean test error of the re-centred models over the mean predictor's
+    is below that of the same draws with their own intercept by at least
+    half the intercept's noise variance over the label variance (it is the
+    whole variance less the means' noise), and their median is within 1%
+    of the mean predictor's (measured: 1.7 to 2.2 halves, medians at most
+    1.002)."""
+    gaps, centred_ratios = [], []
+    for split in range(3):
+        X, y = _quiet(split)
+        X_tr, X_te, y_tr, y_te = X[:4800], X[4800:], y[:4800], y[4800:]
+        mean_mse = np.mean((y_tr.mean() - y_te) ** 2)
+        for seed in range(2):
+            reg = OutputPerturbationRegressor(epsilon=3.0, bounds_X=(0.0, 1.0),
+                                              y_bound=(0.0, 1.0), random_state=seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FallbackWarning)
+                reg.fit(X_tr, y_tr)
+            release = reg.release_
+            assert release.cell >= 0 and reg.centred_intercept_
+            # the model: the released draw shrunk, its intercept at the released means
+            slopes, _ = release.adaptive.shrink(release.coef, release.cell)
+            expected = np.r_[slopes[:-1], release.released_means[-1]
+                             - release.released_means[:-1] @ slopes[:-1]]
+            scaler = reg.domain_scaler()
+            coef, intercept = scaler.unscale_coef(expected)
+            np.testing.assert_allclose(reg.coef_, coef, rtol=1e-12)
+            assert reg.intercept_ == pytest.approx(intercept, rel=1e-12)
+            rng = np.random.default_rng([split, seed])
+            raw, centred = [], []
+            for _ in range(200):
+                coef, _ = release.adaptive.shrink(release.draw(rng), release.cell)
+                means = release.means + reg.means_noise_ * rng.standard_normal(
+                    release.means.size)
+                moved, done = release.adaptive.center(coef, means, release.cell)
+                assert done
+                Xs = scaler.scale(X_te)
+                for model, out in ((coef, raw), (moved, centred)):
+                    pred = Xs @ model * scaler.y_half + scaler.y_mid
+                    out.append(np.mean((pred - y_te) ** 2) / mean_mse)
+            label_var = np.var(y_tr) / scaler.y_half**2
+            gaps.append((np.mean(raw) - np.mean(centred))
+                        / (0.5 * reg.noise_scale_**2 / label_var))
+            centred_ratios.append(np.median(centred))
+    assert min(gaps) >= 1.0
+    assert max(centred_ratios) <= 1.01
+
+
+def _expected_error(reg, X_te, y_te, draws=300):
+    """Test error of fresh draws of the fitted release (coefficients and
+    means, given the released cell), post-processed as the fit does."""
+    release, scaler = reg.release_, reg.domain_scaler()
+    rng = np.random.default_rng(0)
+    Xs, errors = scaler.scale(X_te), []
+    for _ in range(draws):
+        coef, _ = release.adaptive.shrink(release.draw(rng), release.cell)
+        means = release.means + release.adaptive.means_noise * rng.standard_normal(
+            release.means.size)
+        coef, _ = release.adaptive.center(coef, means, release.cell)
+        errors.append(np.mean((Xs @ coef * scaler.y_half + scaler.y_mid - y_te) ** 2))
+    return np.mean(errors)
+
+
+def test_centred_target_beats_the_former_rule(monkeypatch):
+    """Informative data (20000 rows, 5 features, signal to noise about 4)
+    at epsilon 0.3 and 1: the cells' ridge at the centred noise target, with
+    the means released and the intercept re-centred, has at most 0.9 of
+    the former rule's excess test error over least squares (target 1e-3,
+    no means: reproduced by setting the constants; measured 0.84 at
+    epsilon 0.3, 0.58-0.61 at 1), in the same released cells."""
+    import sklearn_pdp._output_perturbation_calibration as calibration
+
+    rng = np.random.default_rng(11)
+    X = rng.uniform(-1, 1, size=(25000, 5))
+    y = np.clip(X @ [0.8, -0.5, 0.3, 0.2, -0.1] + 0.3 * rng.standard_normal(25000), -3, 3)
+    X_tr, X_te, y_tr, y_te = X[:20000], X[20000:], y[:20000], y[20000:]
+    least = np.mean((LinearRegression().fit(X_tr, y_tr).predict(X_te) - y_te) ** 2)
+    for epsilon in (0.3, 1.0):
+        excess = {}
+        for rule in ("centred", "former"):
+            if rule == "former":
+                monkeypatch.setattr(calibration, "_CENTRED_NOISE_TARGET",
+                                    calibration._NOISE_TARGET)
+                monkeypatch.setattr(calibration, "_MEANS_SHARE", 0.0)
+            for seed in range(3):
+                reg = OutputPerturbationRegressor(epsilon=epsilon, bounds_X=(-1.0, 1.0),
+                                                  y_bound=(-3.0, 3.0), random_state=seed)
+                reg.fit(X_tr, y_tr)
+                assert reg.release_.cell >= 0
+                assert reg.centred_intercept_ == (rule == "centred")
+                excess.setdefault(rule, []).append(
+                    _expected_error(reg, X_te, y_te) - least)
+            monkeypatch.undo()
+        ratios = np.array(excess["centred"]) / np.array(excess["former"])
+        assert np.all(ratios <= 0.9)
