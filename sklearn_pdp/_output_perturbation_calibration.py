@@ -104,14 +104,14 @@ class AdaptiveRidge(EigenCells):
         self.delta_gauss = delta - delta_bound
         self.budget = float(epsilon)
         mu = 1.0 / gaussian_noise_scale(epsilon, self.delta_gauss)
-        means_share = _MEANS_SHARE if intercept else 0.0
         self.ratio_eigen = np.sqrt(_EIGEN_SHARE) * mu
+        # the coefficients' ratio in the floor cell (and without an
+        # intercept); above it, with an intercept, the means take a share
+        self.ratio_output = np.sqrt(1.0 - _EIGEN_SHARE) * mu
+        means_share = _MEANS_SHARE if intercept else 0.0
         self.ratio_means = np.sqrt(means_share) * mu
-        self.ratio_output = np.sqrt(1.0 - _EIGEN_SHARE - means_share) * mu
+        self.ratio_centred = np.sqrt(1.0 - _EIGEN_SHARE - means_share) * mu
         super().__init__(self.ratio_eigen, delta_bound, n_samples, intercept)
-        # the means' noise: a row moves them by at most means_max_change(n)
-        self.means_noise = (means_max_change(n_samples) / self.ratio_means
-                            if self.ratio_means > 0 else np.inf)
         self.n_samples = n_samples
         self.intercept = intercept
         self.coords = order
@@ -127,15 +127,25 @@ class AdaptiveRidge(EigenCells):
         self.floor_ridge = output_perturbation_auto_alpha(
             epsilon, delta, n_samples, order - int(intercept), intercept, target=_FLOOR_NOISE)
 
-    def _noise(self, lower, alphas):
-        return conditional_sensitivity(lower, alphas, self.n_samples,
-                                       self.intercept) / self.ratio_output
+    def output_ratio(self, cell):
+        """The coefficients' Gaussian ratio in ``cell``."""
+        return self.ratio_output if cell < 0 else self.ratio_centred
+
+    def means_noise(self, cell):
+        """The released means' noise in ``cell`` (a row moves them by at most
+        :func:`means_max_change`); ``inf`` where none are released: the
+        floor cell, whose noise target keeps the intercept's noise small
+        already, and without an intercept."""
+        if cell < 0 or not self.ratio_means > 0:
+            return np.inf
+        return means_max_change(self.n_samples) / self.ratio_means
 
     def alpha(self, cell):
         if cell < 0:
             return self.floor_ridge
         lower = self.floor(cell)
-        noise2 = self._noise(lower, self.alphas) ** 2
+        noise2 = (conditional_sensitivity(lower, self.alphas, self.n_samples, self.intercept)
+                  / self.output_ratio(cell)) ** 2
         bias = (self.alphas / (lower + self.alphas)) ** 2
         best = np.argmin(bias + self.coords * noise2)
         # labels that vary little: no smaller ridge than the one whose noise
@@ -155,29 +165,28 @@ class AdaptiveRidge(EigenCells):
                                              self.n_samples, self.intercept))
 
     def noise(self, cell):
-        return self.sensitivity(cell) / self.ratio_output
+        return self.sensitivity(cell) / self.output_ratio(cell)
 
     def slope_noise(self, cell):
         return self.noise(cell) ** 2
 
-    def ratio(self, eigen, ridge, means):
-        """A row's Gaussian ratio from its changes of lambda_min and of the
-        means, and its largest ridge ratio over its window's cells."""
-        return np.sqrt((eigen / self.eigen_noise) ** 2 + ridge**2
-                       + (means / self.means_noise) ** 2)
+    def stage_ratio(self, cell, ridge, means):
+        """A row's Gaussian ratio of the second stage in ``cell``: its ridge
+        sensitivity there and its change of the means."""
+        return np.hypot(ridge / self.noise(cell), means / self.means_noise(cell))
 
     def center(self, coef, means, cell):
         """Post-processing: with an intercept, the intercept of the released
         slopes at the released means (``means``: the rows' then the label's),
         ``mean(y) - mean(x)^T slopes``, where its noise variance
-        ``means_noise^2 (1 + ||slopes||^2)`` is below the released
+        ``means_noise(cell)^2 (1 + ||slopes||^2)`` is below the released
         intercept's ``noise(cell)^2``: the slopes' noise then enters a prediction
         only through ``x - mean(x)``. Returns the coefficients and whether
         the intercept was replaced."""
         if not self.intercept:
             return coef, False
         slopes = coef[:-1]
-        if not self.means_noise**2 * (1.0 + slopes @ slopes) < self.noise(cell) ** 2:
+        if not self.means_noise(cell) ** 2 * (1.0 + slopes @ slopes) < self.noise(cell) ** 2:
             return coef, False
         out = np.array(coef, dtype=np.float64)
         out[-1] = means[-1] - means[:-1] @ slopes

@@ -411,9 +411,13 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
         coef, self.signal_ridge = adaptive.shrink(super().release(rng), self.cell)
         if np.isinf(self.signal_ridge):
             self.reason = NO_SIGNAL
-        self.released_means = self.means + adaptive.means_noise * rng.standard_normal(
-            self.means.shape[0])
-        coef, self.centred = adaptive.center(coef, self.released_means, self.cell)
+        self.released_means = None
+        if np.isfinite(adaptive.means_noise(self.cell)):
+            self.released_means = self.means + adaptive.means_noise(
+                self.cell) * rng.standard_normal(self.means.shape[0])
+            coef, self.centred = adaptive.center(coef, self.released_means, self.cell)
+        else:
+            self.centred = False
         return coef
 
     def draw(self, rng, size=None):
@@ -428,7 +432,7 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
                 "eigen_noise_": self.adaptive.eigen_noise,
                 "signal_ridge_": self.signal_ridge,
                 "released_means_": self.released_means,
-                "means_noise_": self.adaptive.means_noise,
+                "means_noise_": self.adaptive.means_noise(self.cell),
                 "centred_intercept_": self.centred}
 
     def cell_ridge(self, cell):
@@ -448,13 +452,13 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
         x = Xs[:, : self.mean.shape[0]]
         first = eigen_change(self.eig, self.mean, self.n_samples, x,
                              intercept=self.intercept, add=not in_sample)
+        means = (means_change(self.means, self.n_samples, Xs, ys, add=not in_sample)
+                 if self.intercept else 0.0)
         second = np.zeros(Xs.shape[0])
         for cell in adaptive.reachable(self.eig[0][0]):
-            ratio = ridge_row_sensitivity(self.cell_ridge(cell), Xs, ys, in_sample)
-            second = np.maximum(second, ratio / adaptive.noise(cell))
-        third = (means_change(self.means, self.n_samples, Xs, ys, add=not in_sample)
-                 if self.intercept else 0.0)
-        return adaptive.ratio(first, second, third)
+            ridge = ridge_row_sensitivity(self.cell_ridge(cell), Xs, ys, in_sample)
+            second = np.maximum(second, adaptive.stage_ratio(cell, ridge, means))
+        return np.hypot(first / adaptive.eigen_noise, second)
 
     def row_losses(self, add=False):
         """Training rows as a :class:`TwoStageRows`: the ratio of each row,

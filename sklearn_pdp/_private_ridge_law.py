@@ -120,23 +120,23 @@ class PrivateRidgeLaw(EigenWindowLaw):
             n = self.n_samples
             # lambda_min(S) <= trace(S) <= n: no window reaches further
             cells = range(-1, ad.cell(n + ad.reach) + 1)
+            # the means move by at most those of n + 1 rows <= n rows'
+            means = means_max_change(n) if self.intercept else 0.0
             second = max(
-                float(conditional_sensitivity(max(ad.floor(k) + ad.margin - ad.reach, 0.0)
-                                              if k >= 0 else 0.0, ad.alpha(k), n + 1,
-                                              self.intercept)) / ad.noise(k)
+                float(ad.stage_ratio(k, conditional_sensitivity(
+                    max(ad.floor(k) + ad.margin - ad.reach, 0.0) if k >= 0 else 0.0,
+                    ad.alpha(k), n + 1, self.intercept), means))
                 for k in cells
             )
-            first = eigen_max_change(n + 1, self.intercept)
-            # the means move by at most that of n + 1 rows <= n rows'
-            means = means_max_change(n) if self.intercept else 0.0
-            self._cap_ratio = max(self._removal_ratio(), float(ad.ratio(first, second, means)))
+            first = eigen_max_change(n + 1, self.intercept) / ad.eigen_noise
+            self._cap_ratio = max(self._removal_ratio(), float(np.hypot(first, second)))
         return self._cap_ratio
 
     def _removal_ratio(self):
-        """The guarantee's ratio mu = sqrt(s_1^2 + s_2^2 + s_3^2) (s_3 the
-        means', 0 without an intercept)."""
+        """The guarantee's ratio mu = sqrt(s_1^2 + s_2^2) (s_2 the floor
+        cell's, that of the coefficients and the means above it)."""
         ad = self.adaptive
-        return float(np.sqrt(ad.ratio_eigen**2 + ad.ratio_output**2 + ad.ratio_means**2))
+        return float(np.hypot(ad.ratio_eigen, ad.ratio_output))
 
     def _gauss_delta(self, delta):
         return delta - self.adaptive.delta_bound
@@ -200,28 +200,34 @@ class PrivateRidgeLaw(EigenWindowLaw):
         residual = published.observed_residual(Xs, ys) + self.residual_margin(
             beta / 4.0, {"norm2": np.einsum("ij,ij->i", Xs, Xs)})
         noise = self.noise_scale * np.sqrt(chi2.isf(beta / 16.0, self.coef.size))
+        means = self.means_bound(Xs, ys, beta / 16.0) if self.intercept else 0.0
         second = np.zeros(Xs.shape[0])
         bounds = {}  # cells of one ridge and floor share their bound
         for k, *key in self.window(low, high):
             key = tuple(key)
             if key not in bounds:
                 bounds[key] = self.cell_sensitivity(published, Xs, *key, residual, noise)
-            second = np.maximum(second, bounds[key] / ad.noise(k))
-        means = self.means_bound(Xs, ys, beta / 16.0) if self.intercept else 0.0
-        return {"ratio": ad.ratio(published.eigen_change_bound(Xs), second, means)}
+            second = np.maximum(second, ad.stage_ratio(k, bounds[key], means))
+        first = published.eigen_change_bound(Xs) / ad.eigen_noise
+        return {"ratio": np.hypot(first, second)}
 
     def means_bound(self, Xs, ys, beta):
         """Upper bound on each row's change of the means (removed or added),
         ``||z - mean(z)|| / (n - 1)``, except with probability ``beta``: the
         distance to the released means plus their noise's norm quantile, at
         most the global change (``ys`` None: the worst label, an end of
-        [-1, 1])."""
+        [-1, 1]); the global change where the release drew none (its cell
+        the floor)."""
+        worst = means_max_change(self.n_samples)
         released = self.released_means
+        if released is None:
+            return np.full(Xs.shape[0], worst)
         x = Xs[:, : released.shape[0] - 1] - released[:-1]
         label = 1.0 + abs(released[-1]) if ys is None else ys - released[-1]
         gap = np.sqrt(np.einsum("ij,ij->i", x, x) + label**2)
-        gap += self.adaptive.means_noise * np.sqrt(chi2.isf(beta, released.shape[0]))
-        return np.minimum(gap / (self.n_samples - 1.0), means_max_change(self.n_samples))
+        gap += self.adaptive.means_noise(self.cell) * np.sqrt(
+            chi2.isf(beta, released.shape[0]))
+        return np.minimum(gap / (self.n_samples - 1.0), worst)
 
     def cell_sensitivity(self, published, Xs, alpha, floor, residual, noise):
         """Upper bound on each row's ridge sensitivity ``|r| ||H^{-1} x||``

@@ -221,8 +221,8 @@ def _expected_error(reg, X_te, y_te, draws=300):
     Xs, errors = scaler.scale(X_te), []
     for _ in range(draws):
         coef, _ = release.adaptive.shrink(release.draw(rng), release.cell)
-        means = release.means + release.adaptive.means_noise * rng.standard_normal(
-            release.means.size)
+        means = release.means + release.adaptive.means_noise(
+            release.cell) * rng.standard_normal(release.means.size)
         coef, _ = release.adaptive.center(coef, means, release.cell)
         errors.append(np.mean((Xs @ coef * scaler.y_half + scaler.y_mid - y_te) ** 2))
     return np.mean(errors)

@@ -851,9 +851,11 @@ def _redraw_private_ridge(report, rng, draw=_gaussian_draw):
     cell = ad.cell(law.lowest_eigenvalue)
     law.cell, law.alpha, law.noise_scale = cell, ad.alpha(cell), ad.noise(cell)
     law.coef = draw(release.cell_ridge(cell), law.noise_scale, rng)
-    if getattr(law, "released_means", None) is not None:  # output perturbation's means
-        law.released_means = release.means + ad.means_noise * rng.standard_normal(
-            release.means.size)
+    if hasattr(law, "released_means"):  # output perturbation's means, above the floor
+        law.released_means = None
+        if np.isfinite(ad.means_noise(cell)):
+            law.released_means = release.means + ad.means_noise(cell) * rng.standard_normal(
+                release.means.size)
     other = copy.copy(published)
     other.law = law
     other.noisy_gram = release.XtX + published.noise_scale * gram_noise(
