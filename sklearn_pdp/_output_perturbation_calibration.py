@@ -75,28 +75,34 @@ class AdaptiveRidge(EigenCells):
        its floor L_k: with probability at least 1 - delta_bound, L_k is below
        lambda_min of both the data set and any neighbour.
     3. ``theta = theta_hat(alpha_k) + sigma_2k N(0, I)``, with ``sigma_2k =
-       Delta(L_k, alpha_k) / s_2``, ``s_2^2 = 0.9 mu^2``, Delta the largest
-       change of the ridge solution by one row over data sets whose
-       lambda_min(S) is at least L_k (:func:`conditional_sensitivity`), and
-       alpha_k the candidate ridge that minimises the squared bias factor
-       ``(alpha / (L_k + alpha))^2`` plus the noise variance p sigma_2^2,
-       raised to meet the noise target ``_NOISE_TARGET`` at a unit row, and
-       at most the public rule's (:func:`output_perturbation_auto_alpha`);
-       the floor cell L = 0 takes the public rule at the smaller target
-       ``_FLOOR_NOISE``, a ridge at least the public rule's.
-    4. Post-processing (:meth:`shrink`): the released slopes are shrunk to
-       0 where they show no signal above their noise.
+       Delta(L_k, alpha_k) / s_2k``, Delta the largest change of the ridge
+       solution by one row over data sets whose lambda_min(S) is at least
+       L_k (:func:`conditional_sensitivity`), and alpha_k the candidate
+       ridge that minimises the squared bias factor ``(alpha / (L_k +
+       alpha))^2`` plus the noise variance p sigma_2^2, raised to meet the
+       noise target at a unit row (``_CENTRED_NOISE_TARGET`` with an
+       intercept, ``_NOISE_TARGET`` without), and at most the public rule's
+       (:func:`output_perturbation_auto_alpha`); the floor cell L = 0 takes
+       the public rule at the smaller target ``_FLOOR_NOISE``, a ridge at
+       least the public rule's. In the floor cell (and without an
+       intercept) ``s_2k^2 = 0.9 mu^2``; above it, with an intercept,
+       ``s_2k^2 = 0.85 mu^2`` and the means of the rows and of the label
+       are released with ``s_3^2 = 0.05 mu^2`` (:func:`means_max_change`).
+    4. Post-processing (:meth:`shrink`, :meth:`center`): the released slopes
+       are shrunk to 0 where they show no signal above their noise, and the
+       intercept is re-centred on the released means.
 
     Guarantee: on the event where L_k bounds lambda_min of the smaller data
-    set, both stages are Gaussian mechanisms with ratios at most s_1 and s_2
-    (the second adaptively chosen), so the pair is mu-GDP (Dong, Roth and
-    Su's adaptive composition), whose delta(epsilon) is the Gaussian
-    mechanism's; the event fails with probability at most delta_bound, which
-    adds to delta. A row's loss: the same argument with its exact ratios,
-    s_1i = |change of lambda_min| / sigma_1 and the largest s_2ki over the
-    cells the released value reaches with probability above delta_bound
-    (two tails of delta_bound / 2) under the data set or the neighbour;
-    never conditioned on the draw.
+    set, the stages are Gaussian mechanisms with ratios at most s_1 and
+    ``sqrt(s_2k^2 + s_3k^2) = sqrt(0.9) mu`` (the second chosen adaptively),
+    so the release is mu-GDP (Dong, Roth and Su's adaptive composition),
+    whose delta(epsilon) is the Gaussian mechanism's; the event fails with
+    probability at most delta_bound, which adds to delta. A row's loss: the
+    same argument with its exact ratios, s_1i = |change of lambda_min| /
+    sigma_1 and the largest ``sqrt(s_2ki^2 + s_3ki^2)`` (:meth:`stage_ratio`)
+    over the cells the released value reaches with probability above
+    delta_bound (two tails of delta_bound / 2) under the data set or the
+    neighbour; never conditioned on the draw.
     """
 
     def __init__(self, epsilon, delta, n_samples, order, intercept):

@@ -358,16 +358,20 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
     The fit's draw releases lambda_min(S) + N(0, eigen_noise^2), then the
     ridge solution at the ridge of the released value's cell plus Gaussian
     noise calibrated to the sensitivity of every data set whose lambda_min
-    is above the cell's lower bound; the estimator's coefficients are that
-    draw (``coef``, what a published report reads) post-processed
-    (:meth:`AdaptiveRidge.shrink`: slopes without signal set to 0). A row's
-    loss is that of the joint release, at ``delta``; the law of a published
-    report is :class:`~sklearn_pdp._private_ridge_law.PrivateRidgeLaw`.
+    is above the cell's lower bound, then (above the floor cell, with an
+    intercept) the means of the rows and of the label plus Gaussian noise
+    (``released_means``); the estimator's coefficients are that draw
+    (``coef``, what a published report reads) post-processed
+    (:meth:`AdaptiveRidge.shrink`: slopes without signal set to 0;
+    :meth:`AdaptiveRidge.center`: the intercept re-centred on the released
+    means). A row's loss is that of the joint release, at ``delta``; the
+    law of a published report is
+    :class:`~sklearn_pdp._private_ridge_law.PrivateRidgeLaw`.
 
     Holds the Gram matrix (``XtX``, ``Xty``), the scatter's eigen-system
-    (``eig``, ``mean``) and the ridge systems of the cells a row's loss
-    needs (``cells``; ``ridge`` and ``center`` the released cell's):
-    statistics of the private data.
+    (``eig``, ``mean``), the means (``means``) and the ridge systems of the
+    cells a row's loss needs (``cells``; ``ridge`` and ``center`` the
+    released cell's): statistics of the private data.
     """
 
     _private = ("ridge", "center", "XtX", "Xty", "eig", "mean", "means", "cells")
@@ -397,7 +401,7 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
 
     def release(self, rng):
         """Draws the eigenvalue, which decides the ridge and the noise, then
-        the coefficients."""
+        the coefficients, then (where the cell releases them) the means."""
         adaptive = self.adaptive
         self.lowest_eigenvalue = float(
             self.eig[0][0] + adaptive.eigen_noise * rng.standard_normal())
@@ -445,9 +449,11 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
     def ratio(self, Xs, ys, in_sample):
         """Each row's Gaussian ratio bound sqrt(s_1^2 + max_k s_2k^2)
         (:class:`AdaptiveRidge`): s_1 its exact change of lambda_min over
-        sigma_1, s_2k its exact sensitivity at cell k's ridge over cell k's
-        noise, over every cell the released value reaches with probability
-        above the bound's delta share under this data set or the neighbour."""
+        sigma_1, s_2k that of its exact sensitivity at cell k's ridge over
+        cell k's noise and of its exact change of the means over their noise
+        there (:meth:`AdaptiveRidge.stage_ratio`), over every cell the
+        released value reaches with probability above the bound's delta
+        share under this data set or the neighbour."""
         adaptive = self.adaptive
         x = Xs[:, : self.mean.shape[0]]
         first = eigen_change(self.eig, self.mean, self.n_samples, x,
