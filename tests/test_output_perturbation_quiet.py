@@ -31,6 +31,23 @@ def _quiet(seed, n=6000, d=8):
     return X, np.clip(y, 0.0, 1.0)
 
 
+def _quiet_fits(epsilon, seeds):
+    """Fits of the private ridge on the quiet tables (3 splits, ``seeds``
+    seeds each): split, seed, the fitted estimator, the test rows and
+    labels, and the mean predictor's test error."""
+    for split in range(3):
+        X, y = _quiet(split)
+        X_tr, X_te, y_tr, y_te = X[:4800], X[4800:], y[:4800], y[4800:]
+        mean_mse = np.mean((y_tr.mean() - y_te) ** 2)
+        for seed in range(seeds):
+            reg = OutputPerturbationRegressor(epsilon=epsilon, bounds_X=(0.0, 1.0),
+                                              y_bound=(0.0, 1.0), random_state=seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FallbackWarning)
+                reg.fit(X_tr, y_tr)
+            yield split, seed, reg, X_te, y_te, mean_mse
+
+
 def test_quiet_labels_stay_close_to_the_mean_predictor():
     """12 fits (3 tables x 4 seeds) at epsilon 0.3 land in the floor cell:
     every test error within 2% of the mean predictor's, their median within
@@ -40,23 +57,14 @@ def test_quiet_labels_stay_close_to_the_mean_predictor():
     it down (before the floor cell's own ridge and the test: median 1.028,
     worst 1.042)."""
     ratios, raw = [], []
-    for split in range(3):
-        X, y = _quiet(split)
-        X_tr, X_te, y_tr, y_te = X[:4800], X[4800:], y[:4800], y[4800:]
-        mean_mse = np.mean((y_tr.mean() - y_te) ** 2)
-        for seed in range(4):
-            reg = OutputPerturbationRegressor(epsilon=0.3, bounds_X=(0.0, 1.0),
-                                              y_bound=(0.0, 1.0), random_state=seed)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", FallbackWarning)
-                reg.fit(X_tr, y_tr)
-            assert reg.release_.cell < 0 and reg.signal_ridge_ > 0
-            assert reg.alpha_ == reg.release_.adaptive.floor_ridge
-            ratios.append(np.mean((reg.predict(X_te) - y_te) ** 2) / mean_mse)
-            draws = reg.release_.draw(np.random.default_rng([split, seed]), size=200)
-            scaler = reg.domain_scaler()
-            pred = scaler.scale(X_te) @ draws.T * scaler.y_half + scaler.y_mid
-            raw.append(np.median(np.mean((pred - y_te[:, None]) ** 2, axis=0)) / mean_mse)
+    for split, seed, reg, X_te, y_te, mean_mse in _quiet_fits(0.3, 4):
+        assert reg.release_.cell < 0 and reg.signal_ridge_ > 0
+        assert reg.alpha_ == reg.release_.adaptive.floor_ridge
+        ratios.append(np.mean((reg.predict(X_te) - y_te) ** 2) / mean_mse)
+        draws = reg.release_.draw(np.random.default_rng([split, seed]), size=200)
+        scaler = reg.domain_scaler()
+        pred = scaler.scale(X_te) @ draws.T * scaler.y_half + scaler.y_mid
+        raw.append(np.median(np.mean((pred - y_te[:, None]) ** 2, axis=0)) / mean_mse)
     assert max(ratios) <= 1.02
     assert np.median(ratios) <= 1.005
     assert np.median(raw) > 1.006
@@ -173,42 +181,32 @@ def test_released_means_recentre_the_intercept():
     of the mean predictor's (measured: 1.7 to 2.2 halves, medians at most
     1.002)."""
     gaps, centred_ratios = [], []
-    for split in range(3):
-        X, y = _quiet(split)
-        X_tr, X_te, y_tr, y_te = X[:4800], X[4800:], y[:4800], y[4800:]
-        mean_mse = np.mean((y_tr.mean() - y_te) ** 2)
-        for seed in range(2):
-            reg = OutputPerturbationRegressor(epsilon=3.0, bounds_X=(0.0, 1.0),
-                                              y_bound=(0.0, 1.0), random_state=seed)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", FallbackWarning)
-                reg.fit(X_tr, y_tr)
-            release = reg.release_
-            assert release.cell >= 0 and reg.centred_intercept_
-            # the model: the released draw shrunk, its intercept at the released means
-            slopes, _ = release.adaptive.shrink(release.coef, release.cell)
-            expected = np.r_[slopes[:-1], release.released_means[-1]
-                             - release.released_means[:-1] @ slopes[:-1]]
-            scaler = reg.domain_scaler()
-            coef, intercept = scaler.unscale_coef(expected)
-            np.testing.assert_allclose(reg.coef_, coef, rtol=1e-12)
-            assert reg.intercept_ == pytest.approx(intercept, rel=1e-12)
-            rng = np.random.default_rng([split, seed])
-            raw, centred = [], []
-            for _ in range(200):
-                coef, _ = release.adaptive.shrink(release.draw(rng), release.cell)
-                means = release.means + reg.means_noise_ * rng.standard_normal(
-                    release.means.size)
-                moved, done = release.adaptive.center(coef, means, release.cell)
-                assert done
-                Xs = scaler.scale(X_te)
-                for model, out in ((coef, raw), (moved, centred)):
-                    pred = Xs @ model * scaler.y_half + scaler.y_mid
-                    out.append(np.mean((pred - y_te) ** 2) / mean_mse)
-            label_var = np.var(y_tr) / scaler.y_half**2
-            gaps.append((np.mean(raw) - np.mean(centred))
-                        / (0.5 * reg.noise_scale_**2 / label_var))
-            centred_ratios.append(np.median(centred))
+    for split, seed, reg, X_te, y_te, mean_mse in _quiet_fits(3.0, 2):
+        release = reg.release_
+        assert release.cell >= 0 and reg.centred_intercept_
+        # the model: the released draw shrunk, its intercept at the released means
+        slopes, _ = release.adaptive.shrink(release.coef, release.cell)
+        expected = np.r_[slopes[:-1], release.released_means[-1]
+                         - release.released_means[:-1] @ slopes[:-1]]
+        scaler = reg.domain_scaler()
+        coef, intercept = scaler.unscale_coef(expected)
+        np.testing.assert_allclose(reg.coef_, coef, rtol=1e-12)
+        assert reg.intercept_ == pytest.approx(intercept, rel=1e-12)
+        rng = np.random.default_rng([split, seed])
+        Xs, raw, centred = scaler.scale(X_te), [], []
+        for _ in range(200):
+            coef, _ = release.adaptive.shrink(release.draw(rng), release.cell)
+            means = release.means + reg.means_noise_ * rng.standard_normal(
+                release.means.size)
+            moved, done = release.adaptive.center(coef, means, release.cell)
+            assert done
+            for model, out in ((coef, raw), (moved, centred)):
+                pred = Xs @ model * scaler.y_half + scaler.y_mid
+                out.append(np.mean((pred - y_te) ** 2) / mean_mse)
+        # the intercept's noise over the label variance (about mean_mse)
+        half = 0.5 * reg.noise_scale_**2 * scaler.y_half**2 / mean_mse
+        gaps.append((np.mean(raw) - np.mean(centred)) / half)
+        centred_ratios.append(np.median(centred))
     assert min(gaps) >= 1.0
     assert max(centred_ratios) <= 1.01
 
