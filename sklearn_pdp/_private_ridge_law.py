@@ -3,10 +3,10 @@
 
 A row's exact loss (:class:`~sklearn_pdp._output_perturbation_release.PrivateRidgeRelease`)
 is the Gaussian epsilon at ``delta - delta_bound`` of its ratio
-``sqrt(s_1^2 + max_k s_2k^2 + s_3^2)``: its change of lambda_min over the eigenvalue's
-noise, its ridge sensitivity at each cell k of its window over that cell's
-noise, and (with an intercept) its change of the released means over their
-noise. From a published report alone each part is bounded with high
+``sqrt(s_1^2 + max_k (s_2k^2 + s_3k^2))``: its change of lambda_min over
+the eigenvalue's noise, its ridge sensitivity at each cell k of its window
+over that cell's noise, and its change of the means over their noise in
+cell k (released above the floor cell, with an intercept). From a published report alone each part is bounded with high
 probability: lambda_min from the released eigenvalue (and Weyl's bound on
 the noisy Gram), hence the window's cells; its change from the noisy feature
 mean; each cell's sensitivity from the leverage bounds of the noisy Gram at
