@@ -54,8 +54,10 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         eigenvalue of the scatter, the noise is calibrated to the sensitivity
         of every data set at least that well conditioned (half of ``delta``
         covers the release's lower bound failing), and the ridge is the one
-        that minimises the slopes' shrinkage plus the noise there. "auto"
-        otherwise:
+        that minimises the slopes' shrinkage plus the noise there; above the
+        floor cell, with an intercept, a twentieth of the squared ratio
+        releases the means of the rows and of the label, on which the
+        intercept is re-centred. "auto" otherwise:
         :func:`~sklearn_pdp._output_perturbation_calibration.output_perturbation_auto_alpha`,
         a rule in the public (n, d, epsilon, delta).
     radius : float, default=None
@@ -102,6 +104,18 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         above their noise, ``inf`` where they show none (``coef_`` is then
         0); in the floor cell (``lowest_eigenvalue_`` too low to bound the
         conditioning) the James-Stein ridge of the slopes against their noise.
+    released_means_ : ndarray of shape (n_features + 1,) or None
+        With the private ridge only: the released means of the scaled rows
+        and of the scaled label (the label's last), plus their Gaussian
+        noise; None where none are released (the floor cell, or without an
+        intercept).
+    means_noise_ : float
+        With the private ridge only: the standard deviation of that noise
+        per coordinate (``inf`` where none are released).
+    centred_intercept_ : bool
+        With the private ridge only: whether the intercept is the released
+        label mean less the released rows' mean times the released slopes
+        (post-processing, where its noise is the smaller).
     {fitted_bounds}
 
     See Also

@@ -42,15 +42,19 @@ def ridge_row_sensitivity(ridge, Xs, ys, in_sample):
         return np.abs(_ridge_shift(stats, in_sample)) * np.sqrt(stats["inverse_norm2"])
 
 
-# AdaptiveRidge: share of the squared Gaussian ratio spent on lambda_min, and
-# of delta on the failure of its lower bound.
+# AdaptiveRidge: share of the squared Gaussian ratio spent on lambda_min, on
+# the means of the rows and labels (with an intercept), and of delta on the
+# failure of the eigenvalue's lower bound.
 _EIGEN_SHARE = 0.1
+_MEANS_SHARE = 0.05
 _BOUND_DELTA_SHARE = 0.5
 # Number of candidate ridges (a public geometric grid).
 _ALPHA_GRID = 400
 # Largest noise variance of a prediction at a unit row (labels in [-1, 1])
-# that the private ridge allows, as AdaOPS's target.
+# that the private ridge allows, as AdaOPS's target; larger with an intercept,
+# whose noise the released means replace.
 _NOISE_TARGET = 1e-3
+_CENTRED_NOISE_TARGET = 3e-3
 # The floor cell's (nothing known of the conditioning, the slopes shrunk all
 # but to 0): labels that vary little are not to pay for the intercept's noise.
 _FLOOR_NOISE = 1e-5
@@ -71,28 +75,34 @@ class AdaptiveRidge(EigenCells):
        its floor L_k: with probability at least 1 - delta_bound, L_k is below
        lambda_min of both the data set and any neighbour.
     3. ``theta = theta_hat(alpha_k) + sigma_2k N(0, I)``, with ``sigma_2k =
-       Delta(L_k, alpha_k) / s_2``, ``s_2^2 = 0.9 mu^2``, Delta the largest
-       change of the ridge solution by one row over data sets whose
-       lambda_min(S) is at least L_k (:func:`conditional_sensitivity`), and
-       alpha_k the candidate ridge that minimises the squared bias factor
-       ``(alpha / (L_k + alpha))^2`` plus the noise variance p sigma_2^2,
-       raised to meet the noise target ``_NOISE_TARGET`` at a unit row, and
-       at most the public rule's (:func:`output_perturbation_auto_alpha`);
-       the floor cell L = 0 takes the public rule at the smaller target
-       ``_FLOOR_NOISE``, a ridge at least the public rule's.
-    4. Post-processing (:meth:`shrink`): the released slopes are shrunk to
-       0 where they show no signal above their noise.
+       Delta(L_k, alpha_k) / s_2k``, Delta the largest change of the ridge
+       solution by one row over data sets whose lambda_min(S) is at least
+       L_k (:func:`conditional_sensitivity`), and alpha_k the candidate
+       ridge that minimises the squared bias factor ``(alpha / (L_k +
+       alpha))^2`` plus the noise variance p sigma_2^2, raised to meet the
+       noise target at a unit row (``_CENTRED_NOISE_TARGET`` with an
+       intercept, ``_NOISE_TARGET`` without), and at most the public rule's
+       (:func:`output_perturbation_auto_alpha`); the floor cell L = 0 takes
+       the public rule at the smaller target ``_FLOOR_NOISE``, a ridge at
+       least the public rule's. In the floor cell (and without an
+       intercept) ``s_2k^2 = 0.9 mu^2``; above it, with an intercept,
+       ``s_2k^2 = 0.85 mu^2`` and the means of the rows and of the label
+       are released with ``s_3^2 = 0.05 mu^2`` (:func:`means_max_change`).
+    4. Post-processing (:meth:`shrink`, :meth:`center`): the released slopes
+       are shrunk to 0 where they show no signal above their noise, and the
+       intercept is re-centred on the released means.
 
     Guarantee: on the event where L_k bounds lambda_min of the smaller data
-    set, both stages are Gaussian mechanisms with ratios at most s_1 and s_2
-    (the second adaptively chosen), so the pair is mu-GDP (Dong, Roth and
-    Su's adaptive composition), whose delta(epsilon) is the Gaussian
-    mechanism's; the event fails with probability at most delta_bound, which
-    adds to delta. A row's loss: the same argument with its exact ratios,
-    s_1i = |change of lambda_min| / sigma_1 and the largest s_2ki over the
-    cells the released value reaches with probability above delta_bound
-    (two tails of delta_bound / 2) under the data set or the neighbour;
-    never conditioned on the draw.
+    set, the stages are Gaussian mechanisms with ratios at most s_1 and
+    ``sqrt(s_2k^2 + s_3k^2) = sqrt(0.9) mu`` (the second chosen adaptively),
+    so the release is mu-GDP (Dong, Roth and Su's adaptive composition),
+    whose delta(epsilon) is the Gaussian mechanism's; the event fails with
+    probability at most delta_bound, which adds to delta. A row's loss: the
+    same argument with its exact ratios, s_1i = |change of lambda_min| /
+    sigma_1 and the largest ``sqrt(s_2ki^2 + s_3ki^2)`` (:meth:`stage_ratio`)
+    over the cells the released value reaches with probability above
+    delta_bound (two tails of delta_bound / 2) under the data set or the
+    neighbour; never conditioned on the draw.
     """
 
     def __init__(self, epsilon, delta, n_samples, order, intercept):
@@ -101,7 +111,12 @@ class AdaptiveRidge(EigenCells):
         self.budget = float(epsilon)
         mu = 1.0 / gaussian_noise_scale(epsilon, self.delta_gauss)
         self.ratio_eigen = np.sqrt(_EIGEN_SHARE) * mu
+        # the coefficients' ratio in the floor cell (and without an
+        # intercept); above it, with an intercept, the means take a share
         self.ratio_output = np.sqrt(1.0 - _EIGEN_SHARE) * mu
+        means_share = _MEANS_SHARE if intercept else 0.0
+        self.ratio_means = np.sqrt(means_share) * mu
+        self.ratio_centred = np.sqrt(1.0 - _EIGEN_SHARE - means_share) * mu
         super().__init__(self.ratio_eigen, delta_bound, n_samples, intercept)
         self.n_samples = n_samples
         self.intercept = intercept
@@ -118,20 +133,31 @@ class AdaptiveRidge(EigenCells):
         self.floor_ridge = output_perturbation_auto_alpha(
             epsilon, delta, n_samples, order - int(intercept), intercept, target=_FLOOR_NOISE)
 
-    def _noise(self, lower, alphas):
-        return conditional_sensitivity(lower, alphas, self.n_samples,
-                                       self.intercept) / self.ratio_output
+    def output_ratio(self, cell):
+        """The coefficients' Gaussian ratio in ``cell``."""
+        return self.ratio_output if cell < 0 else self.ratio_centred
+
+    def means_noise(self, cell):
+        """The released means' noise in ``cell`` (a row moves them by at most
+        :func:`means_max_change`); ``inf`` where none are released: the
+        floor cell, whose noise target keeps the intercept's noise small
+        already, and without an intercept."""
+        if cell < 0 or not self.ratio_means > 0:
+            return np.inf
+        return means_max_change(self.n_samples) / self.ratio_means
 
     def alpha(self, cell):
         if cell < 0:
             return self.floor_ridge
         lower = self.floor(cell)
-        noise2 = self._noise(lower, self.alphas) ** 2
+        noise2 = (conditional_sensitivity(lower, self.alphas, self.n_samples, self.intercept)
+                  / self.output_ratio(cell)) ** 2
         bias = (self.alphas / (lower + self.alphas)) ** 2
         best = np.argmin(bias + self.coords * noise2)
         # labels that vary little: no smaller ridge than the one whose noise
         # at a unit row (with the constant) is at the target (noise2 falls)
-        quiet = np.flatnonzero((1.0 + self.intercept) * noise2 <= _NOISE_TARGET)
+        target = _CENTRED_NOISE_TARGET if self.intercept else _NOISE_TARGET
+        quiet = np.flatnonzero((1.0 + self.intercept) * noise2 <= target)
         if quiet.size:
             best = max(best, quiet[0])
         # never more than the public rule's, whose noise at the global
@@ -145,15 +171,54 @@ class AdaptiveRidge(EigenCells):
                                              self.n_samples, self.intercept))
 
     def noise(self, cell):
-        return self.sensitivity(cell) / self.ratio_output
+        return self.sensitivity(cell) / self.output_ratio(cell)
 
     def slope_noise(self, cell):
         return self.noise(cell) ** 2
+
+    def stage_ratio(self, cell, ridge, means):
+        """A row's Gaussian ratio of the second stage in ``cell``: its ridge
+        sensitivity there and its change of the means."""
+        return np.hypot(ridge / self.noise(cell), means / self.means_noise(cell))
+
+    def center(self, coef, means, cell):
+        """Post-processing: with an intercept, the intercept of the released
+        slopes at the released means (``means``: the rows' then the label's),
+        ``mean(y) - mean(x)^T slopes``, where its noise variance
+        ``means_noise(cell)^2 (1 + ||slopes||^2)`` is below the released
+        intercept's ``noise(cell)^2``: the slopes' noise then enters a prediction
+        only through ``x - mean(x)``. Returns the coefficients and whether
+        the intercept was replaced."""
+        if not self.intercept:
+            return coef, False
+        slopes = coef[:-1]
+        if not self.means_noise(cell) ** 2 * (1.0 + slopes @ slopes) < self.noise(cell) ** 2:
+            return coef, False
+        out = np.array(coef, dtype=np.float64)
+        out[-1] = means[-1] - means[:-1] @ slopes
+        return out, True
 
     def epsilon(self, ratio, cap=True):
         eps = gaussian_epsilon(self.delta_gauss, ratio)
         # a row at the largest ratios costs exactly the budget
         return np.minimum(eps, self.budget) if cap else eps
+
+
+def means_max_change(n_samples):
+    """Largest ||mean(z) - mean(z without a row)|| of the rows z = (x, y)
+    (``x`` without the constant) over data sets of ``n_samples`` rows in the
+    domain: ``||z_i - mean(z)|| / (n - 1)`` with ``||z_i - mean(z)|| <= (n - 1)
+    / n * 2 sqrt(2)`` (rows in the unit ball, labels in [-1, 1])."""
+    return 2.0 * np.sqrt(2.0) / n_samples
+
+
+def means_change(mean, n_samples, Xs, ys, add):
+    """Exact ||mean(z) - mean(z')|| of each row removed from the data
+    (``add`` False; ``mean`` the data's means, the label's last) or added:
+    ``||z - mean(z)|| / (n - 1)`` or ``/ (n + 1)``."""
+    z = np.column_stack([Xs[:, : mean.shape[0] - 1], ys])
+    gap = np.sqrt(np.einsum("ij,ij->i", z - mean, z - mean))
+    return gap / (n_samples + 1.0 if add else n_samples - 1.0)
 
 
 def conditional_sensitivity(lower, alpha, n_samples, intercept):

@@ -26,6 +26,7 @@ from ._output_perturbation_calibration import (
     _ridge_shift,
     ball_ridge,
     ball_sensitivity,
+    means_change,
     norm_exponential_noise,
     output_perturbation_auto_alpha,
     output_perturbation_sensitivity,
@@ -357,19 +358,23 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
     The fit's draw releases lambda_min(S) + N(0, eigen_noise^2), then the
     ridge solution at the ridge of the released value's cell plus Gaussian
     noise calibrated to the sensitivity of every data set whose lambda_min
-    is above the cell's lower bound; the estimator's coefficients are that
-    draw (``coef``, what a published report reads) post-processed
-    (:meth:`AdaptiveRidge.shrink`: slopes without signal set to 0). A row's
-    loss is that of the joint release, at ``delta``; the law of a published
-    report is :class:`~sklearn_pdp._private_ridge_law.PrivateRidgeLaw`.
+    is above the cell's lower bound, then (above the floor cell, with an
+    intercept) the means of the rows and of the label plus Gaussian noise
+    (``released_means``); the estimator's coefficients are that draw
+    (``coef``, what a published report reads) post-processed
+    (:meth:`AdaptiveRidge.shrink`: slopes without signal set to 0;
+    :meth:`AdaptiveRidge.center`: the intercept re-centred on the released
+    means). A row's loss is that of the joint release, at ``delta``; the
+    law of a published report is
+    :class:`~sklearn_pdp._private_ridge_law.PrivateRidgeLaw`.
 
     Holds the Gram matrix (``XtX``, ``Xty``), the scatter's eigen-system
-    (``eig``, ``mean``) and the ridge systems of the cells a row's loss
-    needs (``cells``; ``ridge`` and ``center`` the released cell's):
-    statistics of the private data.
+    (``eig``, ``mean``), the means (``means``) and the ridge systems of the
+    cells a row's loss needs (``cells``; ``ridge`` and ``center`` the
+    released cell's): statistics of the private data.
     """
 
-    _private = ("ridge", "center", "XtX", "Xty", "eig", "mean", "cells")
+    _private = ("ridge", "center", "XtX", "Xty", "eig", "mean", "means", "cells")
 
     def __init__(self, *, adaptive, **common):
         super().__init__(alpha=np.nan, **common)
@@ -388,12 +393,15 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
                       scaler=scaler, n_samples=n, delta=delta, guarantee=guarantee)
         release.eig, release.mean = scatter_eigen(XtX, n, intercept)
         release.XtX, release.Xty = XtX, Xty
+        # the rows' and the label's means (the constant's row of the Gram)
+        release.means = (np.append(XtX[-1, :-1], Xty[-1]) / n if intercept
+                         else np.zeros(0))
         release.cells = {}
         return release
 
     def release(self, rng):
         """Draws the eigenvalue, which decides the ridge and the noise, then
-        the coefficients."""
+        the coefficients, then (where the cell releases them) the means."""
         adaptive = self.adaptive
         self.lowest_eigenvalue = float(
             self.eig[0][0] + adaptive.eigen_noise * rng.standard_normal())
@@ -407,6 +415,13 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
         coef, self.signal_ridge = adaptive.shrink(super().release(rng), self.cell)
         if np.isinf(self.signal_ridge):
             self.reason = NO_SIGNAL
+        self.released_means = None
+        if np.isfinite(adaptive.means_noise(self.cell)):
+            self.released_means = self.means + adaptive.means_noise(
+                self.cell) * rng.standard_normal(self.means.shape[0])
+            coef, self.centred = adaptive.center(coef, self.released_means, self.cell)
+        else:
+            self.centred = False
         return coef
 
     def draw(self, rng, size=None):
@@ -419,7 +434,10 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
                 "noise_scale_": self.noise_scale,
                 "lowest_eigenvalue_": self.lowest_eigenvalue,
                 "eigen_noise_": self.adaptive.eigen_noise,
-                "signal_ridge_": self.signal_ridge}
+                "signal_ridge_": self.signal_ridge,
+                "released_means_": self.released_means,
+                "means_noise_": self.adaptive.means_noise(self.cell),
+                "centred_intercept_": self.centred}
 
     def cell_ridge(self, cell):
         """The non-private ridge solution at a cell's ridge (cached)."""
@@ -431,17 +449,21 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
     def ratio(self, Xs, ys, in_sample):
         """Each row's Gaussian ratio bound sqrt(s_1^2 + max_k s_2k^2)
         (:class:`AdaptiveRidge`): s_1 its exact change of lambda_min over
-        sigma_1, s_2k its exact sensitivity at cell k's ridge over cell k's
-        noise, over every cell the released value reaches with probability
-        above the bound's delta share under this data set or the neighbour."""
+        sigma_1, s_2k that of its exact sensitivity at cell k's ridge over
+        cell k's noise and of its exact change of the means over their noise
+        there (:meth:`AdaptiveRidge.stage_ratio`), over every cell the
+        released value reaches with probability above the bound's delta
+        share under this data set or the neighbour."""
         adaptive = self.adaptive
         x = Xs[:, : self.mean.shape[0]]
         first = eigen_change(self.eig, self.mean, self.n_samples, x,
                              intercept=self.intercept, add=not in_sample)
+        means = (means_change(self.means, self.n_samples, Xs, ys, add=not in_sample)
+                 if self.intercept else 0.0)
         second = np.zeros(Xs.shape[0])
         for cell in adaptive.reachable(self.eig[0][0]):
-            ratio = ridge_row_sensitivity(self.cell_ridge(cell), Xs, ys, in_sample)
-            second = np.maximum(second, ratio / adaptive.noise(cell))
+            ridge = ridge_row_sensitivity(self.cell_ridge(cell), Xs, ys, in_sample)
+            second = np.maximum(second, adaptive.stage_ratio(cell, ridge, means))
         return np.hypot(first / adaptive.eigen_noise, second)
 
     def row_losses(self, add=False):

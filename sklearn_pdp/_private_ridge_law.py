@@ -3,14 +3,16 @@
 
 A row's exact loss (:class:`~sklearn_pdp._output_perturbation_release.PrivateRidgeRelease`)
 is the Gaussian epsilon at ``delta - delta_bound`` of its ratio
-``sqrt(s_1^2 + max_k s_2k^2)``: its change of lambda_min over the eigenvalue's
-noise, and its ridge sensitivity at each cell k of its window over that cell's
-noise. From a published report alone each part is bounded with high
+``sqrt(s_1^2 + max_k (s_2k^2 + s_3k^2))``: its change of lambda_min over
+the eigenvalue's noise, its ridge sensitivity at each cell k of its window
+over that cell's noise, and its change of the means over their noise in
+cell k (released above the floor cell, with an intercept). From a published report alone each part is bounded with high
 probability: lambda_min from the released eigenvalue (and Weyl's bound on
 the noisy Gram), hence the window's cells; its change from the noisy feature
 mean; each cell's sensitivity from the leverage bounds of the noisy Gram at
 the cell's ridge, floored by that lambda_min, and the residual against the
-released coefficients moved to the cell's ridge.
+released coefficients moved to the cell's ridge; the means' change from the
+released means.
 """
 
 import numpy as np
@@ -19,7 +21,7 @@ from scipy.stats import chi2
 
 from ._accounting import gaussian_epsilon, gaussian_noise_scale
 from ._eigen import eigen_max_change
-from ._output_perturbation_calibration import conditional_sensitivity
+from ._output_perturbation_calibration import conditional_sensitivity, means_max_change
 from ._ridge_system import leave_one_out
 
 
@@ -95,8 +97,8 @@ class PrivateRidgeLaw(EigenWindowLaw):
     """The published-report law of the private ridge (a mixin of
     :class:`~sklearn_pdp._output_perturbation_release.PrivateRidgeRelease`):
     reads only its public attributes (``adaptive``, ``lowest_eigenvalue``,
-    ``alpha``, ``noise_scale``, ``coef``, ``delta``, ``n_samples``,
-    ``intercept``) and the published report.
+    ``alpha``, ``noise_scale``, ``coef``, ``released_means``, ``delta``,
+    ``n_samples``, ``intercept``) and the published report.
 
     Row statistics are ``{"ratio": s}``, the Gaussian ratio of the model's
     two stages (exact from :meth:`statistics`, an upper bound from
@@ -118,10 +120,12 @@ class PrivateRidgeLaw(EigenWindowLaw):
             n = self.n_samples
             # lambda_min(S) <= trace(S) <= n: no window reaches further
             cells = range(-1, ad.cell(n + ad.reach) + 1)
+            # the means move by at most those of n + 1 rows <= n rows'
+            means = means_max_change(n) if self.intercept else 0.0
             second = max(
-                float(conditional_sensitivity(max(ad.floor(k) + ad.margin - ad.reach, 0.0)
-                                              if k >= 0 else 0.0, ad.alpha(k), n + 1,
-                                              self.intercept)) / ad.noise(k)
+                float(ad.stage_ratio(k, conditional_sensitivity(
+                    max(ad.floor(k) + ad.margin - ad.reach, 0.0) if k >= 0 else 0.0,
+                    ad.alpha(k), n + 1, self.intercept), means))
                 for k in cells
             )
             first = eigen_max_change(n + 1, self.intercept) / ad.eigen_noise
@@ -129,7 +133,8 @@ class PrivateRidgeLaw(EigenWindowLaw):
         return self._cap_ratio
 
     def _removal_ratio(self):
-        """The guarantee's ratio mu = sqrt(s_1^2 + s_2^2)."""
+        """The guarantee's ratio mu = sqrt(s_1^2 + s_2^2) (s_2 the floor
+        cell's, that of the coefficients and the means above it)."""
         ad = self.adaptive
         return float(np.hypot(ad.ratio_eigen, ad.ratio_output))
 
@@ -188,21 +193,41 @@ class PrivateRidgeLaw(EigenWindowLaw):
         valid with probability at least ``1 - published.beta``: beta/2 on the
         Gram noise (:meth:`PublishedReport.noise_bound`), beta/8 on the
         eigenvalue's noise, beta/4 on the coefficients' noise along the row,
-        beta/8 on its norm."""
+        beta/16 on its norm and beta/16 on the means' noise
+        (:meth:`means_bound`)."""
         ad, beta = self.adaptive, published.beta
         low, high = self.eigen_interval(published, beta / 8.0)
         residual = published.observed_residual(Xs, ys) + self.residual_margin(
             beta / 4.0, {"norm2": np.einsum("ij,ij->i", Xs, Xs)})
-        noise = self.noise_scale * np.sqrt(chi2.isf(beta / 8.0, self.coef.size))
+        noise = self.noise_scale * np.sqrt(chi2.isf(beta / 16.0, self.coef.size))
+        means = self.means_bound(Xs, ys, beta / 16.0) if self.intercept else 0.0
         second = np.zeros(Xs.shape[0])
         bounds = {}  # cells of one ridge and floor share their bound
         for k, *key in self.window(low, high):
             key = tuple(key)
             if key not in bounds:
                 bounds[key] = self.cell_sensitivity(published, Xs, *key, residual, noise)
-            second = np.maximum(second, bounds[key] / ad.noise(k))
+            second = np.maximum(second, ad.stage_ratio(k, bounds[key], means))
         first = published.eigen_change_bound(Xs) / ad.eigen_noise
         return {"ratio": np.hypot(first, second)}
+
+    def means_bound(self, Xs, ys, beta):
+        """Upper bound on each row's change of the means (removed or added),
+        ``||z - mean(z)|| / (n - 1)``, except with probability ``beta``: the
+        distance to the released means plus their noise's norm quantile, at
+        most the global change (``ys`` None: the worst label, an end of
+        [-1, 1]); the global change where the release drew none (its cell
+        the floor)."""
+        worst = means_max_change(self.n_samples)
+        released = self.released_means
+        if released is None:
+            return np.full(Xs.shape[0], worst)
+        x = Xs[:, : released.shape[0] - 1] - released[:-1]
+        label = 1.0 + abs(released[-1]) if ys is None else ys - released[-1]
+        gap = np.sqrt(np.einsum("ij,ij->i", x, x) + label**2)
+        gap += self.adaptive.means_noise(self.cell) * np.sqrt(
+            chi2.isf(beta, released.shape[0]))
+        return np.minimum(gap / (self.n_samples - 1.0), worst)
 
     def cell_sensitivity(self, published, Xs, alpha, floor, residual, noise):
         """Upper bound on each row's ridge sensitivity ``|r| ||H^{-1} x||``

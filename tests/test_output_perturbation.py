@@ -477,9 +477,16 @@ def _scatter_lowest(Xs, intercept):
     return np.linalg.eigvalsh(X.T @ X)[0]
 
 
+def _means(Xs, ys, intercept):
+    """The rows' (without the constant) and the label's means, from scratch."""
+    return np.append(Xs[:, :-1].mean(axis=0), ys.mean()) if intercept else np.zeros(0)
+
+
 def _brute_adaptive_ratios(reg, Xs, ys, X_new=None, y_new=None):
     """Each row's ratio sqrt(s_1^2 + max_k s_2k^2) by refits: removed
-    (``X_new`` None) or added (the rows of ``X_new``)."""
+    (``X_new`` None) or added (the rows of ``X_new``); s_2k of the ridge
+    solution at cell k and of the means (their noise in cell k: none in the
+    floor cell or without an intercept)."""
     release, intercept = reg.release_.adaptive, reg.fit_intercept
     lowest = _scatter_lowest(Xs, intercept)
     cells = list(release.reachable(lowest))
@@ -492,8 +499,10 @@ def _brute_adaptive_ratios(reg, Xs, ys, X_new=None, y_new=None):
     ratios = []
     for Xo, yo in others:
         first = abs(_scatter_lowest(Xo, intercept) - lowest) / release.eigen_noise
-        second = max(np.linalg.norm(full[k] - _ridge(Xo, yo, release.alpha(k),
-                                                     intercept=intercept)) / release.noise(k)
+        means = np.linalg.norm(_means(Xs, ys, intercept) - _means(Xo, yo, intercept))
+        second = max(np.hypot(np.linalg.norm(full[k] - _ridge(Xo, yo, release.alpha(k),
+                                                              intercept=intercept))
+                              / release.noise(k), means / release.means_noise(k))
                      for k in cells)
         ratios.append(np.hypot(first, second))
     return np.array(ratios)
@@ -554,6 +563,15 @@ def test_private_ridge_is_calibrated_to_the_budget(fit_intercept):
     n, d = 3000, 4
     release = AdaptiveRidge(1.5, 1e-6, n, d + fit_intercept, fit_intercept)
     mu = np.hypot(release.ratio_eigen, release.ratio_output)
+    # above the floor, with an intercept, the means take a share of the
+    # floor cell's ratio, at their global change
+    assert release.ratio_centred**2 + release.ratio_means**2 == pytest.approx(
+        release.ratio_output**2, rel=1e-12)
+    assert (release.ratio_means > 0) == fit_intercept
+    assert release.means_noise(-1) == np.inf
+    if fit_intercept:
+        assert release.means_noise(3) * release.ratio_means == pytest.approx(
+            2 * np.sqrt(2) / n, rel=1e-12)
     assert gaussian_delta(1.5, mu) + release.delta_bound == pytest.approx(1e-6, rel=1e-6)
     assert stats.norm.sf(release.margin / release.eigen_noise - release.change
                          / release.eigen_noise) == pytest.approx(release.delta_bound)
@@ -653,12 +671,14 @@ def _joint_delta(reg, Xs, ys, Xo, yo, epsilon, flip=False):
                            np.maximum(grid - release.margin, 0.0), side="right") - 2
     k_of = np.where(grid - release.margin >= 1e-2, np.maximum(k_of, 0), -1)
     ratio = np.empty_like(grid)
+    means = np.linalg.norm(_means(Xs, ys, intercept) - _means(Xo, yo, intercept))
     for k in np.unique(k_of):
         assert k == release.cell(grid[k_of == k][0])
         alpha = release.alpha(k)
         move = np.linalg.norm(_ridge(Xs, ys, alpha, intercept=intercept)
                               - _ridge(Xo, yo, alpha, intercept=intercept))
-        ratio[k_of == k] = move / release.noise(k)
+        # with the released means (above the floor), a Gaussian of their own noise
+        ratio[k_of == k] = np.hypot(move / release.noise(k), means / release.means_noise(k))
     p = stats.norm.pdf(grid, lam, sigma)
     q = stats.norm.pdf(grid, other, sigma)
     if flip:

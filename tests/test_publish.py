@@ -842,8 +842,8 @@ def _gaussian_draw(ridge, noise, rng):
 def _redraw_private_ridge(report, rng, draw=_gaussian_draw):
     """The published object of another draw of the whole release of a
     private ridge: the eigenvalue (hence the cell, its ridge and noise), the
-    coefficients (``draw(ridge, noise, rng)``) and the publication's Gram
-    noise."""
+    coefficients (``draw(ridge, noise, rng)``), output perturbation's
+    released means and the publication's Gram noise."""
     release, published = report.estimator_.release_, report.published_
     ad = release.adaptive
     law = copy.copy(published.law)
@@ -851,6 +851,11 @@ def _redraw_private_ridge(report, rng, draw=_gaussian_draw):
     cell = ad.cell(law.lowest_eigenvalue)
     law.cell, law.alpha, law.noise_scale = cell, ad.alpha(cell), ad.noise(cell)
     law.coef = draw(release.cell_ridge(cell), law.noise_scale, rng)
+    if hasattr(law, "released_means"):  # output perturbation's means, above the floor
+        law.released_means = None
+        if np.isfinite(ad.means_noise(cell)):
+            law.released_means = release.means + ad.means_noise(cell) * rng.standard_normal(
+                release.means.size)
     other = copy.copy(published)
     other.law = law
     other.noisy_gram = release.XtX + published.noise_scale * gram_noise(
