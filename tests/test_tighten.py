@@ -87,6 +87,14 @@ def _table(n, seed=0):
     return X, y, bounds, (-60.0, 60.0)
 
 
+def _refit_log_ratio(release, full, X, y, new_x, new_y, i):
+    """Log-ratios of the bounds' output probabilities, refitted: with the row
+    (``new_x``, ``new_y``) added, or (``new_x`` None) without training row i."""
+    if new_x is not None:
+        return full.log_proba() - release(np.vstack([X, new_x]), np.append(y, new_y)).log_proba()
+    return release(np.delete(X, i, 0), np.delete(y, i)).log_proba() - full.log_proba()
+
+
 @pytest.mark.parametrize("add", [False, True])
 def test_release_row_epsilon_matches_brute_force_refits(add):
     """The whole bounds release (data_norm: one quantile; y: two) against
@@ -108,12 +116,8 @@ def test_release_row_epsilon_matches_brute_force_refits(add):
     else:
         got = full.row_epsilon(X[:5], y[:5])
     for i in rows:
-        if add:
-            other = release(np.vstack([X, new_X[i]]), np.append(y, new_y[i]))
-            L_parts = full.log_proba() - other.log_proba()
-        else:
-            other = release(np.delete(X, i, 0), np.delete(y, i))
-            L_parts = other.log_proba() - full.log_proba()
+        L_parts = _refit_log_ratio(release, full, X, y, new_X[i] if add else None,
+                                   new_y[i] if add else None, i)
         joint = (L_parts[0][:, None, None] + L_parts[1][None, :, None]
                  + L_parts[2][None, None, :])
         assert got[i] == pytest.approx(np.abs(joint).max(), rel=1e-12)
@@ -795,12 +799,8 @@ def test_label_alone_row_epsilon_matches_brute_force_refits(add):
     new_X, new_y = X[:4] * 3.0, np.array([-100.0, -2.0, 5.0, 99.0])
     got = full.row_epsilon(new_X, new_y, add=True) if add else full.row_epsilon(X[:4], y[:4])
     for i in range(4):
-        if add:
-            other = release(np.vstack([X, new_X[i]]), np.append(y, new_y[i]))
-            L = full.log_proba() - other.log_proba()
-        else:
-            other = release(np.delete(X, i, 0), np.delete(y, i))
-            L = other.log_proba() - full.log_proba()
+        L = _refit_log_ratio(release, full, X, y, new_X[i] if add else None,
+                             new_y[i] if add else None, i)
         joint = L[0][:, None] + L[1][None, :]
         assert got[i] == pytest.approx(np.abs(joint).max(), rel=1e-12)
     # the same row with another feature vector: the same loss
