@@ -37,9 +37,6 @@ class EigenCells:
     docstring), for a Gaussian ratio ``ratio``, the failure probability
     ``delta_bound`` of the lower bound, the size n and the intercept."""
 
-    # whether the floor cell's slopes pass the signal test (else kept whole)
-    floor_signal_test = True
-
     def __init__(self, ratio, delta_bound, n_samples, intercept, *, low=_CELL_LOW,
                  cell_ratio=_CELL_RATIO):
         self.delta_bound = delta_bound
@@ -80,12 +77,9 @@ class EigenCells:
         slopes and their James-Stein ridge (:func:`~sklearn_pdp._signal.signal_ridge`
         of the slopes against their noise, :meth:`slope_noise`,
         ``_SIGNAL_MARGIN`` deviations higher). In the floor cell the slopes
-        are divided by one plus that ridge (kept whole, ridge 0, without
-        ``floor_signal_test``); in the others kept whole where it is finite
-        (their ridge already weighs shrinkage against noise). ``inf``:
-        slopes 0."""
-        if cell < 0 and not self.floor_signal_test:
-            return np.array(coef, dtype=np.float64), 0.0
+        are divided by one plus that ridge; in the others kept whole where it
+        is finite (their ridge already weighs shrinkage against noise).
+        ``inf``: slopes 0."""
         slopes = coef.shape[0] - int(self.intercept)
         noise2 = self.slope_noise(cell)
         ridge = float(signal_ridge(coef[:slopes], noise2, noise2, 1.0, _SIGNAL_MARGIN))

@@ -58,9 +58,9 @@ class ObjPertRegressor(PrivateRegressorMixin):
         exceeds ``n_samples / (3 n_features)``, "auto" is the public rule:
         the smallest alpha whose loss floor is a quarter of ``epsilon``,
         raised by ``(1000 / (n_samples * epsilon))^3`` when the data are too
-        few for slopes, then raised by quarter doublings until the noise of a
-        prediction at a unit row, ``(1 + fit_intercept) sigma^2 / alpha^2``,
-        is at most 1e-3; see :func:`objpert_auto_alpha`. A numeric alpha is always used as given.
+        few for slopes, then doubled until the noise along a unit slope
+        direction, ``sigma^2 / alpha^2``, is at most 1e-4; see
+        :func:`objpert_auto_alpha`. A numeric alpha is always used as given.
         ``alpha=0`` gives no data-independent guarantee.
     sigma : float or None, default=None
         For experts, with ``epsilon=None``: the standard deviation of the
@@ -87,8 +87,8 @@ class ObjPertRegressor(PrivateRegressorMixin):
         With the private ridge only: the released slopes are divided by
         ``1 + signal_ridge_`` (post-processing, the losses are those of the
         release): 0 where they show signal above an upper bound of their
-        noise, ``inf`` where they show none (``coef_`` is then 0); 0 in the
-        floor cell (no test there).
+        noise, ``inf`` where they show none (``coef_`` is then 0); in the
+        floor cell the James-Stein ridge of the slopes against that noise.
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
         row (maximum of both directions of the hockey-stick divergence);

@@ -11,7 +11,6 @@ The two stages compose by basic composition, row by row.
 import numpy as np
 
 from ._accounting import (
-    OBJPERT_PREDICTION_NOISE,
     domain_bounds,
     gaussian_noise_scale,
     objpert_auto_alpha,
@@ -34,6 +33,9 @@ _CELL_RATIO = 2.0 ** 0.25
 _CELL_LOW_SHARE = 0.5
 # Number of candidate ridges (a public geometric grid).
 _ALPHA_GRID = 200
+# Largest noise variance of a prediction at a unit row (labels in [-1, 1])
+# that the private ridge allows, as output perturbation's.
+_NOISE_TARGET = 1e-3
 # Doublings of a cell's ridge where its loss floor is above the budget.
 _MAX_DOUBLINGS = 40
 
@@ -68,11 +70,6 @@ class AdaptiveObjPert(EigenCells):
     loss at ``delta / 2`` over the cells the released value reaches with
     probability above ``delta / 4`` under the data set or the neighbour.
     """
-
-    # the floor cell's slopes are kept whole: shrinking them to 0 also
-    # shrinks the prediction to the intercept, not to the label mean, which
-    # measured worse on off-centre features (the mechanism's page)
-    floor_signal_test = False
 
     def __init__(self, epsilon, delta, n_samples, n_features, intercept):
         self.budget = float(epsilon)
@@ -122,7 +119,7 @@ class AdaptiveObjPert(EigenCells):
         noise2 = (noise / (lower + self.alphas)) ** 2
         bias = (self.alphas / (lower + self.alphas)) ** 2
         best = np.argmin(bias + self.n_features * noise2)
-        quiet = np.flatnonzero((1.0 + self.intercept) * noise2 <= OBJPERT_PREDICTION_NOISE)
+        quiet = np.flatnonzero((1.0 + self.intercept) * noise2 <= _NOISE_TARGET)
         if quiet.size:
             best = max(best, quiet[0])
         alpha = float(min(self.alphas[best], public))

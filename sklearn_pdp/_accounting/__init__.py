@@ -46,7 +46,6 @@ from ._gaussian import (
 from ._gram import feature_powers, gram_change2, gram_max_change, gram_noise
 from ._laplace import laplace_delta, laplace_epsilon, laplace_noise_scale
 from ._objpert import (
-    OBJPERT_PREDICTION_NOISE,
     objpert_auto_alpha,
     objpert_delta,
     objpert_dp_epsilon,
@@ -66,7 +65,6 @@ from ._search import epsilon_from_delta
 __all__ = [
     "GAUSSIAN_DELTA_SHARE",
     "PREDICTION_NOISE",
-    "OBJPERT_PREDICTION_NOISE",
     "chi2_delta",
     "chi2_epsilon",
     "chi2_noise_scale",

@@ -301,46 +301,23 @@ _FEW = 1000.0
 _MAX_GROWTH = 1000.0
 
 
-# Largest noise variance of a prediction at a unit row (with an intercept
-# the constant feature too, ``(1 + intercept) sigma^2 / alpha^2``) that the
-# "auto" ridges allow: the public rule's and the private ridge's cells'.
-OBJPERT_PREDICTION_NOISE = 1e-3
-# Bisections of the last doubling: the ridge to a factor 2^(1/4).
-_REFINE = 2
-
-
 @lru_cache(maxsize=64)
 def objpert_auto_alpha(epsilon, delta, n_samples, n_features, intercept=False):
     """The ridge strength of ``alpha="auto"``, from public quantities only.
 
-    The loss-floor rule (:func:`_floor_alpha`), raised until the noise the
-    release adds to a prediction at a unit row, ``(1 + intercept)
-    sigma^2 / alpha^2`` (theta - theta_hat = -H^{-1} b), is at most
-    ``OBJPERT_PREDICTION_NOISE``: doubled (:func:`quiet_ridge`), then the
-    last doubling bisected on the log scale to the smallest of its quarter
-    steps that meets it (the noise falls with alpha). ``n_features`` is part
-    of the signature of the rule; it does not use it.
+    The loss-floor rule (:func:`_floor_alpha`), doubled until the noise the
+    release adds along a unit slope direction, ``sigma^2 / alpha^2``
+    (theta - theta_hat = -H^{-1} b), is at most ``PREDICTION_NOISE``
+    (:func:`quiet_ridge`). ``n_features`` is part of the signature of the
+    rule; it does not use it.
     """
     def noise(alpha):
         try:
-            sigma = objpert_noise_scale(epsilon, delta, float(alpha), n_samples, intercept)
+            return (objpert_noise_scale(epsilon, delta, alpha, n_samples, intercept) / alpha) ** 2
         except ValueError:
             return np.inf
-        return (1.0 + intercept) * (sigma / alpha) ** 2
 
-    target = OBJPERT_PREDICTION_NOISE
-    floor = _floor_alpha(epsilon, delta, n_samples, intercept)
-    alpha = quiet_ridge(noise, floor, target=target)
-    if alpha <= floor or noise(alpha) > target:
-        return float(alpha)
-    low = alpha / 2.0  # above the target: quiet_ridge went on from it
-    for _ in range(_REFINE):
-        middle = np.sqrt(low * alpha)
-        if noise(middle) <= target:
-            alpha = middle
-        else:
-            low = middle
-    return float(alpha)
+    return float(quiet_ridge(noise, _floor_alpha(epsilon, delta, n_samples, intercept)))
 
 
 def _floor_alpha(epsilon, delta, n_samples, intercept):
