@@ -168,8 +168,9 @@ class RandomProjectionRelease(Release):
         theta, self.signal_ridge = self.solve(self.sketch)
         if np.isinf(self.signal_ridge):
             self.reason = (
-                "the released sketch shows no signal above its noise (the signal "
-                "test, post-processing: the losses are those of the sketch); the "
+                "the released sketch shows no signal whose slopes surely predict "
+                "better than the label mean (the signal test and its risk bound, "
+                "post-processing: the losses are those of the sketch); the "
                 "sketch's noise relative to the signal falls with n_samples and "
                 "epsilon")
         self.coef = np.asarray(theta, dtype=np.float64)
@@ -309,7 +310,10 @@ def solve_sketch(sketch, s2, n_samples, fit_intercept, debias=True):
     ridge if larger; with ``debias``, where the cross term clears
     ``_DEBIAS_MARGIN``, the noise's ``s2`` is taken off the slopes' scatter
     instead (errors in variables) and the ridge is the larger of the
-    James-Stein ridge at that margin and the floor of :func:`_noise_ridge`.
+    James-Stein ridge at that margin and the floor of :func:`_noise_ridge`;
+    with ``debias`` it is then raised to the least whose slopes surely
+    predict better than none (:func:`~sklearn_pdp._signal.risk_ridge`,
+    ``_RISK_MARGIN``), inf where none does.
     Fewer sketch rows than columns, or a sketch too ill-conditioned for a
     Cholesky solve, give the minimum-norm least squares on the sketch.
 

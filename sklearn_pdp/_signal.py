@@ -5,8 +5,10 @@ AdaSSP (:doc:`/mechanisms/adassp`) and random projection
 (:doc:`/mechanisms/random_projection`) both fit slopes from normal equations
 ``scatter beta = cross`` built from released noisy quantities; where the
 labels hardly depend on the features those slopes are mostly noise and cost
-more than predicting the label mean. The ridge is post-processing of the
-release: it costs no privacy.
+more than predicting the label mean. Random projection also bounds the
+slopes' estimated prediction risk (:func:`risk_ridge`): a chance pass of
+the signal test can cost more than the slopes could gain. The ridges are
+post-processing of the release: they cost no privacy.
 """
 
 import numpy as np

@@ -70,7 +70,7 @@ def test_risk_change_is_unbiased_with_the_stated_deviation():
 
 
 def test_risk_ridge_keeps_a_clear_signal_and_drops_noise():
-    scatter, beta, mean, cov = _risk_problem()
+    scatter, _, mean, cov = _risk_problem()
     # a cross term far above its noise: the least ridge is the one given
     assert risk_ridge(scatter, 100 * mean, cov, 0.5, margin=1.5) == 0.5
     # no signal at all (cross term 0): no ridge helps
