@@ -82,9 +82,10 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         (least squares on the de-biased sketch), at least
         ``noise_scale_**2`` (the noise's own ridge) where the signal is
         weak. For ``variant="paper"`` the part on top of the noise's own
-        ridge. ``inf`` where the sketch's cross term shows no signal
-        (``coef_`` is 0 and ``intercept_`` the label mean's estimate from
-        the sketch). Not set when ``mean_only_``.
+        ridge. ``inf`` where the sketch's cross term shows no signal, or
+        (``variant="dp"``) none whose slopes surely predict better than
+        none (``coef_`` is 0 and ``intercept_`` the label mean's estimate
+        from the sketch). Not set when ``mean_only_``.
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
         row (maximum of both directions); ``inf`` where the row lies outside
@@ -150,8 +151,13 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     scatter eigenvalue estimated from the sketch. Where the signal is
     weaker the slopes keep the noise's ridge, or the James-Stein ridge at
     ``c = -0.5`` if larger; where ``||b||^2`` is below ``v (d - 0.5
-    sqrt(2 d))`` they are 0. The paper's variant keeps the noise's ridge
-    in every case. See :doc:`/mechanisms/random_projection`.
+    sqrt(2 d))`` they are 0. Then, for ``variant="dp"``, the ridge is
+    raised to the least at which Stein's unbiased estimate of the slopes'
+    prediction risk, less that of slopes 0, is below 0 by 1.5 of its
+    standard deviations, or to ``inf`` (slopes 0) where no ridge's is: a
+    chance pass of the test costs the slopes' noise, which on labels of
+    small variance is a large share of it. The paper's variant keeps the
+    noise's ridge in every case. See :doc:`/mechanisms/random_projection`.
 
     The released sketch rows have the distribution N(0, Sigma) whatever S is
     drawn from, so the privacy analysis covers every draw. The fitted

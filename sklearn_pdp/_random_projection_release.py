@@ -12,7 +12,7 @@ from ._arrays import row_norms
 from ._rows import TwoStageRows, squared_norms
 from ._release import Release
 from ._ridge_system import RidgeSystem, leave_one_out
-from ._signal import signal_ridge
+from ._signal import risk_ridge, signal_ridge
 from .exceptions import PrivacyLeakWarning
 
 # tau_in above this is 1 up to rounding: the row alone spans a direction
@@ -29,6 +29,9 @@ _SIGNAL_MARGIN = -0.5
 # ... and before the noise's ridge is taken off the slopes (de-biased):
 # AdaSSP's margin, as nothing else then bounds what noisy slopes cost.
 _DEBIAS_MARGIN = 1.5
+# Standard deviations of the estimated prediction risk by which the slopes
+# must beat none (risk_ridge).
+_RISK_MARGIN = 1.5
 # Probability that the Wishart lower bound on the data's smallest scatter
 # eigenvalue fails (the floor of the de-biased ridge, _noise_ridge).
 _WISHART_BETA = 0.1
@@ -165,8 +168,9 @@ class RandomProjectionRelease(Release):
         theta, self.signal_ridge = self.solve(self.sketch)
         if np.isinf(self.signal_ridge):
             self.reason = (
-                "the released sketch shows no signal above its noise (the signal "
-                "test, post-processing: the losses are those of the sketch); the "
+                "the released sketch shows no signal whose slopes surely predict "
+                "better than the label mean (the signal test and its risk bound, "
+                "post-processing: the losses are those of the sketch); the "
                 "sketch's noise relative to the signal falls with n_samples and "
                 "epsilon")
         self.coef = np.asarray(theta, dtype=np.float64)
@@ -306,7 +310,10 @@ def solve_sketch(sketch, s2, n_samples, fit_intercept, debias=True):
     ridge if larger; with ``debias``, where the cross term clears
     ``_DEBIAS_MARGIN``, the noise's ``s2`` is taken off the slopes' scatter
     instead (errors in variables) and the ridge is the larger of the
-    James-Stein ridge at that margin and the floor of :func:`_noise_ridge`.
+    James-Stein ridge at that margin and the floor of :func:`_noise_ridge`;
+    with ``debias`` it is then raised to the least whose slopes surely
+    predict better than none (:func:`~sklearn_pdp._signal.risk_ridge`,
+    ``_RISK_MARGIN``), inf where none does.
     Fewer sketch rows than columns, or a sketch too ill-conditioned for a
     Cholesky solve, give the minimum-norm least squares on the sketch.
 
@@ -355,7 +362,8 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
     # coefficients plus independent noise of variance sigma_e^2 per row,
     # so the cross term's noise has covariance sigma_e^2 scatter
     residual = centred[d, d] - cross @ linalg.cho_solve(chol, cross, check_finite=False)
-    noise = max(residual, 0.0) / (k - d - fit_intercept) * np.trace(scatter) / d
+    sigma_e2 = max(residual, 0.0) / (k - d - fit_intercept)
+    noise = sigma_e2 * np.trace(scatter) / d
     # the signal is in the data's cross term, the sketch's less the
     # noise's share of the means (off-centre labels and features give the
     # sketch's a part that is no signal)
@@ -372,6 +380,11 @@ def _shrunk_solve(gram, k, s2, n_samples, fit_intercept, debias):
         ridge = max(ridge * signal / clear, m * _noise_ridge(corrected[:d, :d] / m, s2, m, d))
     else:
         ridge = max(ridge, m * s2)
+    if debias and np.isfinite(ridge):
+        # only as much of the slopes as surely predicts better than none
+        noise_cov = sigma_e2 * scatter + mean_noise * np.eye(d)
+        ridge = risk_ridge(corrected[:d, :d] - m * s2 * np.eye(d), cross, noise_cov,
+                           ridge, _RISK_MARGIN)
     if np.isinf(ridge):
         beta = np.zeros(d)
     else:

@@ -410,8 +410,10 @@ def test_intercept_is_not_shrunk_by_the_noise():
 
 def _no_signal_ridge(monkeypatch, ridge):
     """Replace the James-Stein ridge of the sketch's solve by ``ridge``
-    (0: the noise's own ridge alone; inf: the label mean alone)."""
+    (0: the noise's own ridge alone; inf: the label mean alone), without
+    the risk bound's further shrinking (``risk_ridge``)."""
     monkeypatch.setattr(_random_projection_release, "signal_ridge", lambda *a: ridge)
+    monkeypatch.setattr(_random_projection_release, "risk_ridge", lambda *a: a[3])
 
 
 def _skewed_noise_ratios():
@@ -493,7 +495,9 @@ def test_noise_floor_steadies_nearly_collinear_features(monkeypatch):
     floored = error(reg.release_.solve)
     s2 = reg.noise_scale_**2
     assert floored < 0.9 * error(lambda s: solve_sketch(s, s2, n, True, debias=False))
+    # the de-biased scatter alone: neither the floor nor the risk bound
     monkeypatch.setattr(_random_projection_release, "_noise_ridge", lambda *a: 0.0)
+    monkeypatch.setattr(_random_projection_release, "risk_ridge", lambda *a: a[3])
     assert floored < 0.9 * error(reg.release_.solve)
 
 
@@ -538,6 +542,30 @@ def test_quiet_off_centre_label_is_not_worse_than_the_mean():
         ratios.append(np.mean((reg.predict(X[test]) - y[test]) ** 2) / base)
         margins.append((d + 1) * reg.noise_scale_**2 / (reg.n_components_ * n) / base)
     assert np.median(ratios) <= 1 + np.median(margins), (ratios, margins)
+
+
+def test_noisy_slopes_of_a_quiet_skewed_label_cost_little():
+    """Labels independent of the features, skewed and heavy-tailed with a
+    small variance (as medical expenditures scaled to their range), and
+    binary features of uneven frequencies: a sketch whose cross term
+    passes the signal test by chance fits slopes whose noise costs a large
+    share of the label variance (``tr(C) / k`` against it). The risk
+    bound keeps only slopes that surely predict better than none: over
+    sketches, their in-sample prediction variance stays below 5% of the
+    label variance (with the signal test alone 12% at epsilon 1)."""
+    costs = []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        n = 4500
+        rare = rng.random((n, 12)) < np.linspace(0.03, 0.5, 12)
+        X = np.column_stack([rare, rng.random((n, 4))]) / 4.0
+        y = np.clip(0.0054 * np.exp(1.2 * rng.standard_normal(n)), 0, 1)
+        reg = RandomProjectionRegressor(epsilon=1.0, data_norm=1.0, y_bound=1.0,
+                                        random_state=seed).fit(X, y)
+        theta = np.array([reg.release_.solve(s)[0] for s in _sketches(reg, 100)])
+        fitted = (X - X.mean(axis=0)) @ theta[:, :12 + 4].T
+        costs.append(np.mean(fitted**2) / y.var())
+    assert np.mean(costs) < 0.05, costs
 
 
 def test_mean_alone_is_the_unbiased_label_mean(monkeypatch):
