@@ -51,7 +51,6 @@ def signal_ridge(cross, noise_var, coef_noise_var, mean_eigen, margin):
         return np.where(signal > 0, mean_eigen * coef_noise_var * d / signal, np.inf)
 
 
-
 def risk_change(scatter, cross, noise_cov, alphas):
     """Unbiased estimate of how much the ridge slopes' prediction risk
     exceeds that of slopes 0, and its standard deviation (Stein's unbiased
