@@ -23,7 +23,9 @@ its data-independent guarantee bounds every row's loss for every outcome,
 and its cap for a person added (:func:`added_guarantee`) every added row's;
 AdaSSP charges instead its largest per-row loss over the bounds released
 with non-negligible probability (:class:`_BoxRows`), keeping a share of
-delta for the others. A row's loss for the whole release is the sum.
+delta for the others. A row's loss for the whole release is the sum; with
+the label's range alone released, AdaSSP's is the exact loss of the pair
+(:mod:`._tighten_joint`).
 """
 
 import warnings

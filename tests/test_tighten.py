@@ -825,7 +825,10 @@ def test_label_alone_where_the_ranges_are_too_many():
     assert est.dp_epsilon_ == pytest.approx(est.bounds_epsilon_ + est.model_epsilon_)
     model_part = model_loss(est, X, y, add=False)
     assert np.all(model_part <= est.model_epsilon_) and np.ptp(model_part) > 0
-    assert np.allclose(est.pdp_losses_, rel.row_epsilon(X, y) + model_part)
+    # the exact loss of the whole release (test_label_alone_adassp_loss_is_the_exact_mixture)
+    # is below the ends' worst log-ratio plus the model's worst over the plausible ends
+    former = rel.row_epsilon(X, y) + model_part
+    assert np.all(est.pdp_losses_ <= former) and np.median(former - est.pdp_losses_) > 0.01
     others = [AdaSSPRegressor(**{**est.get_params(), "random_state": s}).fit(X, y)
               for s in (1, 2, 3)]
     assert len({o.y_bound_ for o in others}) > 1  # other released ranges, same losses
