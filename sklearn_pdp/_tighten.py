@@ -23,7 +23,9 @@ its data-independent guarantee bounds every row's loss for every outcome,
 and its cap for a person added (:func:`added_guarantee`) every added row's;
 AdaSSP charges instead its largest per-row loss over the bounds released
 with non-negligible probability (:class:`_BoxRows`), keeping a share of
-delta for the others. A row's loss for the whole release is the sum.
+delta for the others. A row's loss for the whole release is the sum; with
+the label's range alone released, AdaSSP's is the exact loss of the pair
+(:mod:`._tighten_joint`).
 """
 
 import warnings
@@ -34,6 +36,7 @@ from sklearn.base import clone
 from ._accounting._exponential import quantile_log_proba, quantile_loss_table, select
 from ._arrays import is_dask_array, row_norms
 from ._domain import label_range
+from ._tighten_joint import label_alone, label_joint_loss
 from ._validation import noise_generator
 from .exceptions import BoundsWarning
 
@@ -138,7 +141,7 @@ class BoundsRelease:
         self.worthwhile = self.n_quantiles > 0 and self.tail <= _AUTO_TAIL
         self.level = min(max(_LEVEL, self.tail), _MAX_LEVEL)
 
-    def _cells(self, X, y):
+    def cells(self, X, y):
         """Grid cell (values rounded up) of each row for each quantile: (n, k)."""
         cells = np.empty((X.shape[0], self.n_quantiles), dtype=np.intp)
         norms = None
@@ -166,7 +169,7 @@ class BoundsRelease:
         return self
 
     def _counts(self, X, y):
-        cells = self._cells(X, y)
+        cells = self.cells(X, y)
         return np.stack([np.bincount(cells[:, k], minlength=_GRID_POINTS)
                          for k in range(self.n_quantiles)])
 
@@ -266,7 +269,7 @@ class BoundsRelease:
             return X.map_blocks(lambda b, yb: self.row_epsilon(b, yb[:, 0], add), y[:, None],
                                 drop_axis=1, dtype=np.float64)
         tables = self._tables(add)
-        cells = self._cells(X, np.zeros(X.shape[0]) if y is None else y)
+        cells = self.cells(X, np.zeros(X.shape[0]) if y is None else y)
         k = np.arange(self.n_quantiles)
         labels = [i for i, s in enumerate(self.source) if s == "y"]
         features = np.setdiff1d(k, labels) if y is None else k
@@ -279,7 +282,7 @@ class BoundsRelease:
             points = np.sort(np.concatenate([
                 self.origin[i] + self.sign[i] * self.grid[i] for i in labels]))
             cand = np.concatenate([points, 0.5 * (points[1:] + points[:-1]), [low, high]])
-            ycells = self._cells(np.zeros((cand.size, X.shape[1])), cand)[:, labels]
+            ycells = self.cells(np.zeros((cand.size, X.shape[1])), cand)[:, labels]
             yup = tables[0][labels, ycells].sum(axis=1)
             ydown = tables[1][labels, ycells].sum(axis=1)
             return np.max(np.maximum(up[:, None] + yup, down[:, None] + ydown), axis=1)
@@ -409,8 +412,25 @@ def fit_tightened(estimator, X, y):
     rows = box_rows(release, model, X)
     if rows is not None:
         release.model_rows_ = rows
-    estimator.pdp_losses_ = release.row_epsilon(X, y) + model_loss(estimator, X, y, add=False)
+    estimator.pdp_losses_ = whole_loss(estimator, X, y, add=False)
     return True
+
+
+def whole_loss(estimator, X, y, add):
+    """Each row's loss for the whole release: the bounds' exact pure loss
+    plus the model's part (:func:`model_loss`); for AdaSSP on the label's
+    range alone and a row with its label, the exact loss of the pair where
+    smaller (:func:`~._tighten_joint.label_joint_loss`)."""
+    release = estimator.bounds_release_
+    total = release.row_epsilon(X, y, add=add) + model_loss(estimator, X, y, add)
+    if y is None or getattr(release, "model_rows_", None) is None or not label_alone(release):
+        return total
+    if is_dask_array(X):
+        joint = X.map_blocks(lambda b, yb: label_joint_loss(estimator, b, yb[:, 0], add),
+                             y[:, None], drop_axis=1, dtype=np.float64)
+    else:
+        joint = label_joint_loss(estimator, X, y, add)
+    return np.minimum(total, joint)
 
 
 def model_loss(estimator, X, y, add):
@@ -559,11 +579,9 @@ def tightened(estimator):
 
 
 def target_epsilon(estimator, X, y):
-    """:meth:`pdp_epsilon` of a tightened fit: the bounds' exact loss of
-    adding each row plus the model's (:func:`model_loss`, valid for any
-    released bounds)."""
-    return (estimator.bounds_release_.row_epsilon(X, y, add=True)
-            + model_loss(estimator, X, y, add=True))
+    """:meth:`pdp_epsilon` of a tightened fit: the loss of adding each row
+    (:func:`whole_loss`)."""
+    return whole_loss(estimator, X, y, add=True)
 
 
 def clip_rows(estimator, X):

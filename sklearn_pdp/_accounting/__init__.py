@@ -41,6 +41,7 @@ from ._gaussian import (
     gaussian_allowance,
     gaussian_delta,
     gaussian_epsilon,
+    gaussian_mixture_epsilon,
     gaussian_noise_scale,
 )
 from ._gram import feature_powers, gram_change2, gram_max_change, gram_noise
@@ -75,6 +76,7 @@ __all__ = [
     "gaussian_allowance",
     "gaussian_delta",
     "gaussian_epsilon",
+    "gaussian_mixture_epsilon",
     "gaussian_noise_scale",
     "gram_change2",
     "gram_max_change",

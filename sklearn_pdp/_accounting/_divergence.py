@@ -89,3 +89,60 @@ def hockey_stick(tails, eps, size):
         log_a, log_b = tail(eps, idx)
         out = np.maximum(out, np.exp(_log_delta(eps, log_a, log_b)))
     return out
+
+
+def _log_sum(terms):
+    """log of the sum over the last axis of exp(terms); -inf where all are."""
+    top = terms.max(axis=1)
+    finite = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return finite + np.log(np.exp(terms - finite[:, None]).sum(axis=1))
+
+
+def mixture_tails(parts, zero, infinite, log_p, log_q, log_p_rest, log_q_rest):
+    """Tails of releasing an index k, then a mechanism whose row statistics
+    depend on k: per direction ``(log A, log B)`` of the mixture.
+
+    k is drawn with probabilities p_k on the smaller data set and q_k on
+    the larger; with L_k = log(p_k / q_k) the loss of (k, output) is L_k
+    plus the mechanism's, so
+
+        delta_PQ(eps) = sum_k p_k A_k(eps - L_k) - e^eps sum_k q_k B_k(eps - L_k),
+
+    and delta_QP likewise with the roles swapped and eps + L_k. The indices
+    left out (probability ``exp(log_p_rest)``, ``exp(log_q_rest)`` per row)
+    count as revealing everything (A = 1, B = 0 on them).
+
+    Parameters
+    ----------
+    parts : dict
+        ``parts[direction](eps, cells)``: the mechanism's ``(log A, log B)``
+        at the flat ``eps`` for the flat indices ``cells`` into the
+        (n_rows, n_indices) statistics.
+    zero, infinite : ndarray of shape (n_rows, n_indices)
+        Where the mechanism does not move (delta 0) or reveals the row (delta 1).
+    log_p, log_q : ndarray of shape (n_rows, n_indices)
+        Log probabilities of the indices kept (-inf on both: not kept).
+    log_p_rest, log_q_rest : ndarray of shape (n_rows,)
+    """
+    n_idx = zero.shape[1]
+    # an index impossible on both data sets (mass 0 on each) weighs nothing
+    void = np.isneginf(log_p) & np.isneginf(log_q)
+    with np.errstate(invalid="ignore"):
+        log_ratio = np.where(void, 0.0, log_p - log_q)
+
+    def mixture(direction, log_a_weight, log_b_weight, log_rest, sign):
+        def tail(eps, idx):
+            shift = eps[:, None] - sign * log_ratio[idx]
+            cells = (idx[:, None] * n_idx + np.arange(n_idx)).ravel()
+            log_a, log_b = (v.reshape(shift.shape)
+                            for v in parts[direction](shift.ravel(), cells))
+            below = np.where(shift < 0, 0.0, -np.inf)
+            log_a = np.where(zero[idx], below, np.where(infinite[idx], 0.0, log_a))
+            log_b = np.where(zero[idx], below, np.where(infinite[idx], -np.inf, log_b))
+            log_a = _log_sum(log_a + log_a_weight[idx])
+            return np.logaddexp(log_a, log_rest[idx]), _log_sum(log_b + log_b_weight[idx])
+        return tail
+
+    return [mixture("remove", log_p, log_q, log_p_rest, 1.0),
+            mixture("add", log_q, log_p, log_q_rest, -1.0)]

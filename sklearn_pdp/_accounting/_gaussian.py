@@ -12,8 +12,9 @@ exact in the linear domain (two ``ndtr``).
 import numpy as np
 from scipy.special import erfinv, ndtr, ndtri_exp
 
-from ._divergence import log_phi
+from ._divergence import log_phi, mixture_tails
 from ._engine import PrivacyLoss, largest_root
+from ._search import epsilon_from_delta
 from ._table import _NODE_RTOL
 
 # rows closer to s0 than this (relative) start at the table's edge there
@@ -124,3 +125,38 @@ def gaussian_allowance(epsilon, delta, target):
             f"for a publication within {target:.4g}; raise publish_epsilon."
         )
     return 1.0 / gaussian_noise_scale(target - epsilon, GAUSSIAN_DELTA_SHARE * delta)
+
+
+def gaussian_mixture_epsilon(delta, s, log_p, log_q, log_p_rest, log_q_rest):
+    """Tight eps(delta) of releasing an index k, then a Gaussian mechanism
+    whose ratio for the row, ``s[:, k]``, depends on k (the mixture of
+    :func:`~._divergence.mixture_tails`; AdaSSP on privately released label
+    bounds, :doc:`/mechanisms/tightening`). The indices left out count as
+    revealing everything: an upper bound, exact up to them.
+
+    Parameters
+    ----------
+    delta : float
+    s : ndarray of shape (n_rows, n_indices)
+    log_p, log_q : ndarray of shape (n_rows, n_indices)
+        Log probabilities of the indices kept on the smaller and the larger
+        data set (-inf on both: not kept).
+    log_p_rest, log_q_rest : ndarray of shape (n_rows,)
+
+    Returns
+    -------
+    eps : ndarray of shape (n_rows,)
+    """
+    zero, infinite = s <= 0, ~np.isfinite(s)
+    flat = np.where(zero | infinite, 1.0, s).ravel()
+
+    def part(eps, cells):
+        si = flat[cells]
+        return log_phi(si / 2 - eps / si), log_phi(-si / 2 - eps / si)
+
+    tails = mixture_tails({"remove": part, "add": part}, zero, infinite,
+                          log_p, log_q, log_p_rest, log_q_rest)
+    # first guess: the Gaussian loss at the row's most likely index
+    modal = np.take_along_axis(s, np.argmax(log_p, axis=1)[:, None], axis=1)[:, 0]
+    start = gaussian_epsilon(delta, np.where(np.isfinite(modal), modal, 0.0))
+    return epsilon_from_delta(tails, delta, s.shape[0], start=start)

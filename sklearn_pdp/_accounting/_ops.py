@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from .._docstrings import fill_doc
-from ._divergence import log_gauss_mass, log_phi, normal_tail_bounds
+from ._divergence import log_gauss_mass, log_phi, mixture_tails, normal_tail_bounds
 from ._domain import domain_bounds, quiet_ridge
 from ._engine import PrivacyLoss, largest_root
 from ._search import _QUICK_ATOL, _QUICK_RTOL, _ROUNDING, epsilon_from_delta
@@ -311,17 +311,10 @@ def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_res
     data set and q_k on the larger, then theta is one OPS draw whose row
     statistics (leverage ``mu[:, k]``, residual ``r[:, k]``) and scaling
     ``gamma[k]`` depend on k (AdaOPS, :doc:`/mechanisms/adaops`, where k is
-    a pair of cells). With
-    L_k = log(p_k / q_k) the loss of (k, theta) is L_k plus OPS's, so
-
-        delta_PQ(eps) = sum_k p_k delta_OPS,k^PQ(eps - L_k)
-                      = sum_k p_k A_k(eps - L_k) - e^eps sum_k q_k B_k(eps - L_k),
-
-    and delta_QP likewise with the roles swapped and eps + L_k: the same
-    shape A - e^eps B as every mechanism here, solved by the same search.
-    The indices left out (total probability ``exp(log_p_rest)`` and
-    ``exp(log_q_rest)`` per row) are counted as revealing everything
-    (delta 1 on them), so the result is an upper bound, exact up to them.
+    a pair of cells): the mixture of :func:`~._divergence.mixture_tails`,
+    solved by the same search as every mechanism here. The indices left out
+    count as revealing everything, so the result is an upper bound, exact up
+    to them.
 
     Parameters
     ----------
@@ -348,27 +341,7 @@ def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_res
     safe = zero | infinite
     parts = _ops_tails(np.where(safe, 1.0, mu).ravel(), np.where(safe, 0.0, r).ravel(),
                        np.broadcast_to(gamma, mu.shape).ravel())
-    # an index impossible on both data sets (mass 0 on each) weighs nothing
-    void = np.isneginf(log_p) & np.isneginf(log_q)
-    with np.errstate(invalid="ignore"):
-        log_ratio = np.where(void, 0.0, log_p - log_q)
-
-    def mixture(direction, log_a_weight, log_b_weight, log_rest, sign):
-        def tail(eps, idx):
-            shift = eps[:, None] - sign * log_ratio[idx]
-            cells = (idx[:, None] * n_idx + np.arange(n_idx)).ravel()
-            log_a, log_b = (v.reshape(shift.shape)
-                            for v in parts[direction](shift.ravel(), cells))
-            below = np.where(shift < 0, 0.0, -np.inf)
-            log_a = np.where(zero[idx], below, np.where(infinite[idx], 0.0, log_a))
-            log_b = np.where(zero[idx], below, np.where(infinite[idx], -np.inf, log_b))
-            log_a = np.logaddexp.reduce(log_a + log_a_weight[idx], axis=1)
-            return (np.logaddexp(log_a, log_rest[idx]),
-                    np.logaddexp.reduce(log_b + log_b_weight[idx], axis=1))
-        return tail
-
-    tails = [mixture("remove", log_p, log_q, log_p_rest, 1.0),
-             mixture("add", log_q, log_p, log_q_rest, -1.0)]
+    tails = mixture_tails(parts, zero, infinite, log_p, log_q, log_p_rest, log_q_rest)
     # First guess: each row's OPS loss under its most likely index, within
     # about 1% of the mixture's for the rows of a fit (the search verifies it)
     modal = np.argmax(log_p, axis=1)
