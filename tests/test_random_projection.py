@@ -172,6 +172,15 @@ def test_pdp_losses_equal_brute_force_leave_one_out(variant, fit_intercept, make
         others = np.delete(Z, i, axis=0)
         tau = Z[i] @ np.linalg.solve(others.T @ others + noise, Z[i])
         expected.append(chi2_epsilon(1e-6, tau, 7))
+    if variant == "dp" and fit_intercept:
+        # the sketch at its share of the budget, composed with the Laplace
+        # label sum (the rest of it): each row adds |y| over the noise's scale
+        share = _random_projection_release._LABEL_SHARE
+        assert reg.noise_scale_ == chi2_noise_scale((1 - share) * 15.0, 1e-6, 7, 3.0)
+        assert reg.label_noise_scale_ == pytest.approx(1.0 / (share * 15.0), rel=1e-12)
+        expected = np.add(expected, np.abs(Z[:, -1]) / reg.label_noise_scale_)
+    else:
+        assert reg.label_noise_scale_ is None and reg.released_label_mean_ is None
     assert_allclose(reg.pdp_losses_, expected, rtol=1e-7)
     if variant == "dp":
         assert np.all(reg.pdp_losses_ <= reg.dp_epsilon_)
@@ -206,7 +215,10 @@ def test_pdp_epsilon_of_new_targets(make_unbounded_data):
     Z, Z_new = _scaled_z(X, y, reg), _scaled_z(X_new, y_new, reg)
     sigma = Z.T @ Z + np.diag(_noise_variances(reg, Z.shape[1]))
     tau = np.einsum("ij,ij->i", Z_new, np.linalg.solve(sigma, Z_new.T).T)
-    assert_allclose(reg.pdp_epsilon(X_new, y_new), chi2_epsilon(1e-6, tau, 5), rtol=1e-7)
+    # with the Laplace label sum: each added row's |y| over its scale
+    label = np.abs(Z_new[:, -1]) / reg.label_noise_scale_
+    assert_allclose(reg.pdp_epsilon(X_new, y_new), chi2_epsilon(1e-6, tau, 5) + label,
+                    rtol=1e-7)
     worst = reg.pdp_epsilon(X_new)
     for label in (-3.0, -1.0, 0.0, 2.0, 3.0):
         assert np.all(worst >= reg.pdp_epsilon(X_new, np.full(8, label)) - 1e-12)
