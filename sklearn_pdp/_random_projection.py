@@ -33,10 +33,14 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     diagonal (errors in variables), a ridge chosen from the sketch itself
     (``signal_ridge_``) and an unshrunk intercept, so that with a strong
     signal the fit approaches least squares and a model without signal
-    falls back to the private label mean.
+    falls back to the private label mean. With an intercept
+    (``variant="dp"``) the label sum is also released with Laplace noise
+    from 10% of ``epsilon`` (the sketch gets the rest), and the intercept is
+    taken from the released label mean where that is the less noisy.
     Every released row is N(0, Sigma) with ``Sigma = [X y]^T [X y] +
     diag(noise variances)``, which gives the exact per-instance loss of every
-    training row in closed form (chi-square tails).
+    training row in closed form (chi-square tails), plus the label sum's
+    Laplace loss.
 
     Parameters
     ----------
@@ -86,9 +90,24 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         (``variant="dp"``) none whose slopes surely predict better than
         none (``coef_`` is 0 and ``intercept_`` the label mean's estimate
         from the sketch). Not set when ``mean_only_``.
+    released_label_mean_ : float or None
+        With an intercept (``variant="dp"``): the label sum of the scaled
+        rows plus Laplace noise, over ``n_samples`` (scaled units); None
+        otherwise. Not set when ``mean_only_``.
+    label_noise_scale_ : float or None
+        The scale ``b`` of that Laplace noise on the sum: ``1 / (0.1
+        epsilon)``; the released mean's noise variance is ``2 b^2 /
+        n_samples^2``. None without a released label mean.
+    centred_intercept_ : bool
+        Whether the intercept is the released label mean's,
+        ``released_label_mean_ - x_bar . slopes`` with the sketch's feature
+        means ``x_bar``, chosen (post-processing) where its estimated noise
+        variance is below that of the sketch's own intercept.
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
-        row (maximum of both directions); ``inf`` where the row lies outside
+        row (maximum of both directions; with a released label mean, the
+        sketch's plus the label sum's ``|y| / b``, basic composition);
+        ``inf`` where the row lies outside
         the range of the remaining rows' Sigma. When Sigma is singular (the
         paper variant with an exact linear relation between the columns of
         ``[X, y]``), a row that satisfies the relation to within 1e-12 of
@@ -117,7 +136,9 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     the target is absent and ``(n'/2) log(1 + tau) - tau W / 2`` when present.
     For "dp", Sigma >= s^2 I and ``||z||^2 <= 3`` (``[x, 1, y]``; 2 without
     intercept) give tau <= 3 / s^2, and the
-    loss grows with tau, so s is found by a root search at that corner.
+    loss grows with tau, so s is found by a root search at that corner,
+    at ``0.9 epsilon`` with an intercept: the label sum (sensitivity 1 in
+    the scaled domain) takes the rest, by basic composition.
 
     The paper's variant claims epsilon-MI-DP for single entries of X. That
     claim is false: the columns of the sketch share S, so when its rule gives
@@ -238,7 +259,9 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         ``PREDICTION_NOISE``, by its public lower bound ``s^2 (n + s^2) /
         (n^2 (k - 2))`` (:doc:`/mechanisms/random_projection`): there no
         slope can make up for the intercept. A rule's ``k`` only: a fixed
-        ``n_components`` keeps the size of the base class."""
+        ``n_components`` keeps the size of the base class. ``s`` is that of
+        the whole budget, below the sketch's at its share: still a lower
+        bound."""
         size = super()._mean_only_size(n_features)
         if not size or not isinstance(self.n_components, str):
             return size

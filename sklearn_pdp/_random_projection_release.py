@@ -1,6 +1,8 @@
 """Random projection's release: a Gaussian sketch of the scaled data plus
-noise, with its calibration, its exact per-row losses (chi-square tails)
-and its publication law (:doc:`/mechanisms/random_projection`)."""
+noise and, with an intercept, the label sum plus Laplace noise, with their
+calibration, their exact per-row losses (chi-square tails, composed with
+the Laplace ones) and the publication law
+(:doc:`/mechanisms/random_projection`)."""
 
 import warnings
 
@@ -10,7 +12,7 @@ from scipy import linalg
 from ._accounting import chi2_epsilon, chi2_noise_scale, compose_with_gaussian
 from ._arrays import row_norms
 from ._rows import TwoStageRows, squared_norms
-from ._release import Release
+from ._release import Release, _label_change
 from ._ridge_system import RidgeSystem, leave_one_out
 from ._signal import risk_ridge, signal_ridge
 from .exceptions import PrivacyLeakWarning
@@ -32,6 +34,9 @@ _DEBIAS_MARGIN = 1.5
 # Standard deviations of the estimated prediction risk by which the slopes
 # must beat none (risk_ridge).
 _RISK_MARGIN = 1.5
+# Share of epsilon spent on the label sum (Laplace) with an intercept: the
+# released label mean replaces the sketch's where it is the less noisy.
+_LABEL_SHARE = 0.1
 # Probability that the Wishart lower bound on the data's smallest scatter
 # eigenvalue fails (the floor of the de-biased ridge, _noise_ridge).
 _WISHART_BETA = 0.1
@@ -53,19 +58,35 @@ class RandomProjectionRelease(Release):
     z at once (:doc:`/publish`). The publication needs no Gram matrix
     (``needs_gram``): it costs the summary alone.
 
+    With an intercept (``variant="dp"``) the sketch is calibrated to
+    ``(1 - _LABEL_SHARE) epsilon`` and the label sum of the scaled rows is
+    released with Laplace noise of scale ``1 / label_epsilon``, the rest of
+    the budget (:func:`label_mean_intercept` then chooses the intercept).
+    The two compose by basic composition: a row's loss is the sketch's plus
+    ``|y| label_epsilon`` (its change of the sum over the noise's scale),
+    the same removed or added.
+
     Holds Sigma factorised (``sigma``, with ``basis`` and ``null`` where it
-    is singular): statistics of the private data.
+    is singular) and the label sum (``label_sum``): statistics of the
+    private data.
     """
 
     needs_gram = False
-    _private = ("sigma", "basis", "null")
+    _private = ("sigma", "basis", "null", "label_sum")
 
-    def __init__(self, *, n_components, noise_scale, variant, **common):
+    def __init__(self, *, n_components, noise_scale, variant, label_epsilon=0.0,
+                 sketch_epsilon=None, **common):
         super().__init__(alpha=noise_scale**2, **common)
         self.n_components = int(n_components)
         self.noise_scale = float(noise_scale)
         self.variant = variant
         self.signal_ridge = 0.0
+        # the label sum's share (0: none released) and the sketch's own budget
+        self.label_epsilon = float(label_epsilon)
+        self.sketch_epsilon = self.guarantee[0] if sketch_epsilon is None else float(
+            sketch_epsilon)
+        self.released_label_mean = None
+        self.centred = False
 
     @staticmethod
     def noise_scale_for(epsilon, delta, n_components, fit_intercept):
@@ -73,6 +94,16 @@ class RandomProjectionRelease(Release):
         ``[x, 1, y]`` of the scaled domain has ``||z||^2 <= 2 +
         fit_intercept``, where the chi-square loss is the largest."""
         return chi2_noise_scale(epsilon, delta, n_components, 2.0 + fit_intercept)
+
+    @staticmethod
+    def budget_split(epsilon, fit_intercept, variant="dp"):
+        """``(sketch_epsilon, label_epsilon)``: with an intercept
+        (``variant="dp"``) the label sum's ``_LABEL_SHARE`` of epsilon,
+        the rest to the sketch (their sum is epsilon)."""
+        if not (fit_intercept and variant == "dp" and np.isfinite(epsilon)):
+            return float(epsilon), 0.0
+        sketch = (1.0 - _LABEL_SHARE) * float(epsilon)
+        return sketch, float(epsilon) - sketch
 
     @staticmethod
     def dp_guarantee(epsilon, delta, variant):
@@ -85,16 +116,21 @@ class RandomProjectionRelease(Release):
     def from_budget(cls, epsilon, delta, data, *, scaler, n_components, variant="dp"):
         ZtZ = data.scan(_labelled_gram)
         p = data.n_features
+        sketch_epsilon, label_epsilon = cls.budget_split(epsilon, scaler.fit_intercept, variant)
         if variant == "dp":
-            s = cls.noise_scale_for(epsilon, delta, n_components, scaler.fit_intercept)
+            s = cls.noise_scale_for(sketch_epsilon, delta, n_components, scaler.fit_intercept)
             penalty = np.full(p + 1, s**2)
         else:
             col_max_sq = data.reduce(_column_max_squares, np.maximum)
             s = paper_noise_scale(epsilon, n_components, np.diag(ZtZ)[:p], col_max_sq)
             penalty = np.append(np.full(p, s**2), 0.0)
         release = cls(n_components=n_components, noise_scale=s, variant=variant,
+                      label_epsilon=label_epsilon,
+                      sketch_epsilon=sketch_epsilon if variant == "dp" else np.inf,
                       scaler=scaler, n_samples=data.n_samples, delta=delta,
                       guarantee=cls.dp_guarantee(epsilon, delta, variant))
+        # the constant's entry of the label column: the label sum
+        release.label_sum = float(ZtZ[-2, -1]) if label_epsilon else 0.0
         release._factor_sigma(ZtZ + np.diag(penalty))
         if variant == "paper":
             # only without noise on a column can a row alone span a direction
@@ -163,7 +199,9 @@ class RandomProjectionRelease(Release):
         return draw if self.null is None else draw @ self.basis.T
 
     def release(self, rng):
-        """Draws the sketch (``sketch``) and solves it for ``coef``."""
+        """Draws the sketch (``sketch``) and solves it for ``coef``, then
+        (``label_epsilon``) the label sum, whose mean may replace the
+        sketch's in the intercept (:func:`label_mean_intercept`)."""
         self.sketch = self.draw(rng)
         theta, self.signal_ridge = self.solve(self.sketch)
         if np.isinf(self.signal_ridge):
@@ -173,8 +211,20 @@ class RandomProjectionRelease(Release):
                 "post-processing: the losses are those of the sketch); the "
                 "sketch's noise relative to the signal falls with n_samples and "
                 "epsilon")
+        if self.label_epsilon:
+            noisy_sum = self.label_sum + rng.laplace(scale=1.0 / self.label_epsilon)
+            self.released_label_mean = noisy_sum / self.n_samples
+            theta, self.centred = label_mean_intercept(
+                self.sketch, theta, self.n_samples, self.noise_scale**2,
+                self.released_label_mean, self.label_mean_variance)
         self.coef = np.asarray(theta, dtype=np.float64)
         return self.coef
+
+    @property
+    def label_mean_variance(self):
+        """The released label mean's noise variance, ``2 b^2 / n^2``
+        (Laplace of scale ``b = 1 / label_epsilon`` on the sum)."""
+        return 2.0 / (self.label_epsilon * self.n_samples) ** 2
 
     def solve(self, sketch):
         """``(coef, signal_ridge)`` of the ridge regression on ``sketch``
@@ -184,7 +234,11 @@ class RandomProjectionRelease(Release):
 
     def fitted_attributes(self):
         return {"n_components_": self.n_components, "sketch_": self.sketch,
-                "signal_ridge_": self.signal_ridge, "noise_scale_": self.noise_scale}
+                "signal_ridge_": self.signal_ridge, "noise_scale_": self.noise_scale,
+                "released_label_mean_": self.released_label_mean,
+                "label_noise_scale_": (1.0 / self.label_epsilon if self.label_epsilon
+                                       else None),
+                "centred_intercept_": self.centred}
 
     def _tau(self, Z):
         """z^T Sigma^+ z of the rows of ``Z`` (:class:`_LabelledRows`), inf
@@ -209,32 +263,42 @@ class RandomProjectionRelease(Release):
         tau_in[tau_in > _ONE] = 1.0
         return tau_in
 
-    def _training_losses(self, tau_in):
-        return self.epsilon(self.delta, {"tau": tau_in})
+    def _row_statistics(self, Xs, ys):
+        """Training rows' in-sample tau' and change of the label sum, |y|."""
+        return np.column_stack((self._training_tau(Xs, ys), np.abs(ys)))
+
+    def _training_losses(self, stats):
+        return self.epsilon(self.delta, {"tau": stats[:, 0], "ysum": stats[:, 1]})
 
     def losses(self, Xs, ys, add=False):
         if not add:
-            return self._training_losses(self._training_tau(Xs, ys))
+            return self._training_losses(self._row_statistics(Xs, ys))
         tau = _label_quadratic(self._tau, Xs, ys)
         # an added row is not a neighbour the calibration covered: uncapped
-        return chi2_epsilon(self.delta, tau, self.n_components)
+        return (chi2_epsilon(self.delta, tau, self.n_components)
+                + self.label_epsilon * _label_change(Xs, ys)["ysum"])
 
     def row_losses(self, add=False):
         """Training rows: a :class:`~sklearn_pdp._rows.TwoStageRows`, the
-        in-sample tau' of each row (one product), then its exact loss."""
+        in-sample tau' and |y| of each row (one product), then its exact
+        loss."""
         if add:
             return super().row_losses(add)
-        return TwoStageRows(self._training_tau, self._training_losses)
+        return TwoStageRows(self._row_statistics, self._training_losses, 2)
 
     def statistics(self, Xs, ys, add=False):
         """The in-sample tau' of training rows, or (``add``) the in-sample
         equivalent tau / (1 + tau) of rows added (``ys`` None: the worst
-        label), which :func:`leave_one_out` maps back to tau."""
+        label), which :func:`leave_one_out` maps back to tau; and each
+        row's change of the label sum (``ysum``)."""
+        stats = _label_change(Xs, ys)
         if not add:
-            return {"tau": self._training_tau(Xs, ys)}
+            stats["tau"] = self._training_tau(Xs, ys)
+            return stats
         tau = _label_quadratic(self._tau, Xs, ys)
         with np.errstate(invalid="ignore"):
-            return {"tau": np.where(np.isinf(tau), 1.0, tau / (1.0 + tau))}
+            stats["tau"] = np.where(np.isinf(tau), 1.0, tau / (1.0 + tau))
+        return stats
 
     def public(self):
         if self.variant != "dp":
@@ -257,23 +321,32 @@ class RandomProjectionRelease(Release):
         return (2.0 + self.intercept) / self.noise_scale**2
 
     def _dp(self, delta):
-        # the guarantee at the fit's delta; elsewhere the loss at the corner
+        # the sketch's guarantee at the fit's delta; elsewhere the loss at the corner
+        if delta == self.guarantee[1]:
+            return self.sketch_epsilon
+        return float(chi2_epsilon(delta, self.max_tau, self.n_components))
+
+    def _dp_total(self, delta):
+        # with the label sum's worst loss; the budget at the fit's delta
         if delta == self.guarantee[1]:
             return self.guarantee[0]
-        return float(chi2_epsilon(delta, self.max_tau, self.n_components))
+        return self._dp(delta) + self.label_epsilon
 
     def epsilon(self, delta, stats, gaussian_ratio=None):
         # Sherman-Morrison: tau of the data set without the row (residual
         # unused); capped at the guarantee, which the calibration verified
         # at the corner: the root search's tolerance must not report more
         tau, _ = leave_one_out(stats["tau"], np.zeros_like(stats["tau"]))
-        return compose_with_gaussian(
-            lambda d: np.minimum(chi2_epsilon(d, tau, self.n_components), self._dp(d)),
-            delta, gaussian_ratio,
-        )
+        label = self.label_epsilon * stats["ysum"]
+
+        def alone(d):
+            sketch = np.minimum(chi2_epsilon(d, tau, self.n_components), self._dp(d))
+            return np.minimum(sketch + label, self._dp_total(d))
+
+        return compose_with_gaussian(alone, delta, gaussian_ratio)
 
     def dp_epsilon(self, delta, gaussian_ratio=None):
-        return compose_with_gaussian(self._dp, delta, gaussian_ratio)
+        return compose_with_gaussian(self._dp_total, delta, gaussian_ratio)
 
     def cap_epsilon(self, delta, gaussian_ratio=None):
         """The removal guarantee, which also covers a person added: the loss
@@ -289,9 +362,49 @@ class RandomProjectionRelease(Release):
         try:
             sketch = RidgeSystem(self.sketch_gram, None, 0.0)
         except ValueError:  # fewer sketch rows than columns: nothing is bounded
-            return {"tau": np.full(Xs.shape[0], np.inf)}
+            return dict(_label_change(Xs, ys), tau=np.full(Xs.shape[0], np.inf))
         quad = _label_quadratic(lambda Z: sketch.row_statistics(Z)["leverage"], Xs, ys)
-        return {"tau": scale * quad}
+        return dict(_label_change(Xs, ys), tau=scale * quad)
+
+
+def label_mean_intercept(sketch, coef, n_samples, s2, label_mean, label_variance):
+    """Post-processing: the intercept of the sketch's slopes at the released
+    label mean, ``label_mean - x_bar . slopes`` with the sketch's feature
+    means ``x_bar`` (as :func:`solve_sketch` reads them), where its noise
+    variance is below that of the sketch's own intercept.
+
+    The sketch's means are the regressions of its columns on the constant
+    one: given that column ``a``, a combination ``w`` of them has variance
+    ``w^T Sigma_c w / ||a||^2`` (``Sigma_c`` Sigma's blocks given the
+    constant, estimated by the sketch's centred scatter over ``k - 1``).
+    The sketch's intercept is ``w = (-slopes, 1)``, the released one has
+    ``w = (-slopes, 0)`` plus ``label_variance``. A public rule of the
+    sketch and of the released mean: the losses do not depend on it.
+
+    Returns
+    -------
+    coef : ndarray
+        The coefficients, the intercept last, replaced where chosen.
+    centred : bool
+        Whether the intercept is the released label mean's.
+    """
+    k, d = sketch.shape[0], sketch.shape[1] - 2
+    gram = sketch.T @ sketch
+    if k < 2 or not gram[d, d] > 0:
+        return coef, False
+    keep = np.r_[:d, d + 1]
+    g = gram[d, keep] / gram[d, d]
+    centred = gram[np.ix_(keep, keep)] - gram[d, d] * np.outer(g, g)
+    factor = (n_samples + s2) / n_samples
+    scale = factor**2 / ((k - 1) * gram[d, d])
+    w = np.append(-coef[:d], 1.0)
+    own = scale * (w @ centred @ w)
+    features = scale * (w[:d] @ centred[:d, :d] @ w[:d])
+    if not label_variance + features < own:
+        return coef, False
+    out = np.array(coef, dtype=np.float64)
+    out[-1] = label_mean - factor * (g[:d] @ coef[:d])
+    return out, True
 
 
 def solve_sketch(sketch, s2, n_samples, fit_intercept, debias=True):

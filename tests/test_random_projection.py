@@ -172,6 +172,15 @@ def test_pdp_losses_equal_brute_force_leave_one_out(variant, fit_intercept, make
         others = np.delete(Z, i, axis=0)
         tau = Z[i] @ np.linalg.solve(others.T @ others + noise, Z[i])
         expected.append(chi2_epsilon(1e-6, tau, 7))
+    if variant == "dp" and fit_intercept:
+        # the sketch at its share of the budget, composed with the Laplace
+        # label sum (the rest of it): each row adds |y| over the noise's scale
+        share = _random_projection_release._LABEL_SHARE
+        assert reg.noise_scale_ == chi2_noise_scale((1 - share) * 15.0, 1e-6, 7, 3.0)
+        assert reg.label_noise_scale_ == pytest.approx(1.0 / (share * 15.0), rel=1e-12)
+        expected = np.add(expected, np.abs(Z[:, -1]) / reg.label_noise_scale_)
+    else:
+        assert reg.label_noise_scale_ is None and reg.released_label_mean_ is None
     assert_allclose(reg.pdp_losses_, expected, rtol=1e-7)
     if variant == "dp":
         assert np.all(reg.pdp_losses_ <= reg.dp_epsilon_)
@@ -206,7 +215,10 @@ def test_pdp_epsilon_of_new_targets(make_unbounded_data):
     Z, Z_new = _scaled_z(X, y, reg), _scaled_z(X_new, y_new, reg)
     sigma = Z.T @ Z + np.diag(_noise_variances(reg, Z.shape[1]))
     tau = np.einsum("ij,ij->i", Z_new, np.linalg.solve(sigma, Z_new.T).T)
-    assert_allclose(reg.pdp_epsilon(X_new, y_new), chi2_epsilon(1e-6, tau, 5), rtol=1e-7)
+    # with the Laplace label sum: each added row's |y| over its scale
+    label = np.abs(Z_new[:, -1]) / reg.label_noise_scale_
+    assert_allclose(reg.pdp_epsilon(X_new, y_new), chi2_epsilon(1e-6, tau, 5) + label,
+                    rtol=1e-7)
     worst = reg.pdp_epsilon(X_new)
     for label in (-3.0, -1.0, 0.0, 2.0, 3.0):
         assert np.all(worst >= reg.pdp_epsilon(X_new, np.full(8, label)) - 1e-12)
@@ -642,3 +654,118 @@ def test_cross_term_noise_is_estimated_without_bias(monkeypatch):
     dof = k - d - 1
     expected = d * dof / (dof - 2)
     assert abs(ratios.mean() - expected) <= Z_TOL * ratios.std(ddof=1) / np.sqrt(ratios.size)
+
+
+# ------------------------------------------------- the released label mean ----
+
+
+def test_quiet_label_takes_the_released_label_mean():
+    """Labels independent of the features that vary little (variance 4e-4
+    of the scaled range, as medical expenditures) on 4500 rows at epsilon
+    1: the slopes are dropped, and the sketch's own label mean has noise
+    variance about ``s^2 (n + s^2) / (n^2 (k - 2))``, 12-14% of the label
+    variance (the test error over the mean predictor's less 1); the
+    released label mean's ``2 b^2 / n^2`` is 2.5% of it, and over fresh
+    releases the intercept takes it."""
+    rng = np.random.default_rng(0)
+    n = 4500
+    X = rng.uniform(0, 1, (n, 4)) / 2
+    y = 0.05 + 0.02 * rng.standard_normal(n)
+    reg = RandomProjectionRegressor(epsilon=1.0, data_norm=1.0, y_bound=1.0,
+                                    random_state=0).fit(X, y)
+    assert reg.centred_intercept_ and np.all(reg.coef_ == 0)
+    assert reg.intercept_ == reg.released_label_mean_
+    (own, _, rule), picks = _intercept_errors(reg, X, y, 200)
+    assert picks > 0.9
+    assert rule < 0.04 * y.var()
+    assert own > 0.1 * y.var()
+
+
+def _intercept_errors(reg, X, y, draws):
+    """Mean square errors, over fresh releases, of the sketch's own
+    intercept, of the one at the released label mean and of the rule's,
+    against the data's intercept at the drawn slopes; and how often the
+    rule took the released mean."""
+    release, n = reg.release_, len(y)
+    rng = np.random.default_rng(1)
+    errors, picks = np.zeros(3), 0
+    for _ in range(draws):
+        coef = release.release(rng)
+        own = release.solve(release.sketch)[0]
+        truth = y.mean() - X.mean(axis=0) @ own[:-1]
+        mixed = _random_projection_release.label_mean_intercept(
+            release.sketch, own, n, release.noise_scale**2, release.released_label_mean, -1.0)[0]
+        errors += np.square([own[-1] - truth, mixed[-1] - truth, coef[-1] - truth])
+        picks += release.centred
+    return errors / draws, picks / draws
+
+
+@pytest.mark.parametrize("n, epsilon, noise, centred", [(4500, 1.0, 0.01, True),
+                                                        (20_000, 3.0, 0.01, False)])
+def test_intercept_rule_takes_the_less_noisy_intercept(n, epsilon, noise, centred):
+    """The public rule compares the two intercepts' noise variances
+    estimated from the sketch: with few rows the released label mean's is
+    the smaller (0.4 of the sketch's), with many rows at a large epsilon
+    the sketch's (0.8 of the released one's, whose feature means are the
+    sketch's). Over fresh releases the rule's error is the smaller one."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (n, 4)) / 2
+    y = np.clip(0.1 + X @ [0.8, -0.6, 0.5, 0.4] + noise * rng.standard_normal(n), -1, 1)
+    reg = RandomProjectionRegressor(epsilon=epsilon, data_norm=1.0, y_bound=1.0,
+                                    random_state=0).fit(X, y)
+    (own, mixed, rule), picks = _intercept_errors(reg, X, y, 100)
+    assert picks == (1.0 if centred else 0.0)
+    assert rule == (mixed if centred else own)
+    assert rule < 0.9 * max(own, mixed)
+
+
+def test_released_label_mean_has_the_calibrated_law():
+    """KS test of the released label means against Laplace(mean, b / n),
+    b = ``label_noise_scale_``: the noise is the one the losses assume."""
+    from scipy import stats
+
+    rng = np.random.default_rng(2)
+    n = 2000
+    X = rng.uniform(-1, 1, (n, 3)) / np.sqrt(3)
+    y = np.clip(0.3 + 0.2 * rng.standard_normal(n), -1, 1)
+    reg = RandomProjectionRegressor(epsilon=2.0, n_components=20, data_norm=1.0,
+                                    y_bound=1.0, random_state=0).fit(X, y)
+    draws = np.random.default_rng(3)
+    means = []
+    for _ in range(2000):
+        reg.release_.release(draws)
+        means.append(reg.release_.released_label_mean)
+    scale = reg.label_noise_scale_ / n
+    assert stats.kstest(means, stats.laplace(loc=y.mean(), scale=scale).cdf).pvalue > 1e-3
+
+
+def test_released_label_mean_changes_no_privacy_number(monkeypatch, make_unbounded_data):
+    """The losses and the guarantee are those of the sketch and the label
+    sum, whatever is drawn and whichever intercept the rule takes."""
+    X, y = make_unbounded_data(3000, d=4, seed=3, features="uniform")
+    fits = [_fit(X, y, epsilon=1.0, n_components=300, random_state=seed) for seed in (0, 1)]
+    assert fits[0].released_label_mean_ != fits[1].released_label_mean_
+    for centred in (True, False):
+        monkeypatch.setattr(_random_projection_release, "label_mean_intercept",
+                            lambda sketch, coef, *a, c=centred: (coef, c))
+        fits.append(_fit(X, y, epsilon=1.0, n_components=300))
+    for other in fits[1:]:
+        assert_array_equal(other.pdp_losses_, fits[0].pdp_losses_)
+        assert other.dp_epsilon_ == fits[0].dp_epsilon_ == 1.0
+
+
+def test_label_sum_and_sketch_compose_within_the_budget():
+    """The guarantee at the fit's delta is the budget: the sketch's loss at
+    its corner (its share) plus the label sum's worst, ``label_epsilon``,
+    and at another delta the law's dp_epsilon is that sum."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-1, 1, (3000, 3)) / np.sqrt(3)
+    y = np.clip(X @ [0.5, -0.3, 0.2] + 0.1 * rng.standard_normal(3000), -1, 1)
+    reg = RandomProjectionRegressor(epsilon=1.0, n_components=300, data_norm=1.0,
+                                    y_bound=1.0, random_state=0).fit(X, y)
+    release = reg.release_
+    corner = chi2_epsilon(1e-6, release.max_tau, 300)
+    assert corner + 1.0 / reg.label_noise_scale_ <= 1.0 * (1 + 1e-8)
+    assert reg.dp_epsilon_ == 1.0 and np.all(reg.pdp_losses_ <= 1.0)
+    assert release.dp_epsilon(1e-5) == pytest.approx(
+        chi2_epsilon(1e-5, release.max_tau, 300) + 1.0 / reg.label_noise_scale_, rel=1e-12)

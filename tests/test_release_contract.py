@@ -299,7 +299,10 @@ def _projection_reference(est, X, y, i, add):
     others = np.delete(Z, i, axis=0)
     noise = np.full(Z.shape[1], release.noise_scale**2)
     tau = Z[i] @ np.linalg.solve(others.T @ others + np.diag(noise), Z[i])
-    return chi2_epsilon(release.delta, tau, release.n_components)
+    # with an intercept, basic composition with the Laplace label sum: the
+    # row's change of the sum, |y|, over the noise's scale 1 / label_epsilon
+    return chi2_epsilon(release.delta, tau, release.n_components) + abs(
+        ys[i]) * release.label_epsilon
 
 
 def _mean_reference(est, X, y, i, add):
