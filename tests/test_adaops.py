@@ -8,6 +8,7 @@ from sklearn.linear_model import Ridge
 
 from sklearn_pdp import AdaOPSRegressor, FallbackWarning
 from sklearn_pdp._accounting import (
+    GAUSSIAN_DELTA_SHARE,
     gaussian_delta,
     ops_delta,
     ops_epsilon,
@@ -267,7 +268,37 @@ def _mass(lower, upper, centre, sigma):
                     norm.cdf(upper) - norm.cdf(lower))
 
 
+def _gaussian_epsilon_written_out(delta, s):
+    """Tight eps(delta) of the Gaussian mechanism with ratio s: brentq on
+    Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s) (scipy.stats)."""
+    def excess(eps):
+        return (stats.norm.cdf(s / 2 - eps / s)
+                - np.exp(eps) * stats.norm.cdf(-s / 2 - eps / s) - delta)
+    return brentq(excess, 0.0, 50.0, xtol=1e-14, rtol=1e-13) if excess(0.0) > 0 else 0.0
+
+
+def _means_ratio(reg, small, large):
+    """The released means' change between the data sets over their noise,
+    from the means of the rows (without the constant) and the labels."""
+    means = [np.append(Z[:, :-1].mean(axis=0), ys.mean()) for Z, ys in (small, large)]
+    return np.linalg.norm((means[1] - means[0]) / reg.means_noise_)
+
+
 def _release_epsilon(reg, small, large, target, label, delta):
+    """eps(delta) of the whole release between the data sets ``small`` and
+    ``large`` = small + (target, label): that of (cell, bound cell, theta)
+    (:func:`_mixture_written_out`), and with an intercept and a released
+    bound, composed with the released means' Gaussian (basic composition,
+    ``GAUSSIAN_DELTA_SHARE`` of delta), its ratio from the two data sets'
+    means."""
+    if not hasattr(reg, "released_means_"):
+        return _mixture_written_out(reg, small, large, target, label, delta)
+    share = GAUSSIAN_DELTA_SHARE * delta
+    return (_mixture_written_out(reg, small, large, target, label, delta - share)
+            + _gaussian_epsilon_written_out(share, _means_ratio(reg, small, large)))
+
+
+def _mixture_written_out(reg, small, large, target, label, delta):
     """eps(delta) of the release (cell, bound cell, theta) between the data
     sets ``small`` and ``large`` = small + (target, label), written out: G by
     eigvalsh, log R by refits, every cell within 40 noise deviations, cell
