@@ -31,7 +31,10 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     is the largest posterior scaling for which One Posterior Sample at that
     leverage and residual stays within its share of the budget, and the
     released coefficients are one draw from ``N(theta_hat, (gamma_ H)^{-1})``,
-    ``H = X^T X + alpha_ P`` with an unpenalised intercept. Every training
+    ``H = X^T X + alpha_ P`` with an unpenalised intercept. With an
+    intercept (and a residual bound) the means of the rows and of the label
+    are released too, with Gaussian noise, and the intercept is combined
+    with the one of the released slopes at these means. Every training
     row's exact per-instance loss of the whole release is in ``pdp_losses_``.
 
     Parameters
@@ -83,6 +86,14 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         The delta of ``dp_epsilon_`` (= ``delta``).
     noise_scale_ : float
         ``1 / sqrt(gamma_)``: the draw is ``theta_hat + noise_scale_ * N(0, H^{-1})``.
+    released_means_ : ndarray of shape (n_features + 1,)
+        The released means of the scaled rows and, last, of the scaled label
+        (with an intercept and a residual bound only).
+    means_noise_ : ndarray of shape (n_features + 1,)
+        The standard deviation of their Gaussian noise, per coordinate.
+    intercept_weight_ : float
+        The weight of the intercept at the released means in the fitted
+        intercept (the draw's has the rest; see Notes).
     {fitted_bounds}
 
     See Also
@@ -116,7 +127,16 @@ class AdaOPSRegressor(PrivateRegressorMixin):
        the floor alone gives, ``2 + sqrt((n - 1) / (h - s_1))``);
     4. ``gamma`` is the largest scaling whose exact OPS loss at delta/5 and
        the corner (mu, residual bound) is eps_3; one posterior sample with
-       an unpenalised intercept.
+       an unpenalised intercept;
+    5. with an intercept and a residual bound, the means of the rows and of
+       the label plus Gaussian noise, whose ratio joins the two cell
+       releases' in squares: the three are one Gaussian mechanism at
+       (eps_1 + eps_2, 2 delta / 5), the cells' noise unchanged, 0.9 of the
+       means' squared ratio on the label. Post-processing: given the
+       released slopes, the draw's intercept (variance ``1 / (gamma n)``)
+       and ``y_bar~ - x_bar~^T slopes`` are both unbiased for
+       ``y_bar - x_bar^T slopes``; the fitted intercept combines them by
+       their precisions (``intercept_weight_``).
 
     The grids are functions of public quantities only. Cells without ridge
     start at ten times the bound's noise scale per unit sensitivity (where
@@ -132,8 +152,11 @@ class AdaOPSRegressor(PrivateRegressorMixin):
     Only the cells are released: ``pdp_losses_[i]`` is the exact loss of the
     triple (cell, bound cell, coefficients), a finite mixture over pairs of
     cells of OPS losses shifted by the cells' log probability ratios (cells
-    beyond 8.8 noise deviations counted as revealing everything). It is the
-    same for every ``random_state``. The sample size is treated as public.
+    beyond 8.8 noise deviations counted as revealing everything), composed
+    with the released means' Gaussian at the row's exact change of the
+    means (basic composition, a tenth of delta to the Gaussian), at most
+    the budget. It is the same for every ``random_state``. The sample size
+    is treated as public.
 
     The fitted estimator keeps non-private statistics for
     :meth:`pdp_epsilon`; publish :meth:`public_model`, not the estimator.

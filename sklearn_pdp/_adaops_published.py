@@ -11,6 +11,7 @@ from scipy.special import ndtri
 from scipy.stats import chi2
 
 from ._accounting._adaops import lipschitz
+from ._released_means import means_bound
 from ._ridge_system import leave_one_out
 
 # A published bound leaves out the pairs of cells beyond a row's window: their
@@ -22,14 +23,18 @@ class AdaOPSPublishedBounds:
     """The published-report half of AdaOPS's law (a mixin of
     :class:`~sklearn_pdp._adaops_release.AdaOPSRelease`): reads only its
     public attributes (``cal``, ``cell``, ``alpha``, ``gamma``, ``coef``,
-    ``delta``, ``n_samples``, ``intercept``) and the published report."""
+    ``released_means``, ``delta``, ``n_samples``, ``intercept``) and the
+    published report."""
 
     def published_statistics(self, published, Xs, ys):
         """Upper statistics of each scaled row from the published object,
         valid with probability at least ``1 - published.beta``: beta/2 on the
         Gram noise (:meth:`PublishedReport.noise_bound`), beta/4 on the
-        sample's noise along the row, beta/8 on the sample's noise norm,
-        beta/8 on the conditioning's noise given its released cell."""
+        sample's noise along the row, beta/8 on the sample's noise norm (where
+        the means are released beta/16, and beta/16 on their noise's norm:
+        :func:`means_bound`), beta/8 on the conditioning's noise given its
+        released cell. The means' ratio joins the cells' Gaussian mechanism
+        in squares."""
         cal = self.cal
         z_window = -ndtri(_PUBLISHED_WINDOW_SHARE * self.delta / 4.0)
         low, high = self.conditioning_interval(published, published.beta / 8.0)
@@ -54,7 +59,12 @@ class AdaOPSPublishedBounds:
             ratio2 = np.maximum(ratio2, k_ratio)
             ops.append((bounds[key]["mu"], bounds[key]["r"], k_gamma))
         change = self.conditioning_change(published, Xs, high)
-        return {"cells": np.hypot(change / cal.sigma, ratio2), "ops": ops}
+        cells = np.hypot(change / cal.sigma, ratio2)
+        if self.released_means is not None:
+            means = means_bound(self.released_means, cal.means_noise, self.n_samples,
+                                Xs, ys, published.beta / 16.0)
+            cells = np.hypot(cells, means)
+        return {"cells": cells, "ops": ops}
 
     def cell_floor(self, k, low):
         """A lower bound on the data's G wherever cell k is in its window
@@ -68,7 +78,8 @@ class AdaOPSPublishedBounds:
         """What every ridge's bounds start from: the rows' upper statistics
         against the released cell's H, their observed residuals plus the
         sample's noise along them (two-sided beta/4), and a bound on the
-        norm of the sample's noise theta - theta_hat (chi-square, beta/8,
+        norm of the sample's noise theta - theta_hat (chi-square, beta/8;
+        beta/16 where the means are released,
         through lambda_min(H) >= ``lowest``). ``floor``: a lower bound on
         the data's G (:meth:`scatter_floor`)."""
         beta = published.beta
@@ -76,7 +87,8 @@ class AdaOPSPublishedBounds:
                                            self.scatter_floor(published, floor))
         margin = ndtri(1.0 - beta / 8.0) * np.sqrt(stats["leverage"] / self.gamma)
         with np.errstate(divide="ignore"):
-            noise = np.sqrt(chi2.isf(beta / 8.0, self.coef.size)
+            share = 16.0 if self.released_means is not None else 8.0
+            noise = np.sqrt(chi2.isf(beta / share, self.coef.size)
                             / (self.gamma * stats["lowest"]))
         return {"stats": stats, "residual": published.observed_residual(Xs, ys) + margin,
                 "noise": noise}

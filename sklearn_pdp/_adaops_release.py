@@ -37,6 +37,7 @@ from ._adaops_published import _PUBLISHED_WINDOW_SHARE, AdaOPSPublishedBounds
 from ._fallback import InfeasibleBudget
 from ._eigen import eigen_change, scatter_eigen
 from ._release import Release
+from ._released_means import centred_intercept, data_means, means_bound, means_change
 from ._ridge_system import RidgeSystem, leave_one_out
 
 
@@ -66,7 +67,7 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
     (:doc:`/publish`).
     """
 
-    _private = ("ridge", "XtX", "Xty", "eig", "mean", "G", "fits")
+    _private = ("ridge", "XtX", "Xty", "eig", "mean", "G", "fits", "means")
 
     def __init__(self, *, cal, shares, n_features, report_kappa=True, **common):
         super().__init__(**common)
@@ -153,6 +154,8 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
         release.XtX, release.Xty = data.gram()
         release.eig, release.mean = scatter_eigen(release.XtX, n, release.intercept)
         release.G = conditioning(release.eig[0], release.mean, release.intercept)
+        release.means = (data_means(release.XtX, release.Xty, n) if release.intercept
+                         else None)
         release.fits = {}
         return release
 
@@ -164,8 +167,32 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
         self.cell, self.bound_cell = k, j
         self.alpha, self.gamma = cal.ridge(k), cal.gamma(k, j)
         self.ridge = self._cell_fit(k)[0]
+        # coef stays the draw: the published law's residuals need it
         self.coef = self.ridge.coef + self.ridge.sample(rng, 1.0 / np.sqrt(self.gamma))
-        return self.coef
+        self.released_means, self.intercept_weight = None, 0.0
+        if self.means_noise is None:
+            return self.coef
+        self.released_means = self.means + cal.means_noise * rng.standard_normal(
+            self.means.shape[0])
+        return self.centre(self.coef)
+
+    def centre(self, coef):
+        """Post-processing: the draw's intercept and the one of its slopes at
+        the released means (:func:`centred_intercept`), combined by their
+        precisions. Given the slopes, both are unbiased for the posterior's
+        ``mean(y) - mean(x)^T slopes``, the draw's with variance
+        ``1 / (gamma n)`` (the unpenalised intercept), the other's
+        ``sigma_y^2 + sigma_x^2 ||slopes||^2`` (``means_noise``): public
+        weights."""
+        slopes = coef[:-1]
+        draw_var = 1.0 / (self.gamma * self.n_samples)
+        noise = self.cal.means_noise
+        means_var = noise[-1] ** 2 + noise[:-1] ** 2 @ slopes**2
+        self.intercept_weight = draw_var / (draw_var + means_var)
+        out = np.array(coef, dtype=np.float64)
+        out[-1] += self.intercept_weight * (
+            centred_intercept(slopes, self.released_means) - coef[-1])
+        return out
 
     def fitted_attributes(self):
         cal, k = self.cal, self.cell
@@ -175,6 +202,10 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
                       "gamma_": self.gamma, "noise_scale_": 1.0 / np.sqrt(self.gamma)}
         if self.report_kappa:
             attributes["kappa_"] = self.n_samples / (self.n_features * floor)
+        if self.means_noise is not None:
+            attributes.update(released_means_=self.released_means,
+                              means_noise_=cal.means_noise,
+                              intercept_weight_=self.intercept_weight)
         return attributes
 
     def _cell_fit(self, k):
@@ -208,6 +239,13 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
             scale = 1.0 / np.sqrt(self.cal.gamma(k, j))
             theta[rows] = ridge.coef + ridge.sample(rng, scale, rows.size)
         return theta[0] if size is None else theta
+
+    @property
+    def means_noise(self):
+        """The released means' noise per coordinate (the label's last), or
+        None where none are released."""
+        noise = self.cal.means_noise
+        return noise if np.all(np.isfinite(noise)) else None
 
     # -- the rows' exact losses -----------------------------------------------
 
@@ -259,10 +297,24 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
             ones = np.ones(Xs.shape[0])
             return np.maximum(self._mixture_epsilon(Xs, ones, add),
                               self._mixture_epsilon(Xs, -ones, add))
-        eps = ops_mixture_epsilon(self.delta, **self._mixture_columns(Xs, ys, add))
+        eps = self._model_epsilon(self.delta, self._mixture_columns(Xs, ys, add),
+                                  self._means_ratio(Xs, ys, add))
         # a row removed at the domain's worst case costs at most the budget,
         # a row added at most the cap derived for n + 1 rows
         return np.minimum(eps, self._dp(self.delta, add))
+
+    def _means_ratio(self, Xs, ys, add):
+        """Each row's exact change of the released means over their noise
+        (None where none are released)."""
+        if self.means_noise is None:
+            return None
+        return means_change(self.means, self.n_samples, Xs, ys, add, self.means_noise)
+
+    @staticmethod
+    def _model_epsilon(delta, mixture, means):
+        """The release's loss at ``delta``: the exact mixture, composed with
+        the released means' Gaussian at the row's ratio ``means``."""
+        return compose_with_gaussian(lambda d: ops_mixture_epsilon(d, **mixture), delta, means)
 
     def _mixture_columns(self, Xs, ys, add):
         """The arguments of ``ops_mixture_epsilon`` (but delta) for each row
@@ -316,26 +368,29 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
         under both ends of [-1, 1] with ``ys`` None."""
         ones = np.ones(Xs.shape[0])
         labels = [ones, -ones] if ys is None else [ys]
-        return {"mixtures": [self._mixture_columns(Xs, y, add) for y in labels], "add": add}
+        return {"mixtures": [self._mixture_columns(Xs, y, add) for y in labels],
+                "means": [self._means_ratio(Xs, y, add) for y in labels], "add": add}
 
     # -- the law of a published report ----------------------------------------
 
     def _eigen_epsilon_ratio(self, delta):
-        """The conditioning's budget and its worst ratio; the guarantee is
-        calibrated at the fit's delta only."""
+        """The Gaussian releases' budget and their worst joint ratio (the
+        conditioning's, with an intercept also the bound's and the means'; at
+        ``cal.delta_gauss``); the guarantee is calibrated at the fit's delta
+        only."""
         if delta != self.delta:
             raise ValueError(
                 f"AdaOPS's guarantee is calibrated at its delta={self.delta:g}, "
                 f"not at {delta:g}."
             )
-        return self.shares[0], self.cal.change / self.cal.sigma
+        return self.cal.eps_gauss, self.cal.ratio_gauss
 
     def dp_epsilon(self, delta, gaussian_ratio=None):
         cal = self.cal
         eps_eigen, first = self._eigen_epsilon_ratio(delta)
         if gaussian_ratio is None:
             return cal.budget
-        joint = gaussian_epsilon(cal.delta_share, np.hypot(first, gaussian_ratio))
+        joint = gaussian_epsilon(cal.delta_gauss, np.hypot(first, gaussian_ratio))
         return float(cal.budget - eps_eigen + joint)
 
     def gaussian_allowance(self, delta, target):
@@ -343,7 +398,7 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
         eps_eigen, first = self._eigen_epsilon_ratio(delta)
         if not target > cal.budget:
             raise ValueError("nothing is left for a publication; raise publish_epsilon.")
-        total = 1.0 / gaussian_noise_scale(eps_eigen + target - cal.budget, cal.delta_share)
+        total = 1.0 / gaussian_noise_scale(eps_eigen + target - cal.budget, cal.delta_gauss)
         return float(np.sqrt(total**2 - first**2))
 
     def _added_excess(self):
@@ -371,7 +426,8 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
         add = stats.get("add", True)
         if "mixtures" in stats:
             def model(d):
-                return np.max([ops_mixture_epsilon(d, **m) for m in stats["mixtures"]], axis=0)
+                return np.max([self._model_epsilon(d, m, s) for m, s in
+                               zip(stats["mixtures"], stats["means"])], axis=0)
         else:
             def model(d):
                 return self._composition(d, stats)

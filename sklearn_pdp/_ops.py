@@ -74,6 +74,10 @@ class OPSRegressor(PrivateRegressorMixin):
         With ``alpha="auto"`` only: the released cells' floor on the
         conditioning and bound on any target's residual (scaled data), as
         :class:`AdaOPSRegressor` reports them.
+    released_means_, means_noise_, intercept_weight_ : ndarray or float
+        With ``alpha="auto"`` and an intercept only: the released means of
+        the rows and the label, their noise and the weight of the intercept
+        at them, as :class:`AdaOPSRegressor` reports them.
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
         row (maximum of both directions of the hockey-stick divergence).
@@ -97,9 +101,11 @@ class OPSRegressor(PrivateRegressorMixin):
     bound on the data's conditioning (smallest eigenvalue of the scatter),
     which fixes the ridge and the leverage bound, a fifth a noisy bound on
     the largest residual, and the rest the posterior sample calibrated to
-    them. The fit is :class:`AdaOPSRegressor`'s, and ``pdp_losses_`` the
-    exact loss of that whole release (a mixture over the released cells,
-    the same for every ``random_state``). The former public rule
+    them; with an intercept the two cell releases also release the means
+    of the rows and the label, on which the intercept is re-centred. The fit
+    is :class:`AdaOPSRegressor`'s, and ``pdp_losses_`` the loss of that
+    whole release (a mixture over the released cells composed with the
+    means, the same for every ``random_state``). The former public rule
     (``ops_auto_alpha``, a function of n, d and epsilon) shrank the slopes
     to a third on well-conditioned data (:doc:`/mechanisms/ops`).
 

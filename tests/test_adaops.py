@@ -8,6 +8,7 @@ from sklearn.linear_model import Ridge
 
 from sklearn_pdp import AdaOPSRegressor, FallbackWarning
 from sklearn_pdp._accounting import (
+    GAUSSIAN_DELTA_SHARE,
     gaussian_delta,
     ops_delta,
     ops_epsilon,
@@ -267,7 +268,37 @@ def _mass(lower, upper, centre, sigma):
                     norm.cdf(upper) - norm.cdf(lower))
 
 
+def _gaussian_epsilon_written_out(delta, s):
+    """Tight eps(delta) of the Gaussian mechanism with ratio s: brentq on
+    Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s) (scipy.stats)."""
+    def excess(eps):
+        return (stats.norm.cdf(s / 2 - eps / s)
+                - np.exp(eps) * stats.norm.cdf(-s / 2 - eps / s) - delta)
+    return brentq(excess, 0.0, 50.0, xtol=1e-14, rtol=1e-13) if excess(0.0) > 0 else 0.0
+
+
+def _means_ratio(reg, small, large):
+    """The released means' change between the data sets over their noise,
+    from the means of the rows (without the constant) and the labels."""
+    means = [np.append(Z[:, :-1].mean(axis=0), ys.mean()) for Z, ys in (small, large)]
+    return np.linalg.norm((means[1] - means[0]) / reg.means_noise_)
+
+
 def _release_epsilon(reg, small, large, target, label, delta):
+    """eps(delta) of the whole release between the data sets ``small`` and
+    ``large`` = small + (target, label): that of (cell, bound cell, theta)
+    (:func:`_mixture_written_out`), and with an intercept and a released
+    bound, composed with the released means' Gaussian (basic composition,
+    ``GAUSSIAN_DELTA_SHARE`` of delta), its ratio from the two data sets'
+    means."""
+    if not hasattr(reg, "released_means_"):
+        return _mixture_written_out(reg, small, large, target, label, delta)
+    share = GAUSSIAN_DELTA_SHARE * delta
+    return (_mixture_written_out(reg, small, large, target, label, delta - share)
+            + _gaussian_epsilon_written_out(share, _means_ratio(reg, small, large)))
+
+
+def _mixture_written_out(reg, small, large, target, label, delta):
     """eps(delta) of the release (cell, bound cell, theta) between the data
     sets ``small`` and ``large`` = small + (target, label), written out: G by
     eigvalsh, log R by refits, every cell within 40 noise deviations, cell
@@ -701,3 +732,105 @@ def test_prediction_at_the_feature_mean_has_variance_one_over_gamma_n():
     ratio = np.var(draws @ centre[0], ddof=1) * release.gamma * n
     # sample variance of a normal: relative standard error sqrt(2 / size)
     assert abs(ratio - 1.0) <= Z_TOL * np.sqrt(2.0 / size), ratio
+
+
+# ------------------------------------------------------- released means ---
+
+
+def _quiet_labels(n, d, seed):
+    """Labels that vary little (spread 0.05 of the unit range) around 0.75,
+    far from the centre of the declared range [-1, 1], features in [0, 1]
+    over sqrt(d)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (n, d)) / np.sqrt(d)
+    y = 0.6 + 0.05 * X @ np.ones(d) + 0.05 * rng.standard_normal(n)
+    return X, y
+
+
+def test_quiet_labels_cost_little_more_than_the_mean_predictor():
+    """Where the intercept's posterior noise dominates (labels that vary
+    little; the mechanism's page, "Released means"), the intercept combined
+    with the released means keeps AdaOPS within 2% of the mean predictor's
+    test error on average over draws (the draw's intercept alone: 1.033 at
+    epsilon 1 and 1.041 at epsilon 3)."""
+    X, y = _quiet_labels(8000, 6, 0)
+    X, X_test, y, y_test = X[:4000], X[4000:], y[:4000], y[4000:]
+    mean_mse = np.mean((y_test - y.mean()) ** 2)
+    for eps in (1.0, 3.0):
+        ratios, weights = [], []
+        for seed in range(20):
+            reg = AdaOPSRegressor(epsilon=eps, random_state=seed, **BOUNDS).fit(X, y)
+            ratios.append(np.mean((reg.predict(X_test) - y_test) ** 2) / mean_mse)
+            weights.append(reg.intercept_weight_)
+        assert np.mean(ratios) <= 1.02, (eps, np.mean(ratios))
+        assert 0.0 < np.min(weights) and np.max(weights) < 1.0
+
+
+def test_combined_intercept_has_the_variance_of_its_precisions():
+    """Given the released slopes, the draw's intercept and the one at the
+    released means are independent and unbiased for mean(y) - mean(x)^T
+    slopes, with variances 1 / (gamma n) and sigma_y^2 + sigma_x^2
+    ||slopes||^2: over redraws of the release the combined intercept's error
+    has the variance 1 / (1 / v_draw + 1 / v_means)."""
+    X, y = _quiet_labels(3000, 4, 1)
+    reg = AdaOPSRegressor(epsilon=2.0, random_state=0, **BOUNDS).fit(X, y)
+    release = reg.release_
+    noise = reg.means_noise_
+    assert noise.shape == (5,) and noise[-1] < noise[0]  # the label's share is the larger
+    rng = np.random.default_rng(3)
+    size, z = 4000, []
+    for _ in range(size):
+        coef = release.release(rng)
+        slopes = coef[:-1]
+        truth = release.means[-1] - release.means[:-1] @ slopes
+        v_draw = 1.0 / (release.gamma * release.n_samples)
+        v_means = noise[-1] ** 2 + noise[:-1] ** 2 @ slopes**2
+        z.append((coef[-1] - truth) * np.sqrt(1.0 / v_draw + 1.0 / v_means))
+    assert 0.2 < release.intercept_weight < 0.95
+    assert abs(np.mean(z)) <= Z_TOL / np.sqrt(size)
+    assert abs(np.var(z, ddof=1) - 1.0) <= Z_TOL * np.sqrt(2.0 / size)
+
+
+def test_means_share_the_cells_gaussian_budget():
+    """The two cell releases and the means are one Gaussian mechanism at the
+    cells' epsilons and deltas: the three worst ratios (G's change, log R's
+    and the means' over the domain: a row at the corner, unit norm and label
+    -1 against the others at the opposite corner) add in squares to the
+    largest ratio of (epsilon_1 + epsilon_2, 2 delta / 5), found by
+    bisection; the conditioning's and the bound's noise are as without
+    means."""
+    n, d, eps = 3000, 3, 1.0
+    X, y = _unit_rows(n, d, 0)
+    reg = AdaOPSRegressor(epsilon=eps, random_state=0, **BOUNDS).fit(X, y)
+    cal = reg.release_.cal
+    assert cal.sigma == pytest.approx(
+        conditioning_max_change(n, d, True) / _largest_ratio(0.2 * eps, 1e-6 / 5), rel=1e-6)
+    assert cal.bound_scale == pytest.approx(1.0 / _largest_ratio(0.2 * eps, 1e-6 / 5), rel=1e-6)
+    # the worst change of the means: n - 1 rows at (u, 1), one at (-u, -1)
+    u = np.eye(d)[0]
+    Z = np.vstack([np.tile(np.append(u, 1.0), (n - 1, 1)), np.append(-u, -1.0)])
+    change = (Z.mean(axis=0) - Z[:-1].mean(axis=0)) / reg.means_noise_
+    means = np.linalg.norm(change)
+    total = np.sqrt((cal.change / cal.sigma) ** 2 + 1.0 / cal.bound_scale**2 + means**2)
+    assert total == pytest.approx(_largest_ratio(0.4 * eps, 2e-6 / 5), rel=1e-6)
+    assert reg.dp_epsilon_ == eps
+    # no means without an intercept, nor without a released bound
+    for params in (dict(fit_intercept=False), dict(budget_split=[1, 0, 3])):
+        other = AdaOPSRegressor(epsilon=eps, random_state=0, **BOUNDS, **params).fit(X, y)
+        assert not hasattr(other, "released_means_")
+        assert other.release_.cal.eps_gauss == pytest.approx(0.25 * eps if params.get(
+            "budget_split") else 0.2 * eps)
+
+
+def test_released_means_do_not_make_losses_depend_on_the_draw():
+    """The released means and the combined intercept change with
+    random_state; the per-instance losses (which include each row's exact
+    change of the means) do not."""
+    X, y = _quiet_labels(2000, 3, 2)
+    fits = [AdaOPSRegressor(epsilon=1.0, random_state=seed, **BOUNDS).fit(X, y)
+            for seed in range(4)]
+    assert len({f.released_means_[-1] for f in fits}) == 4
+    assert len({f.intercept_weight_ for f in fits}) > 1
+    for f in fits[1:]:
+        assert_array_equal(f.pdp_losses_, fits[0].pdp_losses_)
+        assert_array_equal(f.pdp_epsilon(X[:5]), fits[0].pdp_epsilon(X[:5]))

@@ -10,7 +10,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from sklearn_pdp import AdaOPSRegressor, OPSRegressor, OutputPerturbationRegressor, PDPReport
-from sklearn_pdp._accounting import ops_epsilon, ops_mixture_epsilon
+from sklearn_pdp._accounting import compose_with_gaussian, ops_epsilon, ops_mixture_epsilon
 from sklearn_pdp._accounting._adaops import conditioning
 from sklearn_pdp._adaops_release import AdaOPSRelease
 from sklearn_pdp._eigen import scatter_eigen
@@ -31,15 +31,29 @@ def _corner_rows(d, n_random=20, seed=0):
 
 def _run_on(release, Zs, ys):
     """AdaOPS's release as calibrated (its ``cal``, its n), run on the
-    scaled rows ``Zs`` (constant feature included): their Gram, scatter and
-    conditioning, no fit yet."""
+    scaled rows ``Zs`` (constant feature included): their Gram, scatter,
+    conditioning and means, no fit yet."""
     other = copy.copy(release)
     other.n_samples = Zs.shape[0]
     other.XtX, other.Xty = Zs.T @ Zs, Zs.T @ ys
     other.eig, other.mean = scatter_eigen(other.XtX, other.n_samples, other.intercept)
     other.G = conditioning(other.eig[0], other.mean, other.intercept)
+    if other.intercept:
+        other.means = np.append(Zs[:, :-1].mean(axis=0), ys.mean())
     other.fits = {}
     return other
+
+
+def _removal_epsilon(release, z, t, delta):
+    """The row's loss removed from the data of ``release``: the mixture, with
+    the released means composed with it (their exact change over their noise)."""
+    def mixture(d):
+        return ops_mixture_epsilon(d, **release._mixture_columns(z, t, add=False))[0]
+    if release.means_noise is None:
+        return mixture(delta)
+    gap = np.append(z[0, :-1], t) - release.means
+    ratio = np.linalg.norm(gap / release.means_noise) / (release.n_samples - 1)
+    return compose_with_gaussian(mixture, delta, ratio)
 
 
 @pytest.mark.parametrize("n, d, fit_intercept", [(2000, 3, True), (3000, 2, False)])
@@ -61,11 +75,9 @@ def test_adaops_added_row_at_the_corner(n, d, fit_intercept):
     for label in (-1.0, 1.0):
         labels = np.full(targets.shape[0], label)
         Zt, yt = law.scaler.scale(targets, labels)
-        exact = np.array([
-            ops_mixture_epsilon(est.delta, **_run_on(
-                release, np.vstack([Zs, z]), np.append(ys, t))._mixture_columns(
-                    z[None, :], np.array([t]), add=False))[0]
-            for z, t in zip(Zt, yt)])
+        exact = np.array([_removal_epsilon(_run_on(release, np.vstack([Zs, z]), np.append(ys, t)),
+                                           z[None, :], np.array([t]), est.delta)
+                          for z, t in zip(Zt, yt)])
         reported = est.pdp_epsilon(targets, labels)
         assert_allclose(reported, exact, rtol=1e-6)
         assert np.all(reported <= cap * (1 + 1e-12))

@@ -31,6 +31,7 @@ from sklearn_pdp._accounting import (
     ops_mixture_epsilon,
 )
 from sklearn_pdp._adaops_published import _PUBLISHED_WINDOW_SHARE
+from sklearn_pdp._released_means import means_bound
 from sklearn_pdp._ridge_system import penalty
 from sklearn_pdp._output_perturbation_calibration import (
     _ball_constants,
@@ -444,7 +445,8 @@ def test_adaops_composition_bounds_the_exact_mixture(squeeze, add):
 
 def _redraw(report, rng):
     """The published object of another draw of the whole release: the
-    estimator's cells and coefficients, and the publication's Gram noise."""
+    estimator's cells, coefficients and released means, and the
+    publication's Gram noise."""
     est, published = report.estimator_, report.published_
     cells, bounds = est.release_._draw_cells(rng, 1)
     k, j = int(cells[0]), int(bounds[0])
@@ -452,6 +454,9 @@ def _redraw(report, rng):
     law = copy.copy(published.law)
     law.cell, law.gamma, law.alpha = k, gamma, est.release_.cal.ridge(k)
     law.coef = ridge.coef + ridge.sample(rng, 1.0 / np.sqrt(gamma))
+    if law.released_means is not None:
+        law.released_means = est.release_.means + law.means_noise * rng.standard_normal(
+            law.released_means.shape[0])
     other = copy.copy(published)
     other.law = law
     other.noisy_gram = est.release_.XtX + published.noise_scale * gram_noise(
@@ -478,6 +483,8 @@ def test_adaops_published_bound_coverage(runs):
     shift = np.abs(est.release_._conditioning_shifts(Xr, add=False)[0])
     cells = {int(cal.index(est.release_.G - cal.margin + e * cal.sigma)) for e in (-3, 0, 3)}
     truth = {k: (est.release_._cell_rows(k, Xr, yr, add=False), est.release_._cell_fit(k)[1]) for k in cells}
+    means = est.release_._means_ratio(Xr, yr, add=False)
+    assert means is not None and np.all(means > 0)
     rng = np.random.RandomState(1)
     beta = report.published_.beta
     covered, held = np.zeros(rows.size), np.zeros(rows.size)
@@ -487,6 +494,8 @@ def test_adaops_published_bound_coverage(runs):
         covered += published.scaled_epsilon(Xr, yr) >= exact
         low, high = law.conditioning_interval(published, beta / 8)
         ok = (low <= est.release_.G <= high) & (law.conditioning_change(published, Xr, high) >= shift)
+        ok &= means_bound(law.released_means, law.means_noise, law.n_samples, Xr, yr,
+                          beta / 16) >= means
         released = law._released_bounds(published, Xr, yr)
         for k, ((mu, r, (step, _)), log_R) in truth.items():
             b = law.ridge_bounds(published, Xr, cal.ridge(k), released, law.cell_floor(k, low))

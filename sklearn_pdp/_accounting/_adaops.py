@@ -47,6 +47,11 @@ _CELL_WINDOW = 8.8
 # Default ``budget_split`` (eigenvalue, residual bound, sample), measured on
 # the utility grid.
 _DEFAULT_SPLIT = (0.2, 0.2, 0.6)
+# Share of the released means' squared ratio that goes to the label's mean:
+# the intercept re-centred on them has noise variance sigma_y^2 + sigma_x^2
+# ||slopes||^2, and the slopes are small where the intercept costs most
+# ("Released means" in the AdaOPS page).
+_LABEL_SHARE = 0.9
 
 
 def conditioning(eigvals, mean, intercept):
@@ -128,6 +133,7 @@ class _Calibration:
         self.margin = self.z * self.sigma
         self.bound_scale = (gaussian_noise_scale(eps_bound, delta_share)
                             if eps_bound > 0 else np.inf)
+        self._release_means(eps_eigen, eps_bound)
         self.ridge_factor = 4.0 if intercept else 1.0
         self.width = max(_CELL_WIDTH * self.sigma, _MIN_CELL_CHANGES * self.change)
         self.fixed = fixed_floor is not None
@@ -147,6 +153,31 @@ class _Calibration:
         self.steps = max(int(np.ceil((start - self.h0) / self.width)), 0)
         self.knee = self.h0 + self.steps * self.width
         self.feasible = not self.fixed or self.has_gamma(self.h0)
+
+    def _release_means(self, eps_eigen, eps_bound):
+        """With an intercept and a released bound, the two cells' Gaussian
+        releases and the means' are one Gaussian mechanism (adaptive
+        composition: the ratios add in squares) at the cells' two epsilons
+        and two deltas, ``eps_gauss`` and ``delta_gauss``, of ratio
+        ``ratio_gauss``: the cells keep their noise, the means take the rest
+        of the ratio, ``ratio_means``, with noise ``means_noise`` (one scale
+        per coordinate, the label's last: ``_LABEL_SHARE`` of the squared
+        ratio on the label, each part of a row's change at most ``2 / n``).
+        Otherwise the conditioning's release alone, and no means (noise
+        inf)."""
+        ratio_eigen = self.change / self.sigma
+        self.eps_gauss, self.delta_gauss = eps_eigen, self.delta_share
+        self.ratio_gauss, self.ratio_means, self.means_noise = ratio_eigen, 0.0, np.inf
+        if not (self.intercept and eps_bound > 0):
+            return
+        self.eps_gauss, self.delta_gauss = eps_eigen + eps_bound, 2.0 * self.delta_share
+        self.ratio_gauss = 1.0 / gaussian_noise_scale(self.eps_gauss, self.delta_gauss)
+        # max: rounding (by basic composition the cells' ratios are within it)
+        cells2 = ratio_eigen**2 + 1.0 / self.bound_scale**2
+        self.ratio_means = np.sqrt(max(self.ratio_gauss**2 - cells2, 0.0))
+        if self.ratio_means > 0:
+            shares = np.append(np.full(self.d, 1.0 - _LABEL_SHARE), _LABEL_SHARE)
+            self.means_noise = 2.0 / (self.n * self.ratio_means * np.sqrt(shares))
 
     # -- the conditioning's cells -------------------------------------------------
 
