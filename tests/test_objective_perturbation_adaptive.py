@@ -19,9 +19,12 @@ from sklearn_pdp._accounting import (
 )
 from sklearn_pdp._objective_perturbation import ObjPertRelease
 from sklearn_pdp._objective_perturbation_adaptive import (
+    _FLOOR_NOISE_TARGET,
+    _FLOOR_REFINE,
     AdaptiveObjPert,
     PrivateObjPertRelease,
 )
+from sklearn_pdp._released_means import means_max_change
 
 from ._reference import ridge_penalty
 from .test_output_perturbation import _scaled, _scatter_lowest
@@ -51,9 +54,18 @@ def brute_private_objpert(reg, Xs, ys, X_new=None, y_new=None, per_cell=False):
     else:
         pairs = [(Xs, ys, x, t, _scatter_lowest(np.vstack([Xs, x]), intercept))
                  for x, t in zip(X_new, y_new)]
+    d = Xs.shape[1] - int(intercept)
+
+    def means(Xa, ya):
+        return np.append(Xa[:, :d].mean(axis=0), ya.mean())
+
     losses, exact = [], []
     for Xo, yo, x, t, other in pairs:
-        first = gaussian_epsilon(adaptive.delta_eigen, abs(other - lowest) / adaptive.eigen_noise)
+        # the data set with the row against the one without it: the smaller is (Xo, yo)
+        moved = (np.linalg.norm(means(np.vstack([Xo, x]), np.append(yo, t)) - means(Xo, yo))
+                 / adaptive.means_noise) if intercept else 0.0
+        first = gaussian_epsilon(adaptive.delta_eigen,
+                                 np.hypot(abs(other - lowest) / adaptive.eigen_noise, moved))
         worst = np.zeros(3)
         best = 0.0
         for k in cells:
@@ -147,10 +159,16 @@ def test_calibration_meets_the_budget(fit_intercept):
     assert adaptive.epsilon_eigen + adaptive.epsilon_objpert == pytest.approx(epsilon)
     assert adaptive.delta_eigen + adaptive.delta_objpert + adaptive.delta_bound == pytest.approx(
         delta, rel=1e-12)
-    assert gaussian_delta(adaptive.epsilon_eigen, adaptive.change / adaptive.eigen_noise
-                          ) == pytest.approx(adaptive.delta_eigen, rel=1e-6)
+    # the eigenvalue and (with an intercept) the means share the Gaussian stage
+    worst = np.hypot(adaptive.change / adaptive.eigen_noise,
+                     means_max_change(n) / adaptive.means_noise)
+    assert gaussian_delta(adaptive.epsilon_eigen, worst) == pytest.approx(
+        adaptive.delta_eigen, rel=1e-6)
+    assert adaptive.worst_gauss_ratio(n) == pytest.approx(worst, rel=1e-12)
+    assert np.isfinite(adaptive.means_noise) == fit_intercept
     assert adaptive.alpha(-1) == objpert_auto_alpha(
-        adaptive.epsilon_objpert, adaptive.delta_objpert, n, d, fit_intercept)
+        adaptive.epsilon_objpert, adaptive.delta_objpert, n, d, fit_intercept,
+        target=_FLOOR_NOISE_TARGET, refine=_FLOOR_REFINE)
     low, high = adaptive.cell(0.5 * n / d), adaptive.cell(n / d)
     assert 0 <= low < high
     for cell in (low, high):
