@@ -32,9 +32,9 @@ from ._released_means import data_means, means_change, means_max_change
 _EIGEN_SHARE = 0.2
 _EIGEN_DELTA_SHARE = 0.25
 _BOUND_DELTA_SHARE = 0.25
-# With an intercept, the share of that Gaussian stage's squared ratio spent
-# on the means of the rows and of the label.
-_MEANS_SHARE = 0.25
+# With an intercept, the share of epsilon added to that Gaussian stage for
+# the means of the rows and of the label (objective perturbation's is less).
+_MEANS_SHARE = 0.02
 # Cells a factor 2^(1/4) apart (output perturbation's are 2^(1/8)): each
 # reachable cell costs a calibration.
 _CELL_RATIO = 2.0 ** 0.25
@@ -49,6 +49,10 @@ _NOISE_TARGET = 1e-3
 _FLOOR_NOISE_TARGET = 1e-3
 # Bisections of the floor cell's last doubling (its ridge to 2^(1/4)).
 _FLOOR_REFINE = 2
+# Largest noise variance of the floor cell's intercept, sigma^2 / n^2: a
+# twentieth of the variance of labels whose spread is a hundredth of their
+# range (the noise a prediction keeps when the slopes are dropped).
+_INTERCEPT_NOISE = 2e-5
 # Doublings of a cell's ridge where its loss floor is above the budget.
 _MAX_DOUBLINGS = 40
 
@@ -86,18 +90,20 @@ class AdaptiveObjPert(EigenCells):
 
     def __init__(self, epsilon, delta, n_samples, n_features, intercept):
         self.budget = float(epsilon)
-        self.epsilon_eigen = _EIGEN_SHARE * self.budget
+        means_share = _MEANS_SHARE if intercept else 0.0
+        self.epsilon_eigen = (_EIGEN_SHARE + means_share) * self.budget
         self.epsilon_objpert = self.budget - self.epsilon_eigen
         self.delta_eigen = _EIGEN_DELTA_SHARE * delta
         self.delta_objpert = (1.0 - _EIGEN_DELTA_SHARE - _BOUND_DELTA_SHARE) * delta
-        # the Gaussian stage's ratio, shared in squares with the means
-        ratio = 1.0 / gaussian_noise_scale(self.epsilon_eigen, self.delta_eigen)
-        means_share = _MEANS_SHARE if intercept else 0.0
-        self.ratio_means = np.sqrt(means_share) * ratio
-        self.means_noise = (means_max_change(n_samples) / self.ratio_means
-                            if intercept else np.inf)
-        super().__init__(np.sqrt(1.0 - means_share) * ratio, _BOUND_DELTA_SHARE * delta,
-                         n_samples, intercept, cell_ratio=_CELL_RATIO)
+        # the eigenvalue's ratio is that of its share alone; the means take
+        # the rest of the Gaussian stage's (the ratios add in squares)
+        ratio = 1.0 / gaussian_noise_scale(_EIGEN_SHARE * self.budget, self.delta_eigen)
+        total = 1.0 / gaussian_noise_scale(self.epsilon_eigen, self.delta_eigen)
+        self.ratio_means = np.sqrt(max(total**2 - ratio**2, 0.0))
+        self._means_noise = (means_max_change(n_samples) / self.ratio_means
+                             if intercept else np.inf)
+        super().__init__(ratio, _BOUND_DELTA_SHARE * delta, n_samples, intercept,
+                         cell_ratio=_CELL_RATIO)
         # lower bounds under half the margin (the noise's own scale) round to
         # the floor cell: each cell a row's loss reaches costs a calibration
         self.cell_low = max(self.cell_low, _CELL_LOW_SHARE * self.margin)
@@ -122,17 +128,34 @@ class AdaptiveObjPert(EigenCells):
         return True
 
     def public_alpha(self):
-        """The floor cell's ridge: the public rule at the second stage's
-        budget, at the floor cell's noise target (cached)."""
-        return objpert_auto_alpha(self.epsilon_objpert, self.delta_objpert, self.n_samples,
-                                  self.n_features, self.intercept,
-                                  target=_FLOOR_NOISE_TARGET, refine=_FLOOR_REFINE)
+        """The floor cell's ridge (cached): the public rule at the second
+        stage's budget and at the slopes' noise target
+        ``_FLOOR_NOISE_TARGET``, doubled while the intercept's noise
+        ``sigma^2 / n^2`` (what a prediction keeps when the signal test drops
+        the slopes) is above ``_INTERCEPT_NOISE``; at most the public rule at
+        ``PREDICTION_NOISE``."""
+        if "_floor_ridge" not in self.__dict__:
+            args = (self.epsilon_objpert, self.delta_objpert, self.n_samples,
+                    self.n_features, self.intercept)
+            public = objpert_auto_alpha(*args)
+            alpha = objpert_auto_alpha(*args, target=_FLOOR_NOISE_TARGET,
+                                       refine=_FLOOR_REFINE)
+            while (self.intercept and alpha < public
+                   and (self._sigma(alpha, 0.0) / self.n_samples) ** 2 > _INTERCEPT_NOISE):
+                alpha *= 2.0
+            self._floor_ridge = float(min(alpha, public))
+        return self._floor_ridge
 
     def gauss_ratio(self, eigen_ratio, means):
         """A row's Gaussian ratio of the first stage, from its change of
         lambda_min over its noise and its change of the means (the ratios
         add in squares)."""
-        return np.hypot(eigen_ratio, means / self.means_noise)
+        return np.hypot(eigen_ratio, means / self._means_noise)
+
+    def means_noise(self, cell=None):
+        """The released means' noise (every cell's; ``inf`` without an
+        intercept: none are released)."""
+        return self._means_noise
 
     def worst_gauss_ratio(self, n_samples):
         """The first stage's ratio at the largest changes of a row removed
@@ -275,7 +298,7 @@ class PrivateObjPertRelease(PrivateObjPertLaw, ScatterRelease, Release):
         raw = super().release(rng)
         self.released_means = None
         if self.intercept:
-            self.released_means = self.means + self.adaptive.means_noise * rng.standard_normal(
+            self.released_means = self.means + self.adaptive.means_noise() * rng.standard_normal(
                 self.means.shape[0])
         coef, self.signal_ridge = self.adaptive.shrink(raw, self.cell, self.released_means)
         if np.isinf(self.signal_ridge):
@@ -294,7 +317,7 @@ class PrivateObjPertRelease(PrivateObjPertLaw, ScatterRelease, Release):
                 "eigen_noise_": self.adaptive.eigen_noise,
                 "signal_ridge_": self.signal_ridge,
                 "released_means_": self.released_means,
-                "means_noise_": self.adaptive.means_noise}
+                "means_noise_": self.adaptive.means_noise()}
 
     def second_stage(self, Xs, ys, add):
         """Each row's ``(||x||^2, m0, mu, ||x||^2 x^T H^{-2} x)`` against the

@@ -158,7 +158,7 @@ class PrivateObjPertLaw(EigenWindowLaw):
             mu_k, spread_k, moved = bounds[key]
             m0 = np.maximum(m0, moved / ad.noise(k))
             mu, spread = np.maximum(mu, mu_k), np.maximum(spread, spread_k)
-        means = (means_bound(self.released_means, ad.means_noise, self.n_samples, Xs, ys,
+        means = (means_bound(self.released_means, ad.means_noise(), self.n_samples, Xs, ys,
                              beta / 16.0) if self.intercept else 0.0)
         first = ad.gauss_ratio(published.eigen_change_bound(Xs) / ad.eigen_noise, means)
         return {"eigen": first,
