@@ -24,7 +24,7 @@ from ._objective_perturbation import _remove_row, objpert_draw
 from ._objective_perturbation_law import PrivateObjPertLaw
 from ._release import Release
 from ._signal import signal_ridge
-from ._released_means import data_means, means_change, means_max_change
+from ._released_means import data_means, means_change, means_max_change, means_max_ratio
 
 # Shares of epsilon and of delta spent on lambda_min (a Gaussian release),
 # and of delta on the failure of its lower bound; objective perturbation
@@ -64,26 +64,31 @@ class AdaptiveObjPert(EigenCells):
 
     1. ``lambda~ = lambda_min(S) + sigma_1 N(0, 1)`` with the Gaussian ratio
        of ``(0.2 epsilon, delta / 4)``; its lower bound (failure probability
-       ``delta / 4``) rounded down to the grid of cells.
+       ``delta / 4``) rounded down to the grid of cells. With an intercept
+       the means of the rows and of the label plus Gaussian noise, the
+       stage's ratio that of ``(0.22 epsilon, delta / 4)``.
     2. Objective perturbation at the cell's ridge ``alpha_k``, with the
-       noise ``sigma_k`` that meets ``(0.8 epsilon, delta / 2)`` over every
-       data set whose lambda_min(S) is at least the cell's floor L_k
-       (:func:`objpert_noise_scale` with ``lower=L_k``); the floor cell
-       (L = 0) has the public rule at that budget
-       (:func:`objpert_auto_alpha`). ``alpha_k`` minimises the squared bias
+       noise ``sigma_k`` that meets the rest, ``(0.78 epsilon, delta / 2)``
+       (0.8 without an intercept), over every data set whose lambda_min(S)
+       is at least the cell's floor L_k (:func:`objpert_noise_scale` with
+       ``lower=L_k``); the floor cell (L = 0) has the ridge of
+       :meth:`public_alpha`. ``alpha_k`` minimises the squared bias
        factor ``(alpha / (L_k + alpha))^2`` plus ``d`` times the noise
        variance along a slope, ``sigma~^2 / (L_k + alpha)^2``, with the
        Gaussian approximation ``sigma~ = sqrt(N) r_max / s_2`` of the noise
        (a row moves the objective's gradient by ``x r``; s_2 the Gaussian
        ratio of the second stage's budget), raised to meet the noise target
-       at a unit row, at most the public rule's, and doubled where the
+       at a unit row, at most the floor cell's, and doubled where the
        loss floor is above the budget.
+    3. Post-processing: :meth:`shrink` (the signal test) and
+       :meth:`follow` (the intercept of dropped slopes).
 
     Guarantee: the cell's floor bounds lambda_min of the smaller of two
     neighbours but with probability ``delta / 4`` under either; on that
-    event the second stage is ``(0.8 epsilon, delta / 2)``-DP, and basic
-    composition gives ``(epsilon, delta)``. A row's loss: its exact
-    eigenvalue-change loss at ``delta / 4`` plus its largest second-stage
+    event the second stage is ``(epsilon_objpert, delta / 2)``-DP, and basic
+    composition gives ``(epsilon, delta)``. A row's loss: the Gaussian
+    epsilon at ``delta / 4`` of its exact changes of the eigenvalue and of
+    the means over their noises, plus its largest second-stage
     loss at ``delta / 2`` over the cells the released value reaches with
     probability above ``delta / 4`` under the data set or the neighbour.
     """
@@ -146,23 +151,24 @@ class AdaptiveObjPert(EigenCells):
             self._floor_ridge = float(min(alpha, public))
         return self._floor_ridge
 
-    def gauss_ratio(self, eigen_ratio, means):
-        """A row's Gaussian ratio of the first stage, from its change of
-        lambda_min over its noise and its change of the means (the ratios
-        add in squares)."""
-        return np.hypot(eigen_ratio, means / self._means_noise)
+    def gauss_ratio(self, eigen_ratio, means_ratio):
+        """A row's Gaussian ratio of the first stage, from its changes of
+        lambda_min and of the means over their noises (the ratios add in
+        squares)."""
+        return np.hypot(eigen_ratio, means_ratio)
+
+    def worst_gauss_ratio(self, n_samples):
+        """The first stage's ratio at the largest changes of a row removed
+        from ``n_samples`` rows (the means': at most the n rows' bound)."""
+        means = (means_max_ratio(self.n_samples, self._means_noise) if self.intercept
+                 else 0.0)
+        return float(self.gauss_ratio(
+            eigen_max_change(n_samples, self.intercept) / self.eigen_noise, means))
 
     def means_noise(self, cell=None):
         """The released means' noise (every cell's; ``inf`` without an
         intercept: none are released)."""
         return self._means_noise
-
-    def worst_gauss_ratio(self, n_samples):
-        """The first stage's ratio at the largest changes of a row removed
-        from ``n_samples`` rows (the means': at most the n rows' bound)."""
-        return float(self.gauss_ratio(
-            eigen_max_change(n_samples, self.intercept) / self.eigen_noise,
-            means_max_change(self.n_samples)))
 
     def follow(self, raw, coef, means):
         """Post-processing: the intercept of the shrunk slopes ``coef`` at the
@@ -346,8 +352,9 @@ class PrivateObjPertRelease(PrivateObjPertLaw, ScatterRelease, Release):
         lambda_min and (with an intercept) of the means over their noises."""
         means = 0.0
         if self.intercept:
+            noise = self.adaptive.means_noise()
             ends = [ys] if ys is not None else [np.full(Xs.shape[0], e) for e in (-1.0, 1.0)]
-            means = np.max([means_change(self.means, self.n_samples, Xs, y, add)
+            means = np.max([means_change(self.means, self.n_samples, Xs, y, add, noise)
                             for y in ends], axis=0)
         return self.adaptive.gauss_ratio(self.eigen_ratio(Xs, add), means)
 

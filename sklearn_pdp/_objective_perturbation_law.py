@@ -33,14 +33,15 @@ class PrivateObjPertLaw(EigenWindowLaw):
     mixin of
     :class:`~sklearn_pdp._objective_perturbation_adaptive.PrivateObjPertRelease`):
     reads only its public attributes (``adaptive``, ``lowest_eigenvalue``,
-    ``alpha``, ``noise_scale``, ``coef``, ``delta``, ``n_samples``,
-    ``intercept``) and the published report.
+    ``alpha``, ``noise_scale``, ``coef``, ``released_means``, ``delta``,
+    ``n_samples``, ``intercept``) and the published report.
 
     Row statistics: ``eigen`` (the first stage's Gaussian ratio: the change
-    of lambda_min and of the means over their noises), ``norm2``, and the largest over the cells of ``m0 = ||x|| |r| /
-    sigma_k``, ``mu`` and ``spread = ||x||^2 x^T H_k^{-2} x`` against the data
-    without the row; ``removal`` marks training rows (their loss is capped by
-    the guarantee). The eigenvalue's release and a published Gram matrix are
+    of lambda_min and of the means over their noises), ``norm2``, and the
+    largest over the cells of ``m0 = ||x|| |r| / sigma_k``, ``mu`` and
+    ``spread = ||x||^2 x^T H_k^{-2} x`` against the data without the row;
+    ``removal`` marks training rows (their loss is capped by the guarantee).
+    The eigenvalue's and the means' releases and a published Gram matrix are
     Gaussian mechanisms (their ratios add in squares), composed with
     objective perturbation by basic composition at the release's shares of
     delta.

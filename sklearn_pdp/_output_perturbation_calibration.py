@@ -20,6 +20,7 @@ from ._accounting import (
 )
 from ._accounting._engine import largest_root
 from ._adaptive_ridge import EigenCells
+from ._released_means import centred_intercept, means_max_change
 from ._ridge_system import leave_one_out
 
 
@@ -195,30 +196,13 @@ class AdaptiveRidge(EigenCells):
         if not self.means_noise(cell) ** 2 * (1.0 + slopes @ slopes) < self.noise(cell) ** 2:
             return coef, False
         out = np.array(coef, dtype=np.float64)
-        out[-1] = means[-1] - means[:-1] @ slopes
+        out[-1] = centred_intercept(slopes, means)
         return out, True
 
     def epsilon(self, ratio, cap=True):
         eps = gaussian_epsilon(self.delta_gauss, ratio)
         # a row at the largest ratios costs exactly the budget
         return np.minimum(eps, self.budget) if cap else eps
-
-
-def means_max_change(n_samples):
-    """Largest ||mean(z) - mean(z without a row)|| of the rows z = (x, y)
-    (``x`` without the constant) over data sets of ``n_samples`` rows in the
-    domain: ``||z_i - mean(z)|| / (n - 1)`` with ``||z_i - mean(z)|| <= (n - 1)
-    / n * 2 sqrt(2)`` (rows in the unit ball, labels in [-1, 1])."""
-    return 2.0 * np.sqrt(2.0) / n_samples
-
-
-def means_change(mean, n_samples, Xs, ys, add):
-    """Exact ||mean(z) - mean(z')|| of each row removed from the data
-    (``add`` False; ``mean`` the data's means, the label's last) or added:
-    ``||z - mean(z)|| / (n - 1)`` or ``/ (n + 1)``."""
-    z = np.column_stack([Xs[:, : mean.shape[0] - 1], ys])
-    gap = np.sqrt(np.einsum("ij,ij->i", z - mean, z - mean))
-    return gap / (n_samples + 1.0 if add else n_samples - 1.0)
 
 
 def conditional_sensitivity(lower, alpha, n_samples, intercept):

@@ -26,13 +26,13 @@ from ._output_perturbation_calibration import (
     _ridge_shift,
     ball_ridge,
     ball_sensitivity,
-    means_change,
     norm_exponential_noise,
     output_perturbation_auto_alpha,
     output_perturbation_sensitivity,
     ridge_row_sensitivity,
 )
 from ._private_ridge_law import PrivateRidgeLaw
+from ._released_means import data_means, means_change
 from ._profile import PrivacyProfile
 from ._release import Release, ridge_statistics
 from ._ridge_system import RidgeSystem, leave_one_out, out_of_sample, penalty
@@ -394,8 +394,7 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
         release.eig, release.mean = scatter_eigen(XtX, n, intercept)
         release.XtX, release.Xty = XtX, Xty
         # the rows' and the label's means (the constant's row of the Gram)
-        release.means = (np.append(XtX[-1, :-1], Xty[-1]) / n if intercept
-                         else np.zeros(0))
+        release.means = data_means(XtX, Xty, n) if intercept else np.zeros(0)
         release.cells = {}
         return release
 

@@ -21,7 +21,8 @@ from scipy.stats import chi2
 
 from ._accounting import gaussian_epsilon, gaussian_noise_scale
 from ._eigen import eigen_max_change
-from ._output_perturbation_calibration import conditional_sensitivity, means_max_change
+from ._output_perturbation_calibration import conditional_sensitivity
+from ._released_means import means_bound, means_max_change
 from ._ridge_system import leave_one_out
 
 
@@ -218,16 +219,10 @@ class PrivateRidgeLaw(EigenWindowLaw):
         most the global change (``ys`` None: the worst label, an end of
         [-1, 1]); the global change where the release drew none (its cell
         the floor)."""
-        worst = means_max_change(self.n_samples)
-        released = self.released_means
-        if released is None:
-            return np.full(Xs.shape[0], worst)
-        x = Xs[:, : released.shape[0] - 1] - released[:-1]
-        label = 1.0 + abs(released[-1]) if ys is None else ys - released[-1]
-        gap = np.sqrt(np.einsum("ij,ij->i", x, x) + label**2)
-        gap += self.adaptive.means_noise(self.cell) * np.sqrt(
-            chi2.isf(beta, released.shape[0]))
-        return np.minimum(gap / (self.n_samples - 1.0), worst)
+        if self.released_means is None:
+            return np.full(Xs.shape[0], means_max_change(self.n_samples))
+        noise = self.adaptive.means_noise(self.cell)
+        return noise * means_bound(self.released_means, noise, self.n_samples, Xs, ys, beta)
 
     def cell_sensitivity(self, published, Xs, alpha, floor, residual, noise):
         """Upper bound on each row's ridge sensitivity ``|r| ||H^{-1} x||``

@@ -25,30 +25,42 @@ def means_max_change(n_samples):
     return 2.0 * np.sqrt(2.0) / n_samples
 
 
-def means_change(mean, n_samples, Xs, ys, add):
+def means_max_ratio(n_samples, noise):
+    """Largest change of the means by one row over the domain in units of
+    their Gaussian ``noise`` (one scale per coordinate, the label's last):
+    ``(2 / n) sqrt(sum_x 1 / noise_x^2 ... )`` over the worst row, each part of
+    ``z_i - mean(z)`` at most ``(n - 1) / n * 2`` in norm; with one scale
+    for every coordinate ``means_max_change / noise``."""
+    noise = np.asarray(noise, dtype=np.float64)
+    if noise.ndim == 0:
+        return means_max_change(n_samples) / float(noise)
+    return 2.0 / n_samples * float(np.hypot(1.0 / noise[:-1].min(), 1.0 / noise[-1]))
+
+
+def means_change(mean, n_samples, Xs, ys, add, noise=1.0):
     """Exact ||mean(z) - mean(z')|| of each row removed from the data
     (``add`` False; ``mean`` the data's means, the label's last) or added:
-    ``||z - mean(z)|| / (n - 1)`` or ``/ (n + 1)``."""
+    ``||z - mean(z)|| / (n - 1)`` or ``/ (n + 1)``; with ``noise`` (a scale,
+    or one per coordinate) the change in its units (Mahalanobis)."""
     z = np.column_stack([Xs[:, : mean.shape[0] - 1], ys])
-    gap = np.sqrt(np.einsum("ij,ij->i", z - mean, z - mean))
+    gap = np.sqrt(np.einsum("ij,ij->i", (z - mean) / noise, (z - mean) / noise))
     return gap / (n_samples + 1.0 if add else n_samples - 1.0)
 
 
 def means_bound(released, noise, n_samples, Xs, ys, beta):
     """Upper bound on each row's change of the means (removed or added),
-    ``||z - mean(z)|| / (n - 1)``, from the ``released`` means with Gaussian
-    ``noise``, except with probability ``beta``: the distance to the released
-    means plus their noise's norm quantile, at most the global change
-    (``ys`` None: the worst label, an end of [-1, 1]); the global change
-    where none were released (``released`` None)."""
-    worst = means_max_change(n_samples)
-    if released is None:
-        return np.full(Xs.shape[0], worst)
+    ``||z - mean(z)|| / (n - 1)`` in units of their Gaussian ``noise`` (a
+    scale, or one per coordinate), from the ``released`` means, except with
+    probability ``beta``: the distance to the released means plus their
+    noise's norm quantile, at most :func:`means_max_ratio` (``ys`` None: the
+    worst label, an end of [-1, 1])."""
     x = Xs[:, : released.shape[0] - 1] - released[:-1]
     label = 1.0 + abs(released[-1]) if ys is None else ys - released[-1]
-    gap = np.sqrt(np.einsum("ij,ij->i", x, x) + label**2)
-    gap += noise * np.sqrt(chi2.isf(beta, released.shape[0]))
-    return np.minimum(gap / (n_samples - 1.0), worst)
+    scale = np.broadcast_to(np.asarray(noise, dtype=np.float64), released.shape)
+    x = x / scale[:-1]
+    gap = np.sqrt(np.einsum("ij,ij->i", x, x) + (label / scale[-1]) ** 2)
+    gap += np.sqrt(chi2.isf(beta, released.shape[0]))
+    return np.minimum(gap / (n_samples - 1.0), means_max_ratio(n_samples, noise))
 
 
 def centred_intercept(slopes, means):
