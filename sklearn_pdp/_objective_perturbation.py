@@ -52,9 +52,10 @@ class ObjPertRegressor(PrivateRegressorMixin):
         term however large ``sigma`` is, so a budget needs ``alpha`` large
         enough. "auto" (with ``epsilon``) chooses it privately from the data
         where the budget allows: ``0.2 epsilon`` releases the smallest
-        eigenvalue of the scatter, whose lower bound picks the ridge, and
-        objective perturbation at that ridge is calibrated to the rest
-        (:ref:`objpert-private-ridge`). Where the eigenvalue's noise margin
+        eigenvalue of the scatter, whose lower bound picks the ridge (with
+        an intercept ``0.02 epsilon`` more the means of the rows and of
+        the label), and objective perturbation at that ridge is calibrated
+        to the rest (:ref:`objpert-private-ridge`). Where the eigenvalue's noise margin
         exceeds ``n_samples / (3 n_features)``, "auto" is the public rule:
         the smallest alpha whose loss floor is a quarter of ``epsilon``,
         raised by ``(1000 / (n_samples * epsilon))^3`` when the data are too
@@ -84,11 +85,17 @@ class ObjPertRegressor(PrivateRegressorMixin):
     eigen_noise_ : float
         With the private ridge only: the standard deviation of its noise.
     signal_ridge_ : float
-        With the private ridge only: the released slopes are divided by
-        ``1 + signal_ridge_`` (post-processing, the losses are those of the
-        release): 0 where they show signal above an upper bound of their
-        noise, ``inf`` where they show none (``coef_`` is then 0); in the
-        floor cell the James-Stein ridge of the slopes against that noise.
+        With the private ridge only: 0 where the released slopes show
+        signal above their noise (kept whole), ``inf`` where they show none
+        (post-processing, the losses are those of the release): ``coef_``
+        is then 0 and the intercept follows the dropped slopes at the
+        released rows' mean.
+    released_means_ : ndarray of shape (n_features + 1,) or None
+        With the private ridge and an intercept: the released means of the
+        scaled rows and of the scaled label (the label's last).
+    means_noise_ : float
+        With the private ridge: the standard deviation of their noise
+        (``inf`` without an intercept).
     pdp_losses_ : ndarray of shape (n_samples,)
         Exact per-instance epsilon, at ``delta``, of removing each training
         row (maximum of both directions of the hockey-stick divergence);

@@ -2,13 +2,14 @@
 (:doc:`/publish`, section "Objective perturbation's private ridge").
 
 A row's loss (:class:`~sklearn_pdp._objective_perturbation_adaptive.PrivateObjPertRelease`)
-is the Gaussian epsilon of its change of lambda_min over the eigenvalue's
-noise, plus objective perturbation's loss at the largest of its statistics
-over the cells its window reaches. From a published report alone, both are
-bounded as for output perturbation's private ridge
-(:class:`~sklearn_pdp._private_ridge_law.EigenWindowLaw`): the change from the
-noisy feature mean, each cell's leverage, ``||H^{-1} x||`` and residual from
-the noisy Gram at the cell's ridge.
+is the Gaussian epsilon of its change of lambda_min and of the means over
+their noises, plus objective perturbation's loss at the largest of its
+statistics over the cells its window reaches. From a published report
+alone, each is bounded as for output perturbation's private ridge
+(:class:`~sklearn_pdp._private_ridge_law.EigenWindowLaw`): the eigenvalue's
+change from the noisy feature mean, the means' from the released means,
+each cell's leverage, ``||H^{-1} x||`` and residual from the noisy Gram at
+the cell's ridge.
 """
 
 import numpy as np
@@ -22,9 +23,9 @@ from ._accounting import (
     objpert_dp_epsilon,
     objpert_epsilon,
 )
-from ._eigen import eigen_max_change
 from ._objective_perturbation import _remove_row
 from ._private_ridge_law import EigenWindowLaw
+from ._released_means import means_bound
 
 
 class PrivateObjPertLaw(EigenWindowLaw):
@@ -32,14 +33,15 @@ class PrivateObjPertLaw(EigenWindowLaw):
     mixin of
     :class:`~sklearn_pdp._objective_perturbation_adaptive.PrivateObjPertRelease`):
     reads only its public attributes (``adaptive``, ``lowest_eigenvalue``,
-    ``alpha``, ``noise_scale``, ``coef``, ``delta``, ``n_samples``,
-    ``intercept``) and the published report.
+    ``alpha``, ``noise_scale``, ``coef``, ``released_means``, ``delta``,
+    ``n_samples``, ``intercept``) and the published report.
 
-    Row statistics: ``eigen`` (the change of lambda_min over the eigenvalue's
-    noise), ``norm2``, and the largest over the cells of ``m0 = ||x|| |r| /
-    sigma_k``, ``mu`` and ``spread = ||x||^2 x^T H_k^{-2} x`` against the data
-    without the row; ``removal`` marks training rows (their loss is capped by
-    the guarantee). The eigenvalue's release and a published Gram matrix are
+    Row statistics: ``eigen`` (the first stage's Gaussian ratio: the change
+    of lambda_min and of the means over their noises), ``norm2``, and the
+    largest over the cells of ``m0 = ||x|| |r| / sigma_k``, ``mu`` and
+    ``spread = ||x||^2 x^T H_k^{-2} x`` against the data without the row;
+    ``removal`` marks training rows (their loss is capped by the guarantee).
+    The eigenvalue's and the means' releases and a published Gram matrix are
     Gaussian mechanisms (their ratios add in squares), composed with
     objective perturbation by basic composition at the release's shares of
     delta.
@@ -107,7 +109,7 @@ class PrivateObjPertLaw(EigenWindowLaw):
         if gaussian_ratio is None and delta == self.delta:
             return self.adaptive.budget
         ad = self.adaptive
-        return (self._first(delta, ad.change / ad.eigen_noise, gaussian_ratio)
+        return (self._first(delta, ad.worst_gauss_ratio(self.n_samples), gaussian_ratio)
                 + self._objpert_dp(delta))
 
     def cap_epsilon(self, delta, gaussian_ratio=None):
@@ -115,13 +117,13 @@ class PrivateObjPertLaw(EigenWindowLaw):
             self._cap_cache = {}
         if delta not in self._cap_cache:
             self._cap_cache[delta] = self._added_objpert(delta)
-        ratio = eigen_max_change(self.n_samples + 1, self.intercept) / self.adaptive.eigen_noise
+        ratio = self.adaptive.worst_gauss_ratio(self.n_samples + 1)
         cap = self._first(delta, ratio, gaussian_ratio) + self._cap_cache[delta]
         return float(np.max(np.maximum(cap, self.dp_epsilon(delta, gaussian_ratio))))
 
     def gaussian_allowance(self, delta, target):
         ad = self.adaptive
-        worst = ad.change / ad.eigen_noise
+        worst = ad.worst_gauss_ratio(self.n_samples)
         rest = target - self._objpert_dp(delta)
         total = 1.0 / gaussian_noise_scale(rest, self._deltas(delta)[0]) if rest > 0 else 0.0
         return self._allowance(total, worst, target)
@@ -145,7 +147,7 @@ class PrivateObjPertLaw(EigenWindowLaw):
         residual = published.observed_residual(Xs, ys) + self.residual_margin(
             beta / 4.0, released)
         with np.errstate(divide="ignore"):
-            noise = (self.noise_scale * np.sqrt(chi2.isf(beta / 8.0, self.coef.size))
+            noise = (self.noise_scale * np.sqrt(chi2.isf(beta / 16.0, self.coef.size))
                      / released["lowest"])
         norm2 = released["norm2"]
         m0 = mu = spread = np.zeros(Xs.shape[0])
@@ -157,7 +159,10 @@ class PrivateObjPertLaw(EigenWindowLaw):
             mu_k, spread_k, moved = bounds[key]
             m0 = np.maximum(m0, moved / ad.noise(k))
             mu, spread = np.maximum(mu, mu_k), np.maximum(spread, spread_k)
-        return {"eigen": published.eigen_change_bound(Xs) / ad.eigen_noise,
+        means = (means_bound(self.released_means, ad.means_noise(), self.n_samples, Xs, ys,
+                             beta / 16.0) if self.intercept else 0.0)
+        first = ad.gauss_ratio(published.eigen_change_bound(Xs) / ad.eigen_noise, means)
+        return {"eigen": first,
                 "norm2": norm2, "m0": m0, "mu": mu, "spread": spread}
 
     def _cell_bounds(self, published, Xs, key, residual, noise):

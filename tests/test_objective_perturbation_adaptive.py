@@ -16,12 +16,17 @@ from sklearn_pdp._accounting import (
     objpert_auto_alpha,
     objpert_dp_epsilon,
     objpert_epsilon,
+    objpert_noise_scale,
 )
 from sklearn_pdp._objective_perturbation import ObjPertRelease
 from sklearn_pdp._objective_perturbation_adaptive import (
+    _FLOOR_NOISE_TARGET,
+    _FLOOR_REFINE,
+    _INTERCEPT_NOISE,
     AdaptiveObjPert,
     PrivateObjPertRelease,
 )
+from sklearn_pdp._released_means import means_max_change
 
 from ._reference import ridge_penalty
 from .test_output_perturbation import _scaled, _scatter_lowest
@@ -51,9 +56,18 @@ def brute_private_objpert(reg, Xs, ys, X_new=None, y_new=None, per_cell=False):
     else:
         pairs = [(Xs, ys, x, t, _scatter_lowest(np.vstack([Xs, x]), intercept))
                  for x, t in zip(X_new, y_new)]
+    d = Xs.shape[1] - int(intercept)
+
+    def means(Xa, ya):
+        return np.append(Xa[:, :d].mean(axis=0), ya.mean())
+
     losses, exact = [], []
     for Xo, yo, x, t, other in pairs:
-        first = gaussian_epsilon(adaptive.delta_eigen, abs(other - lowest) / adaptive.eigen_noise)
+        # the data set with the row against the one without it: the smaller is (Xo, yo)
+        moved = (np.linalg.norm(means(np.vstack([Xo, x]), np.append(yo, t)) - means(Xo, yo))
+                 / adaptive.means_noise()) if intercept else 0.0
+        first = gaussian_epsilon(adaptive.delta_eigen,
+                                 np.hypot(abs(other - lowest) / adaptive.eigen_noise, moved))
         worst = np.zeros(3)
         best = 0.0
         for k in cells:
@@ -147,10 +161,18 @@ def test_calibration_meets_the_budget(fit_intercept):
     assert adaptive.epsilon_eigen + adaptive.epsilon_objpert == pytest.approx(epsilon)
     assert adaptive.delta_eigen + adaptive.delta_objpert + adaptive.delta_bound == pytest.approx(
         delta, rel=1e-12)
-    assert gaussian_delta(adaptive.epsilon_eigen, adaptive.change / adaptive.eigen_noise
-                          ) == pytest.approx(adaptive.delta_eigen, rel=1e-6)
-    assert adaptive.alpha(-1) == objpert_auto_alpha(
-        adaptive.epsilon_objpert, adaptive.delta_objpert, n, d, fit_intercept)
+    # the eigenvalue and (with an intercept) the means share the Gaussian stage
+    worst = np.hypot(adaptive.change / adaptive.eigen_noise,
+                     means_max_change(n) / adaptive.means_noise())
+    assert gaussian_delta(adaptive.epsilon_eigen, worst) == pytest.approx(
+        adaptive.delta_eigen, rel=1e-6)
+    assert adaptive.worst_gauss_ratio(n) == pytest.approx(worst, rel=1e-12)
+    assert np.isfinite(adaptive.means_noise()) == fit_intercept
+    # the floor cell: between the public rule at the slopes' target and at
+    # PREDICTION_NOISE (test_floor_cell_ridge)
+    rule = (adaptive.epsilon_objpert, adaptive.delta_objpert, n, d, fit_intercept)
+    assert (objpert_auto_alpha(*rule, target=_FLOOR_NOISE_TARGET, refine=_FLOOR_REFINE)
+            <= adaptive.alpha(-1) <= objpert_auto_alpha(*rule))
     low, high = adaptive.cell(0.5 * n / d), adaptive.cell(n / d)
     assert 0 <= low < high
     for cell in (low, high):
@@ -254,3 +276,108 @@ def test_labels_that_vary_little_cost_no_more_than_the_mean():
         assert np.mean((reg.predict(X_test) - y_test) ** 2) <= 1.05 * mean_error
         other = clone(reg).set_params(random_state=seed + 7).fit(X, y)
         assert_allclose(other.pdp_losses_, reg.pdp_losses_, rtol=0, atol=0)
+
+
+def _off_centre(kind, n=20000):
+    """Features in [0, 1] / sqrt(5) (their mean far from the origin, as
+    min-max scaled tables), labels that vary little or a linear signal."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (n, 5)) / np.sqrt(5)
+    if kind == "quiet":
+        y = 0.5 + 0.01 * X[:, 0] + 0.02 * rng.normal(size=n)
+    else:
+        y = 0.5 + X @ [0.6, -0.4, 0.3, 0.2, -0.3] + 0.1 * rng.normal(size=n)
+    return X[:5000], y[:5000], X[5000:], y[5000:]
+
+
+def test_off_centre_labels_that_vary_little_cost_no_more_than_the_mean():
+    """Off-centre features and labels that vary little: the floor cell's
+    slopes are dropped and the intercept follows them at the released rows'
+    mean, so the fit is within 5% of the mean predictor's error over seeds
+    (the slopes' noise along the rows' mean cost 1.08 and 1.76 times it at
+    epsilon 1 and 3 when the intercept stayed the draw's); the losses are
+    those of the release, the same for every draw."""
+    X_test, y_test, X, y = _off_centre("quiet")
+    mean_error = np.mean((y.mean() - y_test) ** 2)
+    for epsilon in (1.0, 3.0):
+        errors, fits = [], []
+        for seed in range(4):
+            reg = ObjPertRegressor(epsilon=epsilon, data_norm=1.0, y_bound=1.0,
+                                   random_state=seed).fit(X, y)
+            assert isinstance(reg.release_, PrivateObjPertRelease)
+            errors.append(np.mean((reg.predict(X_test) - y_test) ** 2) / mean_error)
+            fits.append(reg)
+        assert np.mean(errors) <= 1.05, errors
+        assert any(np.isinf(reg.signal_ridge_) for reg in fits)
+        for other in fits[1:]:
+            assert_allclose(other.pdp_losses_, fits[0].pdp_losses_, rtol=0, atol=0)
+
+
+def test_informative_off_centre_data_gain_from_the_floor_cells_target():
+    """Off-centre features with a linear signal, where the eigenvalue's
+    cell is the floor: its ridge at the slopes' noise target 1e-3 (the
+    intercept's noise within its own target) fits 0.87 of the mean
+    predictor's error at epsilon 1 over seeds, 0.97 at the public rule's
+    target 1e-4."""
+    X_test, y_test, X, y = _off_centre("informative")
+    mean_error = np.mean((y.mean() - y_test) ** 2)
+    errors = []
+    for seed in range(4):
+        reg = ObjPertRegressor(epsilon=1.0, data_norm=1.0, y_bound=1.0,
+                               random_state=seed).fit(X, y)
+        assert reg.release_.cell == -1 and reg.signal_ridge_ == 0.0
+        errors.append(np.mean((reg.predict(X_test) - y_test) ** 2) / mean_error)
+    assert np.mean(errors) <= 0.93, errors
+    ad = reg.release_.adaptive
+    assert ad.alpha(-1) < objpert_auto_alpha(ad.epsilon_objpert, ad.delta_objpert,
+                                             X.shape[0], 5, True)
+
+
+@pytest.mark.parametrize("n, epsilon", [(15000, 1.0), (15000, 0.3), (4000, 3.0)])
+def test_floor_cell_ridge(n, epsilon):
+    """The floor cell's ridge: the public rule at the slopes' noise target,
+    doubled while the intercept's noise sigma^2 / n^2 exceeds its target,
+    never above the public rule at PREDICTION_NOISE; the cells above are
+    capped by it."""
+    ad = AdaptiveObjPert(epsilon, 1e-6, n, 5, True)
+    args = (ad.epsilon_objpert, ad.delta_objpert, n, 5, True)
+    public = objpert_auto_alpha(*args)
+    low = objpert_auto_alpha(*args, target=_FLOOR_NOISE_TARGET, refine=_FLOOR_REFINE)
+    alpha = ad.alpha(-1)
+    assert low <= alpha <= public
+    sigma = ad.noise(-1)
+    assert (sigma / alpha) ** 2 <= _FLOOR_NOISE_TARGET * (1 + 1e-9)
+    if alpha < public:
+        assert (sigma / n) ** 2 <= _INTERCEPT_NOISE
+        if alpha > low:  # the last doubling was needed
+            half = objpert_noise_scale(*args[:2], alpha / 2.0, n, True)
+            assert (half / n) ** 2 > _INTERCEPT_NOISE
+    assert all(ad.alpha(k) <= alpha for k in range(0, 40, 7))
+
+
+def test_dropped_slopes_leave_the_intercept_at_the_released_means():
+    """Post-processing of the release: where the signal test drops the
+    slopes, the intercept is the drawn one plus the released rows' mean
+    times the drawn slopes (objective perturbation's intercept is exactly
+    mean(y) - mean(x)^T slopes - b_0 / n); where it keeps them, the
+    coefficients are the draw. The released means are the data's plus
+    noise of the stated scale."""
+    X_test, y_test, X, y = _off_centre("quiet")
+    reg = ObjPertRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    release = reg.release_
+    assert np.isinf(reg.signal_ridge_)
+    raw, means = release.coef, reg.released_means_
+    coef = release.adaptive.follow(raw, np.append(np.zeros(5), raw[-1]), means)
+    assert_allclose(coef[-1], raw[-1] + means[:-1] @ raw[:-1], rtol=1e-12)
+    Xs, ys = _scaled(X, y, reg)
+    assert_allclose(release.means, np.append(Xs[:, :5].mean(axis=0), ys.mean()), rtol=1e-10)
+    z = (means - release.means) / reg.means_noise_
+    assert np.all(np.abs(z) < 5)
+    assert_allclose(reg.predict(X_test), reg.release_.scaler.unscale_coef(coef)[1]
+                    + X_test @ reg.coef_, rtol=1e-12)
+    informative = ObjPertRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0, random_state=0)
+    _, _, X, y = _off_centre("informative")
+    informative.fit(X, y)
+    assert informative.signal_ridge_ == 0.0
+    assert_allclose(informative.release_.scaler.unscale_coef(informative.release_.coef)[0],
+                    informative.coef_, rtol=1e-12)

@@ -80,14 +80,15 @@ def _conditional_bounds(n_samples, alpha, intercept, min_samples, lower):
 PREDICTION_NOISE = 1e-4
 
 
-def quiet_ridge(noise, alpha, max_doublings=10):
+def quiet_ridge(noise, alpha, max_doublings=10, target=PREDICTION_NOISE):
     """The smallest ``alpha * 2^k`` (k = 0, ..., ``max_doublings``) at which
     ``noise(alpha)``, the noise variance a release adds to a prediction at
     a row one unit from the centre (falling with the ridge), is at most
-    :data:`PREDICTION_NOISE`; the largest if none is. Public quantities only.
+    ``target`` (:data:`PREDICTION_NOISE`); the largest if none is. Public
+    quantities only.
     """
     for _ in range(max_doublings):
-        if noise(alpha) <= PREDICTION_NOISE:
+        if noise(alpha) <= target:
             break
         alpha *= 2.0
     return alpha

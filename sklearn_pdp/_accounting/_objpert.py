@@ -18,7 +18,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import ndtr
 
 from .._docstrings import fill_doc
-from ._domain import domain_bounds, quiet_ridge
+from ._domain import PREDICTION_NOISE, domain_bounds, quiet_ridge
 from ._engine import PrivacyLoss, _pick, largest_root
 from ._ops import ops_epsilon
 
@@ -302,22 +302,37 @@ _MAX_GROWTH = 1000.0
 
 
 @lru_cache(maxsize=64)
-def objpert_auto_alpha(epsilon, delta, n_samples, n_features, intercept=False):
+def objpert_auto_alpha(epsilon, delta, n_samples, n_features, intercept=False,
+                       target=PREDICTION_NOISE, refine=0):
     """The ridge strength of ``alpha="auto"``, from public quantities only.
 
     The loss-floor rule (:func:`_floor_alpha`), doubled until the noise the
     release adds along a unit slope direction, ``sigma^2 / alpha^2``
-    (theta - theta_hat = -H^{-1} b), is at most ``PREDICTION_NOISE``
-    (:func:`quiet_ridge`). ``n_features`` is part of the signature of the
-    rule; it does not use it.
+    (theta - theta_hat = -H^{-1} b), is at most ``target``
+    (``PREDICTION_NOISE``, :func:`quiet_ridge`), then the last doubling
+    bisected ``refine`` times on the log scale (the smallest step that meets
+    it; the noise falls with alpha). ``n_features`` is part of the signature
+    of the rule; it does not use it.
     """
     def noise(alpha):
         try:
-            return (objpert_noise_scale(epsilon, delta, alpha, n_samples, intercept) / alpha) ** 2
+            return (objpert_noise_scale(epsilon, delta, float(alpha), n_samples,
+                                        intercept) / alpha) ** 2
         except ValueError:
             return np.inf
 
-    return float(quiet_ridge(noise, _floor_alpha(epsilon, delta, n_samples, intercept)))
+    floor = _floor_alpha(epsilon, delta, n_samples, intercept)
+    alpha = quiet_ridge(noise, floor, target=target)
+    if alpha <= floor or noise(alpha) > target:
+        return float(alpha)
+    low = alpha / 2.0  # above the target: quiet_ridge went on from it
+    for _ in range(refine):
+        middle = np.sqrt(low * alpha)
+        if noise(middle) <= target:
+            alpha = middle
+        else:
+            low = middle
+    return float(alpha)
 
 
 def _floor_alpha(epsilon, delta, n_samples, intercept):
