@@ -37,7 +37,7 @@ from ._adaops_published import _PUBLISHED_WINDOW_SHARE, AdaOPSPublishedBounds
 from ._fallback import InfeasibleBudget
 from ._eigen import eigen_change, scatter_eigen
 from ._release import Release
-from ._released_means import centred_intercept, data_means, means_bound, means_change
+from ._released_means import centred_intercept, data_means, means_change
 from ._ridge_system import RidgeSystem, leave_one_out
 
 
