@@ -18,6 +18,7 @@ from sklearn_pdp._accounting._exponential import quantile_log_proba, quantile_lo
 from sklearn_pdp.exceptions import BoundsWarning, FallbackWarning
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp._guarantee_law import GuaranteeLaw
+from sklearn_pdp._tighten_joint import label_alone, label_joint_loss
 from sklearn_pdp._tighten import (
     BoundsRelease,
     added_guarantee,
@@ -907,13 +908,14 @@ def test_label_alone_adassp_loss_is_the_exact_mixture(add):
     est = AdaSSPRegressor(epsilon=1.0, delta=delta, bounds_X=bounds, y_bound=y_bound,
                           tighten_bounds="auto", random_state=0).fit(X, y)
     rel = est.bounds_release_
-    assert rel.source == ["y", "y"] and not est.mean_only_
+    assert rel.source == ["y", "y"] and not est.mean_only_ and label_alone(rel)
     if add:
         rows_X, rows_y = X[:3] * np.array([[1.5], [0.5], [1.0]]), np.array([-90.0, 3.0, 60.0])
         reported = est.pdp_epsilon(rows_X, rows_y)
     else:
         rows_X, rows_y = X[:3], y[:3]
         reported = est.pdp_losses_[:3]
+    assert np.allclose(label_joint_loss(est, rows_X, rows_y, add), reported, rtol=1e-12)
     ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
     low, high = y_bound
     # the model's ratio at ends b from refits at b, on a sample of pairs: a
