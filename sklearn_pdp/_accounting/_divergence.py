@@ -6,7 +6,7 @@ delta(eps) = A(eps) - e^eps B(eps) (see :doc:`/mechanisms/accounting`).
 """
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr
+from scipy.special import log_ndtr, logsumexp, ndtr
 
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 
@@ -91,14 +91,6 @@ def hockey_stick(tails, eps, size):
     return out
 
 
-def _log_sum(terms):
-    """log of the sum over the last axis of exp(terms); -inf where all are."""
-    top = terms.max(axis=1)
-    finite = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        return finite + np.log(np.exp(terms - finite[:, None]).sum(axis=1))
-
-
 def mixture_tails(parts, zero, infinite, log_p, log_q, log_p_rest, log_q_rest):
     """Tails of releasing an index k, then a mechanism whose row statistics
     depend on k: per direction ``(log A, log B)`` of the mixture.
@@ -140,8 +132,8 @@ def mixture_tails(parts, zero, infinite, log_p, log_q, log_p_rest, log_q_rest):
             below = np.where(shift < 0, 0.0, -np.inf)
             log_a = np.where(zero[idx], below, np.where(infinite[idx], 0.0, log_a))
             log_b = np.where(zero[idx], below, np.where(infinite[idx], -np.inf, log_b))
-            log_a = _log_sum(log_a + log_a_weight[idx])
-            return np.logaddexp(log_a, log_rest[idx]), _log_sum(log_b + log_b_weight[idx])
+            log_a = logsumexp(log_a + log_a_weight[idx], axis=1)
+            return np.logaddexp(log_a, log_rest[idx]), logsumexp(log_b + log_b_weight[idx], axis=1)
         return tail
 
     return [mixture("remove", log_p, log_q, log_p_rest, 1.0),
