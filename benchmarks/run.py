@@ -720,11 +720,18 @@ def _reference():
     return Ridge(solver="cholesky")
 
 
-def _build(name, n, d, n_jobs=None):
+def _build(name, n, d, n_jobs=None, delta=None):
     if name == "ridge":
         return _reference()
-    est = FACTORIES[name](1.0, DELTA, n, d, data_norm=1.0, y_bound=1.0, random_state=0)
+    delta = _speed_delta(n) if delta is None else delta
+    est = FACTORIES[name](1.0, delta, n, d, data_norm=1.0, y_bound=1.0,
+                          random_state=0)
     return est.set_params(n_jobs=n_jobs)
+
+
+def _speed_delta(n):
+    """delta well below 1 / n (the estimators warn from 1 / n on)."""
+    return min(DELTA, 0.1 / n)
 
 
 def _touch(n_bytes):
@@ -857,7 +864,7 @@ def speed(args):
         "the allocations (numpy buffers) and the growth of the resident-set "
         "high-water mark. Ridge's traced peak includes the centred copy of X "
         "that it makes to fit the intercept. Data: synthetic, float64, rows "
-        "in the unit ball; budget epsilon = 1, delta = 1e-6."
+        "in the unit ball; budget epsilon = 1, delta = min(1e-6, 0.1 / n)."
     )
     write_page("speed", "Fit speed and memory", intro, names, table,
                "python benchmarks/run.py " + " ".join(sys.argv[1:]),
@@ -878,7 +885,7 @@ def _peak_rss():
 def _in_memory_worker(n, d):
     """Time of the in-memory fit with pdp_losses_, and the process's peak RSS."""
     X, y = synthetic(n, d, 0)
-    est = _build("ops", n, d, n_jobs=-1)  # both cores, as the two workers
+    est = _build("ops", n, d, n_jobs=-1, delta=DELTA)  # both cores, as the two workers
     start = time.perf_counter()
     est.fit(X, y)
     elapsed = time.perf_counter() - start
