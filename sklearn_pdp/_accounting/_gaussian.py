@@ -9,6 +9,8 @@ relative for most rows), and the quick stages check it with both tails
 exact in the linear domain (two ``ndtr``).
 """
 
+import functools
+
 import numpy as np
 from scipy.special import erfinv, ndtr, ndtri_exp
 
@@ -83,12 +85,20 @@ def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
     mechanism; the classical sqrt(2 log(1.25/delta))/epsilon rule is invalid
     for large epsilon, erratum E2 in :doc:`/errata`).
     """
-    # delta(epsilon) grows with s = sensitivity/sigma: find the largest s.
+    return sensitivity / _largest_ratio(float(epsilon), float(delta))
+
+
+@functools.lru_cache(maxsize=1024)
+def _largest_ratio(epsilon, delta):
+    """The largest ratio s = sensitivity / sigma at which the Gaussian
+    mechanism is (epsilon, delta)-DP (cached: calibrations ask for the same
+    budget at many sensitivities)."""
+    # delta(epsilon) grows with s: find the largest s.
     def excess(log_s):
         with np.errstate(divide="ignore"):
             return np.log(gaussian_delta(epsilon, np.exp(log_s))) - np.log(delta)
 
-    return sensitivity / np.exp(largest_root(excess))
+    return float(np.exp(largest_root(excess)))
 
 
 # Share of delta that a basic composition with a Gaussian mechanism gives the
