@@ -454,15 +454,20 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
         released value reaches with probability above the bound's delta
         share under this data set or the neighbour."""
         adaptive = self.adaptive
-        x = Xs[:, : self.mean.shape[0]]
-        first = eigen_change(self.eig, self.mean, self.n_samples, x,
-                             intercept=self.intercept, add=not in_sample)
+        # the rows in the scatter's eigenbasis: both stages' statistics
+        projected = (Xs[:, : self.mean.shape[0]] - self.mean) @ self.eig[1]
+        first = eigen_change(self.eig, self.mean, self.n_samples, None,
+                             intercept=self.intercept, add=not in_sample,
+                             projected=projected)
         means = (means_change(self.means, self.n_samples, Xs, ys, add=not in_sample)
                  if self.intercept else 0.0)
+        cells = adaptive.reachable(self.eig[0][0])
+        sensitivity = ridge_row_sensitivity(self.eig, self.mean, self.n_samples,
+                                            [self.cell_ridge(cell) for cell in cells],
+                                            Xs, ys, in_sample, projected)
         second = np.zeros(Xs.shape[0])
-        for cell in adaptive.reachable(self.eig[0][0]):
-            ridge = ridge_row_sensitivity(self.cell_ridge(cell), Xs, ys, in_sample)
-            second = np.maximum(second, adaptive.stage_ratio(cell, ridge, means))
+        for k, cell in enumerate(cells):
+            second = np.maximum(second, adaptive.stage_ratio(cell, sensitivity[:, k], means))
         return np.hypot(first / adaptive.eigen_noise, second)
 
     def row_losses(self, add=False):

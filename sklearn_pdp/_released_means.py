@@ -42,8 +42,9 @@ def means_change(mean, n_samples, Xs, ys, add, noise=1.0):
     (``add`` False; ``mean`` the data's means, the label's last) or added:
     ``||z - mean(z)|| / (n - 1)`` or ``/ (n + 1)``; with ``noise`` (a scale,
     or one per coordinate) the change in its units (Mahalanobis)."""
-    z = np.column_stack([Xs[:, : mean.shape[0] - 1], ys])
-    gap = np.sqrt(np.einsum("ij,ij->i", (z - mean) / noise, (z - mean) / noise))
+    scale = np.broadcast_to(np.asarray(noise, dtype=np.float64), mean.shape)
+    x = (Xs[:, : mean.shape[0] - 1] - mean[:-1]) / scale[:-1]
+    gap = np.sqrt(np.einsum("ij,ij->i", x, x) + ((ys - mean[-1]) / scale[-1]) ** 2)
     return gap / (n_samples + 1.0 if add else n_samples - 1.0)
 
 

@@ -18,7 +18,10 @@ from sklearn_pdp._output_perturbation_calibration import (
     norm_exponential_noise,
     output_perturbation_auto_alpha,
     output_perturbation_sensitivity,
+    ridge_row_sensitivity,
 )
+from sklearn_pdp._eigen import scatter_eigen
+from sklearn_pdp._ridge_system import RidgeSystem, leave_one_out
 from tests._reference import ridge_penalty
 
 from ._mc import assert_matches_mc
@@ -545,6 +548,35 @@ def test_private_ridge_losses_equal_brute_force_refits(fit_intercept):
     profile = reg.privacy_profile()
     assert profile.family == "epsilon_delta"
     assert_allclose(profile.values, reg.pdp_losses_)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_row_sensitivity_in_the_eigenbasis_matches_the_ridge_systems(fit_intercept):
+    """The rows' sensitivities at several ridges from one projection on the
+    scatter's eigenbasis equal those of each ridge's own system,
+    |r| ||H^{-1} x|| / (1 - mu) for a row removed, / (1 + mu) for a row
+    added, off-centre rows with a near-degenerate direction included."""
+    rng = np.random.default_rng(3)
+    n, d = 900, 8
+    X = 0.3 + 0.1 * rng.uniform(-1, 1, size=(n, d)) / np.sqrt(d)
+    X[:, -1] = X[:, 0] + 1e-4 * rng.normal(size=n)
+    y = np.clip(X @ rng.normal(size=d) + 0.1 * rng.normal(size=n), -1, 1)
+    Xs = np.column_stack([X, np.ones(n)]) if fit_intercept else X
+    XtX, Xty = Xs.T @ Xs, Xs.T @ y
+    eig, mean = scatter_eigen(XtX, n, fit_intercept)
+    ridges = [RidgeSystem(XtX, Xty, alpha, fit_intercept) for alpha in (1e-3, 0.5, 40.0)]
+    X_new = Xs[:6].copy()
+    X_new[:, :d] *= 1.7
+    for rows, labels, in_sample in ((Xs, y, True), (X_new, -y[:6], False)):
+        got = ridge_row_sensitivity(eig, mean, n, ridges, rows, labels, in_sample)
+        for k, ridge in enumerate(ridges):
+            stats = ridge.row_statistics(rows, labels, inverse_norm=True)
+            if in_sample:
+                _, shift = leave_one_out(stats["leverage"], stats["residual"])
+            else:
+                shift = stats["residual"] / (1.0 + stats["leverage"])
+            assert_allclose(got[:, k], np.abs(shift) * np.sqrt(stats["inverse_norm2"]),
+                            rtol=1e-8)
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
