@@ -720,11 +720,10 @@ def _reference():
     return Ridge(solver="cholesky")
 
 
-def _build(name, n, d, n_jobs=None, delta=None):
+def _build(name, n, d, n_jobs=None):
     if name == "ridge":
         return _reference()
-    delta = _speed_delta(n) if delta is None else delta
-    est = FACTORIES[name](1.0, delta, n, d, data_norm=1.0, y_bound=1.0,
+    est = FACTORIES[name](1.0, _speed_delta(n), n, d, data_norm=1.0, y_bound=1.0,
                           random_state=0)
     return est.set_params(n_jobs=n_jobs)
 
@@ -885,7 +884,7 @@ def _peak_rss():
 def _in_memory_worker(n, d):
     """Time of the in-memory fit with pdp_losses_, and the process's peak RSS."""
     X, y = synthetic(n, d, 0)
-    est = _build("ops", n, d, n_jobs=-1, delta=DELTA)  # both cores, as the two workers
+    est = _build("ops", n, d, n_jobs=-1)  # both cores, as the two workers
     start = time.perf_counter()
     est.fit(X, y)
     elapsed = time.perf_counter() - start
@@ -951,7 +950,8 @@ def dask_scaling(args):
     )
     x_mib = 8 * n * d / 2**20
     intro = (
-        f"`OPSRegressor` (budget epsilon = 1, delta = 1e-6) on synthetic data with "
+        f"`OPSRegressor` (budget epsilon = 1, delta = min(1e-6, 0.1 / n) for n rows) "
+        f"on synthetic data with "
         f"d = {d} features. In memory: X and y generated in the process, then "
         "`fit` with n_jobs=-1, which computes `pdp_losses_` of every row. Dask: a "
         f"`distributed.LocalCluster` of {args.workers} single-threaded worker "
