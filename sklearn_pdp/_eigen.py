@@ -65,32 +65,32 @@ def eigen_max_change(n_samples, intercept):
     return 4.0 * max(n_samples - 1, 0) / n_samples
 
 
-def eigen_change(eig, mean, n_samples, x, *, intercept, add=False, projected=None):
+def eigen_change(eig, mean, n_samples, x=None, *, intercept, add=False, projected=None):
     """Exact change of lambda_min when the rows ``x`` (features only) are
     removed from (or added to, ``add``) the data set of ``n_samples`` rows
-    with eigendecomposition ``eig`` and feature mean ``mean``;
-    ``projected``, if given, is ``(x - mean) @ eig[1]`` (computed once by a
-    caller that needs it too)."""
-    if projected is not None:
-        factor = 1.0
-        if intercept:
-            n = n_samples
-            factor = n / (n + 1) if add else (n / (n - 1) if n > 1 else 0.0)
-        return lambda_min_change(eig[0], None, None, add=add,
-                                 squares=factor * np.square(projected))
-    if not intercept:
-        return lambda_min_change(*eig, x, add=add)
-    # the centred scatter changes by the rank one n/(n -/+ 1) v v^T,
-    # v = x - x_bar (a single row's removal leaves the empty scatter 0)
-    n = n_samples
-    factor = n / (n + 1) if add else (n / (n - 1) if n > 1 else 0.0)
-    eigvals, eigvecs = eig
-    return lambda_min_change(eigvals, np.sqrt(factor) * eigvecs, x - mean, add=add)
+    with eigendecomposition ``eig`` and feature mean ``mean`` (0 without an
+    intercept); ``projected`` may replace ``x`` by ``(x - mean) @ eig[1]``
+    (a caller that needs the projection too computes it once)."""
+    factor = 1.0
+    if intercept:
+        # the centred scatter changes by the rank one n/(n -/+ 1) v v^T,
+        # v = x - x_bar (a single row's removal leaves the empty scatter 0)
+        n = n_samples
+        factor = n / (n + 1) if add else (n / (n - 1) if n > 1 else 0.0)
+    if projected is None:
+        projected = (x - mean) @ eig[1]
+    return secular_change(eig[0], factor * np.square(projected), add=add)
 
 
-def lambda_min_change(eigvals, eigvecs, Xs, *, add=False, squares=None):
-    """|lambda_min(A +/- x x^T) - lambda_min(A)| for every row x of ``Xs``
-    (or of the rows whose ``squares`` of ``x^T eigvecs`` are given).
+def lambda_min_change(eigvals, eigvecs, Xs, *, add=False):
+    """|lambda_min(A +/- x x^T) - lambda_min(A)| for every row x of ``Xs``,
+    ``A = eigvecs @ diag(eigvals) @ eigvecs.T`` (:func:`secular_change`)."""
+    return secular_change(eigvals, np.square(Xs @ eigvecs), add=add)
+
+
+def secular_change(eigvals, C2, *, add=False):
+    """|lambda_min(A +/- x x^T) - lambda_min(A)| for every row of ``C2``,
+    the squares of ``c = eigvecs^T x`` of each row x.
 
     ``A = eigvecs @ diag(eigvals) @ eigvecs.T`` with ascending ``eigvals``
     (one eigendecomposition for all rows). With c = eigvecs^T x and the
@@ -107,7 +107,6 @@ def lambda_min_change(eigvals, eigvecs, Xs, *, add=False, squares=None):
     F <= 1 and returns it, so the change (the per-instance sensitivity of
     releasing lambda_min) is never underestimated.
     """
-    C2 = np.square(Xs @ eigvecs) if squares is None else squares
     gaps = eigvals - eigvals[0]
     # Evaluated at the gaps' ends, the terms beyond the first bound F:
     # removing, F(s) <= c_1^2 / s + R, adding, F(s) <= c_1^2 / s - R, with

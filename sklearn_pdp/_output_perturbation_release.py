@@ -456,9 +456,8 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
         adaptive = self.adaptive
         # the rows in the scatter's eigenbasis: both stages' statistics
         projected = (Xs[:, : self.mean.shape[0]] - self.mean) @ self.eig[1]
-        first = eigen_change(self.eig, self.mean, self.n_samples, None,
-                             intercept=self.intercept, add=not in_sample,
-                             projected=projected)
+        first = eigen_change(self.eig, self.mean, self.n_samples, intercept=self.intercept,
+                             add=not in_sample, projected=projected)
         means = (means_change(self.means, self.n_samples, Xs, ys, add=not in_sample)
                  if self.intercept else 0.0)
         cells = adaptive.reachable(self.eig[0][0])
