@@ -2,6 +2,7 @@
 error handling in-process (an uncaught exception fails the test as a
 traceback would)."""
 
+import csv
 import json
 import subprocess
 import sys
@@ -436,6 +437,29 @@ def test_bad_categories_are_one_clear_line(capsys, tmp_path, categories, message
     path.write_text("a,label\nx,2\ny,3\nx,4\n")
     _assert_one_line_error(capsys, [str(path), "--target", "label", "--categories",
                                     categories], message)
+
+
+def test_names_holding_commas_are_quoted_as_in_the_csv(tmp_path, capsys):
+    """Categories and feature names holding a comma are declared in double
+    quotes, as the CSV file writes them."""
+    path = tmp_path / "table.csv"
+    rng = np.random.default_rng(0)
+    jobs = np.array(["Sales, retail", "Clerical", "Crafts, other"])[rng.integers(3, size=400)]
+    size = rng.uniform(0, 10, 400)
+    label = size + 3.0 * (jobs == "Clerical")
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["size, m2", "job", "label"])
+        writer.writerows(zip(size, jobs, label))
+    assert main([str(path), "--target", "label", "--features", '"size, m2",job',
+                 "--categories", 'job="Sales, retail",Clerical,"Crafts, other"',
+                 "--bounds-x", "0", "10", "--y-bound", "-5,20", "--json"]) == 0
+    names = _strict(capsys.readouterr().out)["publishable"]["model"]["feature_names"]
+    assert names == ["size, m2", "job_Clerical", "job_Crafts, other"]
+    # unquoted, the comma splits the category: one clear line
+    _assert_one_line_error(capsys, [str(path), "--target", "label", "--categories",
+                                    "job=Sales, retail,Clerical,Crafts, other"],
+                           "not in its declared categories: 'Crafts, other'")
 
 
 def test_help(capsys):

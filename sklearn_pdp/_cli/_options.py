@@ -1,6 +1,7 @@
 """The command's options: its argument parser and the types of its values."""
 
 import argparse
+import csv
 
 from .._registry import DEFAULT_REGRESSOR, REGRESSORS
 
@@ -31,13 +32,19 @@ def _seed(text):
         raise argparse.ArgumentTypeError(f"not an integer seed: {text!r}")
 
 
+def _names(text):
+    """A comma-separated list, quoted as in a CSV file: a name holding a
+    comma is written in double quotes (``a,"b, c"``)."""
+    return next(csv.reader([text]))
+
+
 def _categories(text):
     """``COLUMN=a,b,c``: the declared categories of a text column."""
     column, sep, values = text.partition("=")
     if not sep or not column or not values:
         raise argparse.ArgumentTypeError(
             f"expected COLUMN=a,b,c (the categories of a text column), got {text!r}")
-    return column, values.split(",")
+    return column, _names(values)
 
 
 def _parser():
@@ -56,16 +63,18 @@ def _parser():
     )
     parser.add_argument("--target", help="name of the label column of the CSV")
     parser.add_argument(
-        "--features", type=lambda s: s.split(","), metavar="A,B,...",
-        help="feature columns of the CSV (default: every column but the target)",
+        "--features", type=_names, metavar="A,B,...",
+        help="feature columns of the CSV (default: every column but the target); "
+             "a name holding a comma in double quotes, as in the CSV file",
     )
     parser.add_argument(
         "--categories", type=_categories, action="append", default=[],
         metavar="COLUMN=a,b,c",
         help="declared categories of a text column, one-hot encoded (the first "
              "category is the reference, carried by the intercept); repeat for "
-             "each text column. Categories not declared are read from the data, "
-             "which leaks",
+             "each text column. A category holding a comma in double quotes, as "
+             "in the CSV file: 'job=\"Sales, retail\",Clerical'. Categories not "
+             "declared are read from the data, which leaks",
     )
     parser.add_argument(
         "--estimator", choices=sorted(REGRESSORS), default=DEFAULT_REGRESSOR,

@@ -137,7 +137,8 @@ def _load(args):
             one_hot.append(False)
             continue
         if "" in values:
-            raise DataError(f"column {column!r} of {args.csv} has empty values")
+            raise DataError(f"column {column!r} of {args.csv} has empty values: fill or "
+                            "drop them, or leave the column out with --features")
         if column not in declared:
             words = sorted({v for v in values if _numeric([v]) is None})
             if sum(_numeric([v]) is None for v in values) < len(values) / 2:
