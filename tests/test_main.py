@@ -608,20 +608,20 @@ def test_two_csv_releases_into_one_ledger(tmp_path, capsys):
     keys = np.array([f"P{i:04d}" for i in range(1200)])
     path = tmp_path / "people.sqlite"
     quarters = [(tmp_path / "q1.csv", keys[:800]), (tmp_path / "q2.csv", keys[400:])]
-    data = [_table(csv, n=800, seed=seed, ids=ids)
-            for seed, (csv, ids) in enumerate(quarters)]
+    data = [_table(table, n=800, seed=seed, ids=ids)
+            for seed, (table, ids) in enumerate(quarters)]
     args = [*TABLE_ARGS, "--ledger", str(path), "--id-column", "person",
             "--random-state", "0", "--json"]
     befores, ratios = [], []
-    for k, ((csv, ids), (X, y)) in enumerate(zip(quarters, data)):
+    for k, ((table, ids), (X, y)) in enumerate(zip(quarters, data)):
         with sklearn_pdp.PrivacyLedger(path) as ledger:
             befores.append(ledger.epsilon(keys, 1e-6))
         if k == 0:  # through the interpreter, as a user runs it
-            res = _run(str(csv), *args)
+            res = _run(str(table), *args)
             assert res.returncode == 0, res.stderr
             report = json.loads(res.stdout)
         else:
-            assert main([str(csv), *args]) == 0
+            assert main([str(table), *args]) == 0
             report = json.loads(capsys.readouterr().out)
         public, summary = report["publishable"], report["curator_only"]["ledger"]
         # the release (the ids are not a feature), and the split the CLI made
