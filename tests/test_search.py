@@ -7,7 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
+from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import Ridge
+from sklearn.model_selection import ParameterGrid
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils._param_validation import Interval, InvalidParameterError
 
 from sklearn_pdp import (
@@ -387,6 +391,28 @@ def test_non_private_estimator_is_refused(make_unbounded_data):
     X, y = make_unbounded_data(50, scale=0.6)
     with pytest.raises(ValueError, match="estimator"):
         PrivateGridSearchCV(Ridge(), {"alpha": [1.0]}).fit(X, y)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
+def test_a_pipeline_is_refused_with_the_way_out(make_unbounded_data):
+    """A pipeline around a private regressor (the encoding recipe) is
+    refused before its text columns are read, saying how to search it."""
+    pd = pytest.importorskip("pandas")
+    X, y = make_unbounded_data(60, scale=0.6)
+    table = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]).assign(
+        colour=np.where(y > 0, "red", "blue"))
+    encoder = ColumnTransformer(
+        [("text", OneHotEncoder(categories=[["blue", "red"]], drop="first"), ["colour"])],
+        remainder="passthrough")
+    pipe = make_pipeline(encoder, OPSRegressor(data_norm=4.0, y_bound=1.0))
+    search = PrivateGridSearchCV(pipe, {"opsregressor__alpha": [1.0, 10.0]})
+    with pytest.raises(ValueError, match=r"got Pipeline\. Encode the table first.*"
+                                         r"pipeline\[:-1\]\.fit_transform\(X\)"):
+        search.fit(table, y)
+    # the way out works: the same search on the encoded table
+    encoded = pipe[:-1].fit_transform(table)
+    grid = {"alpha": [1.0, 10.0]}
+    assert PrivateGridSearchCV(pipe[-1], grid).fit(encoded, y).best_params_ in ParameterGrid(grid)
 
 
 def test_empty_validation_part_gives_uniform_choice(make_unbounded_data):

@@ -15,6 +15,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
+from sklearn.pipeline import Pipeline
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -302,6 +303,7 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
                 "PrivateGridSearchCV needs in-memory data, got a Dask array; "
                 "call .compute() on X and y if they fit in memory."
             )
+        self._check_estimator()
         # the shared validation: its errors point the way (a text column)
         X, y = validate_rows(self, X, y, reset=True)
         warn_large_delta(self.delta, X.shape[0], stacklevel=3)
@@ -327,6 +329,26 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
         self._record_results(grid, log_proba, seeded)
         return self
 
+    def _check_estimator(self):
+        """A private regressor of this package, searched itself (its bounds
+        and budget are set by the search), not a pipeline around one."""
+        if isinstance(self.estimator, PrivateRegressorMixin):
+            return
+        way_out = ""
+        if isinstance(self.estimator, Pipeline) and isinstance(
+                self.estimator[-1], PrivateRegressorMixin):
+            way_out = (
+                " Encode the table first with the pipeline's other steps (with "
+                "declared categories and public constants they learn nothing from "
+                "the rows), X_encoded = pipeline[:-1].fit_transform(X), and search "
+                "the regressor, pipeline[-1], on X_encoded (see the 'Preparing a "
+                "table without leaking' page of the sklearn-pdp documentation)."
+            )
+        raise ValueError(
+            "estimator must be a private regressor of sklearn_pdp, got "
+            f"{type(self.estimator).__name__}.{way_out}"
+        )
+
     def _root_seed(self):
         """The seed of every draw of the search, fixed before any fit so that
         results do not depend on ``n_jobs``: the bounds, the split, the
@@ -341,11 +363,6 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
         """Bounds and budget shared by every fit, resolved once for all
         (the bounds released first with ``tighten_bounds``: ``root`` seeds
         their draw)."""
-        if not isinstance(self.estimator, PrivateRegressorMixin):
-            raise ValueError(
-                "estimator must be a private regressor of sklearn_pdp, got "
-                f"{type(self.estimator).__name__}."
-            )
         # a warning's stacklevel 5: here, _common_params, fit, the fit
         # wrapper, the user's line
         self.data_norm_, self.bounds_X_, self.y_bound_ = clone(
