@@ -81,6 +81,8 @@ def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path, diabet
     assert curator["test_r2"] == pytest.approx(est.score(X_test, y_test))
     assert curator["n_test"] == len(y_test)
     assert 0.3 < curator["test_r2_least_squares"] < 0.6
+    assert curator["test_r2_mean"] == pytest.approx(
+        1.0 - np.mean((y_test - y_train.mean()) ** 2) / np.var(y_test), rel=1e-9)
     assert "--random-state 0" in report["noise"] and "not for a release" in report["noise"]
     # 331 rows at epsilon 1: the fit falls back to the private label mean, and says so
     assert public["mean_only"] is est.mean_only_ is True

@@ -7,6 +7,7 @@ import sqlite3
 import warnings
 
 import numpy as np
+from sklearn.dummy import DummyRegressor
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
 
@@ -107,13 +108,18 @@ def _report(args, X, y, name, bounds, encoding):
             "spent": not law.data_independent,
             "note": note,
         }
-    evaluation = {"test_r2": None, "test_r2_least_squares": None, "n_test": 0}
+    evaluation = {"test_r2": None, "test_r2_least_squares": None, "test_r2_mean": None,
+                  "n_test": 0}
     if X_test is not None:
         evaluation = {
             "n_test": int(X_test.shape[0]),
             "test_r2": float(fitted.score(X_test, y_test)),
             "test_r2_least_squares": float(
                 LinearRegression().fit(X_train, y_train).score(X_test, y_test)),
+            # the baseline a private model should not fall below: below 0 by
+            # the held-out rows' own mean differing from the training rows'
+            "test_r2_mean": float(
+                DummyRegressor().fit(X_train, y_train).score(X_test, y_test)),
         }
     bounds_read = list(fitted.bounds_from_data_)
     # their warnings say the same: reported once, under read_from_data

@@ -108,9 +108,10 @@ def _text(r):
     if c["test_r2"] is None:
         rows.append(("test R^2", "not evaluated (--test-size 0: every row trains)"))
     else:
-        rows.append(("test R^2", f"{c['test_r2']:.4f} private model, "
-                                 f"{c['test_r2_least_squares']:.4f} least squares "
-                                 f"without privacy ({c['n_test']} held-out rows)"))
+        rows.append(("test R^2", f"{c['test_r2']:.4f} private model; without privacy "
+                                 f"{c['test_r2_least_squares']:.4f} least squares, "
+                                 f"{c['test_r2_mean']:.4f} the training labels' mean "
+                                 f"({c['n_test']} held-out rows)"))
     rows += [("bounds", message) for message in c["bounds_warnings"]]
     rows += [("warning", message) for message in c["warnings"]]
     if c["read_from_data"]:
