@@ -420,7 +420,8 @@ def test_unwritable_plot_file_is_one_clear_line(capsys, tmp_path):
      ("a,label\n1,2\n3\n", "ragged"), ("label\n1\n2\n", "feature column"),
      ("a,label\n1,2\n", "two data rows"), ("", "empty"),
      ("a,label\nx,2\nx,3\n", "two distinct categories"),
-     ("a,label\nx,2\n,3\n", "empty values")],
+     ("a,label\nx,2\n,3\n", "empty values: fill or drop them"),
+     ("a,label\nnan,2\n1,3\n", "missing or infinite values: fill them with a public value")],
 )
 def test_bad_csv_is_one_clear_line(capsys, tmp_path, content, message):
     path = tmp_path / "bad.csv"

@@ -125,7 +125,9 @@ def _load(args):
         if numbers is not None:
             if not np.all(np.isfinite(numbers)):
                 raise DataError(f"column {column!r} of {args.csv} contains missing or "
-                                "infinite values")
+                                "infinite values: fill them with a public value (not a "
+                                "statistic of these rows), drop those rows, or leave the "
+                                "column out with --features")
             if args.features is None and _row_numbers(column, numbers):
                 raise DataError(
                     f"column {column!r} of {args.csv} looks like a row number or "
