@@ -687,6 +687,48 @@ def test_two_csv_releases_into_one_ledger(tmp_path, capsys):
         assert words in ledger_part
 
 
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names")
+def test_people_with_several_records_are_reported_as_groups(tmp_path, capsys):
+    """A person key on several rows (a panel): the published guarantee is
+    per record and says a person is protected as a group; the curator sees
+    the records' losses and each person's charge for all their records,
+    which after one release is their total."""
+    keys = [f"P{i:03d}" for i in range(200)] * 4  # four records each
+    table, path = tmp_path / "panel.csv", tmp_path / "people.sqlite"
+    _table(table, n=800, ids=keys)
+    args = [str(table), *TABLE_ARGS, "--ledger", str(path), "--id-column", "person",
+            "--test-size", "0", "--random-state", "0"]
+    assert main([*args, "--json"]) == 0
+    report = _strict(capsys.readouterr().out)
+    public, ledger = report["publishable"], report["curator_only"]["ledger"]
+    assert public["person_key"] == "person"
+    assert ledger["training_people"] == 200 and ledger["most_records"] == 4
+    # each person's charge is their group's, and the total over one release
+    assert ledger["release_people"] == ledger["total"]
+    assert ledger["release_people"]["median"] > 2 * ledger["release"]["median"]
+    with sklearn_pdp.PrivacyLedger(path) as book:
+        totals = book.epsilon(np.unique(keys), ledger["total_delta"])
+    _approx(ledger["total"], totals)
+    assert main([*args[:-2], "--random-state", "1"]) == 0
+    out = _flat(capsys.readouterr().out)
+    published = out[:out.index("FOR THE CURATOR ONLY")]
+    assert "800 records in the training data" in published
+    assert "for every record," in published and "protected as a group" in published
+    for words in ("per record : each record's per-instance epsilon",
+                  "200 people hold the 800 training records, up to 4 each",
+                  "90% of records", "this release's loss per record",
+                  "each person's charge in it : for all their records, as a group"):
+        assert words in out
+    # one row per person: the wording of people
+    single = tmp_path / "single.csv"
+    _table(single, n=800, ids=[f"Q{i:03d}" for i in range(800)])
+    assert main([str(single), *TABLE_ARGS, "--ledger", str(tmp_path / "other.sqlite"),
+                 "--id-column", "person", "--test-size", "0", "--random-state", "1"]) == 0
+    out = _flat(capsys.readouterr().out)
+    assert "per person : each person's per-instance epsilon" in out
+    assert "each person's charge in it" not in out
+
+
 def test_ledger_text_rounds_epsilons_up_and_json_keeps_them(tmp_path, capsys, diabetes):
     """The ledger's text shows 3 significant digits, never below a value
     (beyond float noise); --json the numbers as computed."""

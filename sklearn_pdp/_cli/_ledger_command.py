@@ -136,7 +136,11 @@ def record_from_cli(ledger_path, fitted, ids, name=None, *, absent=None, absent_
         ``total``: each training row's loss in this release (at ``delta``)
         and its person's total over the ledger at ``total_delta`` (so with
         None a person whose other releases need a larger delta shows
-        ``inf``); ``total_delta``; ``people`` and ``releases``, how many the
+        ``inf``); ``release_people``: each training person's charge in this
+        release, for all their rows, at delta ``release_people_delta`` (the
+        release's, larger by group privacy for a person with several rows
+        of an (epsilon, delta) release), and ``total_people`` their totals;
+        ``total_delta``; ``people`` and ``releases``, how many the
         ledger holds; with ``absent``, ``absent_release`` and
         ``absent_total``, the absent people's charge in this release and
         total.
@@ -153,11 +157,18 @@ def record_from_cli(ledger_path, fitted, ids, name=None, *, absent=None, absent_
                   "release": profile.losses, "total_delta": total_delta,
                   "total": ledger.epsilon(ids, total_delta),
                   "people": int(ledger.people().size), "releases": len(deltas)}
+        charged = {person: (eps, dlt) for person, eps, dlt in ledger._db.execute(
+            "SELECT person, epsilon, delta FROM charges WHERE release_id = ?",
+            (release_id,))}
+        # each training person's charge, for all their rows (a group's: its
+        # delta can exceed the release's, by group privacy)
+        people = np.unique(person_keys(ids, "ids"))
+        group = np.array([charged[k] for k in people.tolist()])
+        result["release_people"], result["release_people_delta"] = group[:, 0], group[:, 1].max()
+        result["total_people"] = ledger.epsilon(people, total_delta)
         if absent is not None:
             keys = person_keys(absent, "absent")
-            charged = dict(ledger._db.execute(
-                "SELECT person, epsilon FROM charges WHERE release_id = ?", (release_id,)))
-            result["absent_release"] = np.array([charged[k] for k in keys.tolist()])
+            result["absent_release"] = np.array([charged[k][0] for k in keys.tolist()])
             result["absent_total"] = ledger.epsilon(keys, total_delta)
         return result
 
@@ -175,8 +186,10 @@ def summarise_record(result):
     summary : dict
         ``release_id``, ``people`` and ``releases`` (in the ledger),
         ``delta`` and ``release`` (quantiles of the training rows' losses in
-        this release), ``total_delta`` and ``total`` (quantiles of their
-        people's totals); with absent people, ``absent``: their number and
+        this release), ``release_people`` and ``release_people_delta`` (of
+        the training people's charges in it, for all their rows),
+        ``total_delta`` and ``total`` (quantiles of their people's totals,
+        each person once); with absent people, ``absent``: their number and
         the same two quantile dicts.
     """
     summary = {
@@ -185,8 +198,11 @@ def summarise_record(result):
         "releases": result.get("releases"),
         "delta": float(result["delta"]),
         "release": _quantiles(result["release"]),
+        "release_people": _quantiles(result["release_people"]),
+        "release_people_delta": float(result["release_people_delta"]),
         "total_delta": float(result.get("total_delta", result["delta"])),
-        "total": _quantiles(result["total"]),
+        # over people (a person with several rows counted once)
+        "total": _quantiles(result.get("total_people", result["total"])),
         "absent": None,
     }
     if result.get("absent_release") is not None:
@@ -219,8 +235,13 @@ def describe_summary(summary):
         n = summary["releases"]
         lines.append(("ledger", f"{summary['people']} people, {n} "
                                 f"release{'' if n == 1 else 's'} so far"))
+    grouped = summary.get("most_records", 1) > 1
     lines += [
-        (f"this release's loss (delta = {summary['delta']:.2g})", spread(summary["release"])),
+        (f"this release's loss {'per record ' if grouped else ''}(delta = "
+         f"{summary['delta']:.2g})", spread(summary["release"])),
+        *([("each person's charge in it", "for all their records, as a group, at delta "
+            f"{summary['release_people_delta']:.2g}: " + spread(summary["release_people"]))]
+          if grouped else []),
         ("each person's total over the ledger",
          f"at delta = {summary['total_delta']:.2g}: {spread(summary['total'])}"),
     ]

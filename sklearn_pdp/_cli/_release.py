@@ -130,6 +130,8 @@ def _report(args, X, y, name, bounds, encoding):
     publishable = {
         "data": name,
         "n_train": int(X_train.shape[0]),
+        # with --id-column a row is a record and a person may have several
+        "person_key": args.id_column,
         "n_features": int(X.shape[1]),
         "estimator": REGRESSORS[args.estimator].__name__,
         "model": {"feature_names": names, "coef": public.coef_.tolist(),
@@ -213,7 +215,12 @@ def _record(args, report, X, y, ids, split, name):
                                      total_delta="sum", **absent)
         except (LedgerError, sqlite3.Error) as exc:
             raise DataError(f"cannot record in the ledger {args.ledger}: {exc}") from None
-    return {"file": args.ledger, **summarise_record(result)}, [
+    # how the training records group into people (the curator's: a count
+    # of records per person is private)
+    per_person = np.unique(train_ids, return_counts=True)[1]
+    return {"file": args.ledger, **summarise_record(result),
+            "training_people": int(per_person.size),
+            "most_records": int(per_person.max())}, [
         str(w.message) for w in caught]
 
 

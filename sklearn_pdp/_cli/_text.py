@@ -32,10 +32,14 @@ def _text(r):
         what = ": every slope is 0 (no signal showed through the noise)"
     else:
         what = ""
+    # with a person key a row is a record: the guarantee is per record, and a
+    # person with several is protected as a group (public wording: it does not
+    # depend on how many records anyone has)
+    keyed = p.get("person_key") is not None
     rows = [
         ("MAY BE PUBLISHED", "the released model and its guarantee"),
-        ("data", f"{p['data']}: {p['n_train']} people in the training data, "
-                 f"{_plural(p['n_features'], 'feature')}"),
+        ("data", f"{p['data']}: {p['n_train']} {'records' if keyed else 'people'} in the "
+                 f"training data, {_plural(p['n_features'], 'feature')}"),
         ("model", f"{p['estimator']}, released with differential privacy{what}"),
     ]
     if p["reason"]:
@@ -44,10 +48,14 @@ def _text(r):
     rows.append(("  intercept", _number(m["intercept"])))
     rows += [(f"  {name}", _number(coef)) for name, coef in zip(m["feature_names"], m["coef"])]
     rows.append(("guarantee", f"DP epsilon {p['dp_epsilon']:.3g} at delta "
-                              f"{p['dp_delta']:.2g}: for every person, any conclusion "
+                              f"{p['dp_delta']:.2g}: for every "
+                              f"{'record' if keyed else 'person'}, any conclusion "
                               "drawn from the model is at most "
-                              f"e^{p['dp_epsilon']:.3g} times more likely with their data "
-                              "than without it (except with probability delta)"))
+                              f"e^{p['dp_epsilon']:.3g} times more likely with "
+                              f"{'it' if keyed else 'their data'} than without it (except "
+                              "with probability delta)" + (
+                                  "; a person with k records is protected as a group, "
+                                  "by up to k times less (group privacy)" if keyed else "")))
     if not p["dp_epsilon"] <= MEANINGLESS_EPSILON:
         rows.append(("WARNING", f"a DP epsilon above {MEANINGLESS_EPSILON:g} protects "
                                 "practically no one: lower --epsilon (or give one "
@@ -82,21 +90,31 @@ def _text(r):
                                         f"; it holds the {', '.join(read)}, read from the "
                                         "data (see the note below)" if read else "")))
     q = c["pdp_epsilon"]
+    ledger = c.get("ledger")
+    # several records of one person: the rows' losses are per record, the
+    # people's are the ledger's group charges
+    grouped = bool(ledger) and ledger.get("most_records", 1) > 1
+    unit = "records" if grouped else "people"
     rows += [
         ("", ""),
         ("FOR THE CURATOR ONLY", "computed from the private data without privacy: do "
                                  "not publish"),
-        ("per person", "each person's per-instance epsilon: the guarantee above for "
-                       "the training data as it is, computed from their own record "
-                       "(at most the DP epsilon)"),
+        ("per record" if grouped else "per person",
+         ("each record's per-instance epsilon: the guarantee above for the training data "
+          f"as it is (at most the DP epsilon); {ledger['training_people']} people hold the "
+          f"{p['n_train']} training records, up to {ledger['most_records']} each: a "
+          "person's loss for all their records is the privacy ledger's charge below")
+         if grouped else
+         ("each person's per-instance epsilon: the guarantee above for the training data "
+          "as it is, computed from their own record (at most the DP epsilon)")),
         ("  median", f"{q['median']:.3g}"),
-        ("  90% of people", f"at most {q['q90']:.3g}"),
-        ("  99% of people", f"at most {q['q99']:.3g}"),
+        (f"  90% of {unit}", f"at most {q['q90']:.3g}"),
+        (f"  99% of {unit}", f"at most {q['q99']:.3g}"),
         ("  most exposed", f"{q['max']:.3g}"),
-        ("  a tenth or less", f"{c['fraction_below_tenth_of_dp']:.1%} of the people lose "
+        ("  a tenth or less", f"{c['fraction_below_tenth_of_dp']:.1%} of the {unit} lose "
                                "at most a tenth of the DP epsilon"),
         # a threshold at a tenth of the DP epsilon repeats the line above
-        *((f"  at most {t}", f"{frac:.1%} of the people")
+        *((f"  at most {t}", f"{frac:.1%} of the {unit}")
           for t, frac in c["fraction_below"].items()
           if not np.isclose(float(t), p["dp_epsilon"] / 10)),
     ]
