@@ -54,8 +54,9 @@ def _text(r):
                               f"e^{p['dp_epsilon']:.3g} times more likely with "
                               f"{'it' if keyed else 'their data'} than without it (except "
                               "with probability delta)" + (
-                                  "; a person with k records is protected as a group, "
-                                  "by up to k times less (group privacy)" if keyed else "")))
+                                  "; a person with k records is protected as a group: "
+                                  "their epsilon is up to k times this one, their delta "
+                                  "larger (group privacy)" if keyed else "")))
     if not p["dp_epsilon"] <= MEANINGLESS_EPSILON:
         rows.append(("WARNING", f"a DP epsilon above {MEANINGLESS_EPSILON:g} protects "
                                 "practically no one: lower --epsilon (or give one "
