@@ -719,6 +719,10 @@ def test_people_with_several_records_are_reported_as_groups(tmp_path, capsys):
                   "90% of records", "this release's loss per record",
                   "each person's charge in it : for all their records, as a group"):
         assert words in out
+    # the ledger's own summary says its guarantees are per record
+    assert main(["ledger", str(path)]) == 0
+    assert "per record (a person with several records in a release is charged as a group" \
+        in _flat(capsys.readouterr().out)
     # one row per person: the wording of people
     single = tmp_path / "single.csv"
     _table(single, n=800, ids=[f"Q{i:03d}" for i in range(800)])
@@ -727,6 +731,8 @@ def test_people_with_several_records_are_reported_as_groups(tmp_path, capsys):
     out = _flat(capsys.readouterr().out)
     assert "per person : each person's per-instance epsilon" in out
     assert "each person's charge in it" not in out
+    assert main(["ledger", str(tmp_path / "other.sqlite")]) == 0
+    assert "per record" not in capsys.readouterr().out
 
 
 def test_ledger_text_rounds_epsilons_up_and_json_keeps_them(tmp_path, capsys, diabetes):

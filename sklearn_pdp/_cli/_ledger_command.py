@@ -304,6 +304,11 @@ def main(argv=None):
         t = result["totals"]
         print(f"total epsilon per person at delta = {result['delta']:.3g}: "
               + ", ".join(f"{k} {shown(v)}" for k, v in t.items()))
+        # a guarantee is per record: a person with several records in a
+        # release is charged as a group, and their total can exceed the sum
+        grouped = any(r["n_rows"] > r["n_people"] for r in result["releases"])
         print(f"sum of the releases' guarantees: epsilon = {shown(result['dp_sum'])} at "
-              f"delta = {result['dp_delta_sum']:.3g}")
+              f"delta = {result['dp_delta_sum']:.3g}" + (
+                  " per record (a person with several records in a release is charged "
+                  "as a group, beyond it)" if grouped else ""))
     return 0
