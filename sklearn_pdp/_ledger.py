@@ -314,6 +314,33 @@ class PrivacyLedger:
         n, inverse, person, family, (value, eps, own_delta, *_) = self._charges_of(ids)
         return compose(delta, person, family, value, eps, own_delta, n)[inverse]
 
+    def charges(self, release_id, ids):
+        """Each person's charge in one release: their epsilon at its delta
+        (for a person with several rows, their group's, whose delta can
+        exceed the release's).
+
+        Parameters
+        ----------
+        release_id : int
+            A release of :meth:`releases`.
+        ids : array-like of shape (n_people,)
+            Person keys charged in it (as training rows or as absent).
+
+        Returns
+        -------
+        epsilon, delta : ndarray of shape (n_people,)
+        """
+        keys = person_keys(ids, "ids")
+        charged = {person: (eps, dlt) for person, eps, dlt in self._db.execute(
+            "SELECT person, epsilon, delta FROM charges WHERE release_id = ?",
+            (int(release_id),))}
+        missing = [k for k in keys.tolist() if k not in charged]
+        if missing:
+            raise ValueError(f"{len(missing)} of the ids (e.g. {missing[0]!r}) were not "
+                             f"charged in release {release_id}.")
+        found = np.array([charged[k] for k in keys.tolist()], dtype=np.float64).reshape(-1, 2)
+        return found[:, 0], found[:, 1]
+
     def remaining(self, ids, epsilon, delta):
         """What is left of an individual budget: ``epsilon`` minus each
         person's total at ``delta`` (:meth:`epsilon`), at least 0.

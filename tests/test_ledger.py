@@ -488,6 +488,15 @@ def test_a_person_with_two_rows_is_charged_as_a_group(make_regression_data):
     assert charged == pytest.approx(bound, rel=3e-8)  # the inversion's margin
     assert charged >= _group_ratio(est, X, y, [3, 7])
     assert ledger.epsilon([3], DELTA)[0] > max(est.pdp_losses_[[3, 7]])
+    # the release's own charges: the group's for person 3, a row's loss for
+    # the others, at the release's delta; a key it did not charge is refused
+    epsilon, delta = ledger.charges(1, [3, 4])
+    assert epsilon[0] == ledger.epsilon([3], DELTA)[0]
+    assert epsilon[1] == pytest.approx(est.pdp_losses_[4], rel=1e-12)
+    np.testing.assert_array_equal(delta, DELTA)
+    with pytest.raises(ValueError,
+                       match=r"1 of the ids \(e.g. 'x'\) were not charged in release 1"):
+        ledger.charges(1, [3, "x"])
     # OPS has no bound for a data set it was not fitted on: a group costs
     # inf, and so does an absent person without their record (with a warning)
     X2, y2 = make_regression_data(1000, d=2, seed=5, offset=0.3, noise=0.1)

@@ -157,18 +157,15 @@ def record_from_cli(ledger_path, fitted, ids, name=None, *, absent=None, absent_
                   "release": profile.losses, "total_delta": total_delta,
                   "total": ledger.epsilon(ids, total_delta),
                   "people": int(ledger.people().size), "releases": len(deltas)}
-        charged = {person: (eps, dlt) for person, eps, dlt in ledger._db.execute(
-            "SELECT person, epsilon, delta FROM charges WHERE release_id = ?",
-            (release_id,))}
         # each training person's charge, for all their rows (a group's: its
         # delta can exceed the release's, by group privacy)
         people = np.unique(person_keys(ids, "ids"))
-        group = np.array([charged[k] for k in people.tolist()])
-        result["release_people"], result["release_people_delta"] = group[:, 0], group[:, 1].max()
+        charge, charge_delta = ledger.charges(release_id, people)
+        result["release_people"], result["release_people_delta"] = charge, charge_delta.max()
         result["total_people"] = ledger.epsilon(people, total_delta)
         if absent is not None:
             keys = person_keys(absent, "absent")
-            result["absent_release"] = np.array([charged[k][0] for k in keys.tolist()])
+            result["absent_release"] = ledger.charges(release_id, keys)[0]
             result["absent_total"] = ledger.epsilon(keys, total_delta)
         return result
 
@@ -202,7 +199,7 @@ def summarise_record(result):
         "release_people_delta": float(result["release_people_delta"]),
         "total_delta": float(result.get("total_delta", result["delta"])),
         # over people (a person with several rows counted once)
-        "total": _quantiles(result.get("total_people", result["total"])),
+        "total": _quantiles(result["total_people"]),
         "absent": None,
     }
     if result.get("absent_release") is not None:
