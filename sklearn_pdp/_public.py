@@ -137,20 +137,27 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
             Samples (checked against the number and names of the features);
             with an ``encoding``, also a DataFrame holding the raw columns
             (other columns, such as the label, are left out), encoded as the
-            release was.
+            release was; a table of named columns that lacks one of them
+            (and is not the encoded features) is refused, naming it.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
         """
         columns = list(getattr(X, "columns", []))
-        if self.encoding is not None and all(c in columns for c in self.encoding["columns"]):
+        missing = [c for c in (self.encoding or {}).get("columns", []) if c not in columns]
+        if self.encoding is not None and not missing:
             X, names = encode_table(X, self.encoding)
             if names != [str(name) for name in self.feature_names_in_]:
                 raise ValueError(f"the encoding gives the features {names}, not the "
                                  f"released {list(self.feature_names_in_)}.")
             X = check_array(X, dtype=np.float64)
         else:
+            if missing and _raw_table(columns, self.feature_names):
+                raise ValueError(
+                    f"X has no column {', '.join(map(repr, missing))}: the released model "
+                    f"takes the raw columns {', '.join(self.encoding['columns'])} (text as "
+                    "text), or the encoded features of feature_names_in_.")
             X = validate_data(self, X, reset=False, dtype=np.float64)
         if self.clip:
             bounds_X = self.bounds.get("bounds_X")
@@ -284,6 +291,13 @@ def encode_table(table, encoding):
                              f"{', '.join(categories)})") from None
         names += [str(name) for name in encoder.get_feature_names_out([column])]
     return np.hstack(blocks), names
+
+
+def _raw_table(columns, feature_names):
+    """Whether a table's columns are named and not the encoded features: a
+    raw table that lacks some of the encoding's columns."""
+    named = bool(columns) and all(isinstance(c, str) for c in columns)
+    return named and not set(map(str, feature_names or ())) <= set(columns)
 
 
 def _plain(value):

@@ -326,8 +326,9 @@ def test_saved_model_predicts_on_the_raw_table(tmp_path, capsys):
         loaded.predict(table.assign(colour="purple"))
     with pytest.raises(ValueError, match="column 'a' must be numeric"):
         loaded.predict(table.assign(a="ten"))
-    # neither the raw nor the encoded columns: scikit-learn's feature name check
-    with pytest.raises(ValueError, match="feature names"):
+    # a raw column missing: named (not scikit-learn's feature-name mismatch)
+    with pytest.raises(ValueError, match="^X has no column 'b': the released model takes "
+                                         "the raw columns a, colour, b"):
         loaded.predict(table.drop(columns="b"))
 
 
