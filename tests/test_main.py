@@ -443,6 +443,18 @@ def test_bad_categories_are_one_clear_line(capsys, tmp_path, categories, message
                                     categories], message)
 
 
+def test_categories_of_a_column_left_out_of_the_features_are_refused(capsys, tmp_path):
+    """Declared categories of a column that is not a feature would be
+    silently unused: one line says so."""
+    path = tmp_path / "table.csv"
+    path.write_text("a,colour,label\n1,x,2\n2,y,3\n3,x,4\n")
+    _assert_one_line_error(
+        capsys, [str(path), "--target", "label", "--features", "a", "--categories",
+                 "colour=x,y"],
+        "--categories colour=...: 'colour' is not among the features (a); add it to "
+        "--features or drop its --categories")
+
+
 def test_names_holding_commas_are_quoted_as_in_the_csv(tmp_path, capsys):
     """Categories and feature names holding a comma are declared in double
     quotes, as the CSV file writes them."""

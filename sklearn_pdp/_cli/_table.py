@@ -114,6 +114,11 @@ def _load(args):
                             "values")
     if args.target in declared:
         raise DataError(f"the target {args.target!r} must be numeric, not a category")
+    stray = [column for column in declared if column not in features]
+    if stray:
+        raise DataError(f"--categories {stray[0]}=...: {stray[0]!r} is not among the "
+                        f"features ({', '.join(features)}); add it to --features or drop "
+                        "its --categories")
     y = _numeric([row[header.index(args.target)] for row in body])
     if y is None:
         raise DataError(f"the target column {args.target!r} of {args.csv} has "
