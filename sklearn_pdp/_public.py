@@ -10,6 +10,7 @@ from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils.validation import check_array, validate_data
 
 from ._domain import DomainScaler
+from ._tighten import TIGHTEN_SHARE
 
 
 class PublicLinearModel(RegressorMixin, BaseEstimator):
@@ -324,7 +325,8 @@ def public_model(coef, intercept, guarantee, mechanism, feature_names, decimals,
     Rounding is post-processing: it cannot weaken the guarantee, and it
     discards the low-order bits that floating-point attacks on the noise
     samplers read (README, "Noise source and floating point"). ``params``
-    loses its private entries (``random_state``, ``n_jobs``); ``clip``: whether predictions clip rows to ``bounds``.
+    loses its private entries (``random_state``, ``n_jobs``); ``clip``: whether predictions clip rows to ``bounds``
+    (released bounds: a ``tighten_share`` of None becomes the share they spent).
     """
     from . import __version__
 
@@ -333,6 +335,9 @@ def public_model(coef, intercept, guarantee, mechanism, feature_names, decimals,
     if params is not None:  # the bounds have their own entry
         params = {k: v for k, v in params.items()
                   if k not in _PRIVATE_PARAMS and (bounds is None or k not in bounds)}
+        if clip and params.get("tighten_share", 0) is None:
+            # the share spent on the bounds, not the default's None
+            params["tighten_share"] = TIGHTEN_SHARE
     return PublicLinearModel(
         np.array(coef, dtype=np.float64), float(intercept), *map(float, guarantee),
         mechanism, None if feature_names is None else list(feature_names),
