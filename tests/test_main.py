@@ -6,6 +6,7 @@ import csv
 import json
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -246,11 +247,11 @@ def test_an_identifier_column_is_not_one_hot_encoded(capsys, tmp_path):
                  *TABLE_ARGS[5:], "--json"]) == 0
     assert _strict(capsys.readouterr().out)["publishable"]["n_features"] == 5
     # a text column with few values is still encoded (its categories read from
-    # the data, with a warning)
-    with pytest.warns(sklearn_pdp.PrivacyLeakWarning, match="--categories colour="):
-        assert main([str(csv), *TABLE_ARGS[:-2], "--features", "a,colour,b",
-                     "--json"]) == 0
-    assert _strict(capsys.readouterr().out)["publishable"]["n_features"] == 4
+    # the data, and said)
+    assert main([str(csv), *TABLE_ARGS[:-2], "--features", "a,colour,b", "--json"]) == 0
+    report = _strict(capsys.readouterr().out)
+    assert report["publishable"]["n_features"] == 4
+    assert report["curator_only"]["read_from_data"] == ["categories of 'colour'"]
 
 
 TABLE_ARGS = ("--target", "label", "--bounds-x", "0,-5", "10,5", "--y-bound", "-20,40",
@@ -332,25 +333,28 @@ def test_saved_model_predicts_on_the_raw_table(tmp_path, capsys):
         loaded.predict(table.drop(columns="b"))
 
 
-def test_undeclared_categories_are_read_with_a_leak_warning(tmp_path, capsys):
+def test_undeclared_categories_are_read_and_said_once(tmp_path, capsys):
+    """Categories read from the data leak: the report says so once, in its
+    own words (no Python warning line beside it)."""
     path = tmp_path / "table.csv"
     _table(path, n=400)
     args = [str(path), "--target", "label", "--bounds-x", "0,-5", "10,5",
             "--y-bound", "-20,40"]
-    with pytest.warns(sklearn_pdp.PrivacyLeakWarning, match="--categories colour="):
-        assert main([*args, "--json"]) == 0
+    assert main([*args, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["curator_only"]["read_from_data"] == ["categories of 'colour'"]
+    assert report["curator_only"]["warnings"] == []
     # sorted: blue is the reference
     assert report["publishable"]["model"]["feature_names"] == [
         "a", "colour_green", "colour_red", "b"]
-    with pytest.warns(sklearn_pdp.PrivacyLeakWarning):
-        assert main(args) == 0
-    assert "categories of 'colour' read from the data" in _flat(capsys.readouterr().out)
+    assert main(args) == 0
+    printed = capsys.readouterr()
+    out = _flat(printed.out)
+    assert out.count("categories of 'colour' read from the data") == 1
+    assert "a rare category shows that someone has it" in out and printed.err == ""
     # a saved model holds them (it predicts on the raw table), marked and said
     model = tmp_path / "model.json"
-    with pytest.warns(sklearn_pdp.PrivacyLeakWarning):
-        assert main([*args, "--save-model", str(model)]) == 0
+    assert main([*args, "--save-model", str(model)]) == 0
     out = _flat(capsys.readouterr().out)
     assert "it holds the categories of 'colour', read from the data" in out
     encoding = json.loads(model.read_text())["encoding"]
@@ -554,6 +558,34 @@ def test_other_warnings_of_the_fit_are_shown(capsys, monkeypatch):
     assert main(["--estimator", "projection", "--random-state", "0"]) == 0
     out = _flat(capsys.readouterr().out)
     assert "warning" in out and "no differential privacy guarantee" in out
+
+
+def test_warnings_outside_the_fit_are_said_once_in_the_reports_words(capsys, monkeypatch):
+    """A warning of any step (here the split, before the fit) reaches the
+    report once, as the report's own line: never Python's file:line lines,
+    never dropped; before an error, on the error's stream."""
+    original = _release._split
+
+    def split(*args):
+        for _ in range(2):
+            warnings.warn("a leak outside the fit", sklearn_pdp.PrivacyLeakWarning)
+        return original(*args)
+
+    monkeypatch.setattr(_release, "_split", split)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # none escapes main
+        assert main(["--json", "--random-state", "0"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["curator_only"]["warnings"] == ["a leak outside the fit"]
+        assert main(["--random-state", "0"]) == 0
+        printed = capsys.readouterr()
+        assert _flat(printed.out).count("warning : a leak outside the fit") == 1
+        assert printed.err == ""
+        with pytest.raises(SystemExit):
+            main(["--test-size", "2"])
+    assert capsys.readouterr().err.splitlines() == [
+        "python -m sklearn_pdp: warning: a leak outside the fit",
+        "python -m sklearn_pdp: error: --test-size must be in [0, 1), got 2"]
 
 
 def _strict(text):

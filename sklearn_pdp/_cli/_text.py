@@ -134,10 +134,12 @@ def _text(r):
     rows += [("bounds", message) for message in c["bounds_warnings"]]
     rows += [("warning", message) for message in c["warnings"]]
     if c["read_from_data"]:
+        rare = any(entry.startswith("categories") for entry in c["read_from_data"])
         rows.append(("note", f"{', '.join(c['read_from_data'])} read from the data: "
-                             "that leaks and the numbers above do not cover it; declare "
-                             "them with --bounds-x (or --data-norm), --y-bound and "
-                             "--categories"))
+                             "that leaks and the numbers above do not cover it" + (
+                                 " (a rare category shows that someone has it)"
+                                 if rare else "") + "; declare them with --bounds-x (or "
+                             "--data-norm), --y-bound and --categories COLUMN=a,b,c"))
     if r.get("plot"):
         rows.append(("plot", r["plot"]))
     return rows
