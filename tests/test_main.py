@@ -19,7 +19,7 @@ from sklearn_pdp._accounting import gaussian_epsilon
 from sklearn_pdp._cli import _release
 from sklearn_pdp._cli._ledger_command import record_from_cli, summarise_record
 from sklearn_pdp._cli._table import DIABETES_BOUNDS
-from sklearn_pdp._cli._text import TEXT_WIDTH
+from sklearn_pdp._cli._text import TEXT_WIDTH, _layout, _text
 from sklearn_pdp._profile import gaussian_ratio
 from sklearn_pdp._registry import DEFAULT_REGRESSOR, REGRESSORS
 
@@ -558,6 +558,42 @@ def test_other_warnings_of_the_fit_are_shown(capsys, monkeypatch):
     assert main(["--estimator", "projection", "--random-state", "0"]) == 0
     out = _flat(capsys.readouterr().out)
     assert "warning" in out and "no differential privacy guarantee" in out
+
+
+def test_every_per_instance_epsilon_says_what_kind_of_number_it_is(tmp_path, capsys):
+    """curator_only.pdp_kind: "exact" for AdaSSP with declared bounds, a
+    bound for a tightened OPS (every row's loss composes the bounds' stage
+    with the model's guarantee), which the text words "at most" (and its
+    shares "at least") instead of "computed from their own record"; a
+    conditional number says "given the released bounds"."""
+    path = tmp_path / "table.csv"
+    _table(path, n=3000)  # rows enough to tighten 6 ends with 0.1 of epsilon 1
+    args = [str(path), *TABLE_ARGS, "--random-state", "0"]
+    assert main([*args, "--json"]) == 0
+    exact = _strict(capsys.readouterr().out)
+    assert exact["curator_only"]["pdp_kind"] == "exact"
+    assert main(args) == 0
+    assert "computed from their own record" in _flat(capsys.readouterr().out)
+    tightened = [*args, "--estimator", "ops", "--tighten-bounds"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the fit's warnings are the report's
+        assert main([*tightened, "--json"]) == 0
+        report = _strict(capsys.readouterr().out)
+        assert main(tightened) == 0
+        out = _flat(capsys.readouterr().out)
+    assert report["publishable"]["released_bounds"] is not None
+    assert report["curator_only"]["pdp_kind"] == "bound"
+    q = report["curator_only"]["pdp_epsilon"]
+    assert "computed from their own record" not in out
+    assert "at most these numbers: an upper bound on each person's per-instance" in out
+    assert f"median : at most {q['median']:.3g}" in out
+    assert f"most exposed : at most {q['max']:.3g}" in out
+    assert "a tenth or less : at least " in out
+    exact["curator_only"]["pdp_kind"] = "conditional"
+    out = _flat(_layout(_text(exact)))
+    assert "per-instance epsilon given the released bounds" in out
+    median = exact["curator_only"]["pdp_epsilon"]["median"]
+    assert f"median : {median:.3g} given the released bounds" in out
 
 
 def test_warnings_outside_the_fit_are_said_once_in_the_reports_words(capsys, monkeypatch):

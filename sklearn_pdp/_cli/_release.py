@@ -145,6 +145,8 @@ def _report(args, X, y, name, bounds, encoding):
         "released_bounds": _released_bounds(report.estimator_),
     }
     curator = {
+        # what kind of number each per-instance epsilon below is
+        "pdp_kind": pdp_kind(report),
         "pdp_delta": s["delta"],
         "pdp_epsilon": {key: s[key] for key in ("mean", "median", "q90", "q99", "max")},
         "fraction_below": {f"{t:g}": frac for t, frac in s["below"].items()},
@@ -163,6 +165,21 @@ def _report(args, X, y, name, bounds, encoding):
              "for experiments only, not for a release")
     return report, public, {"publishable": publishable, "curator_only": curator,
                             "noise": noise}, (train, test)
+
+
+def pdp_kind(report):
+    """What kind of number a fitted report's per-instance epsilons are:
+    ``"exact"``, ``"conditional"`` (exact given released quantities the row
+    cannot influence) or ``"bound"`` (a valid upper bound)."""
+    fitted = report.estimator_
+    kind = report.summary_.get("pdp_kind", getattr(fitted, "pdp_kind_", None))
+    if kind is not None:
+        return kind
+    # FALLBACK while no estimator sets pdp_kind_ (drop it once they do):
+    # tightened bounds, a ball constraint and a publication give bounds
+    bound = (hasattr(fitted, "bounds_release_") or getattr(fitted, "radius", None) is not None
+             or report.publish_epsilon is not None)
+    return "bound" if bound else "exact"
 
 
 def _check_ledger(args):
