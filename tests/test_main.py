@@ -596,6 +596,37 @@ def test_every_per_instance_epsilon_says_what_kind_of_number_it_is(tmp_path, cap
     assert f"median : {median:.3g} given the released bounds" in out
 
 
+def test_curator_is_told_one_draw_and_when_fewer_columns_would_help(tmp_path, capsys):
+    """The model is one noisy draw (not at epsilon=inf); where rows times
+    epsilon per coefficient is under ten times the fallback's rate, the
+    advice names fewer columns (one-hot ones counted), not only epsilon or
+    rows."""
+    from sklearn_pdp._fallback import MEAN_ONLY_RATE
+
+    path = tmp_path / "table.csv"
+    _table(path, n=1000)
+    args = [str(path), *TABLE_ARGS, "--random-state", "0"]
+    assert main([*args, "--json"]) == 0
+    curator = _strict(capsys.readouterr().out)["curator_only"]
+    assert curator["one_draw"] is True
+    # 750 training rows, 4 columns (2 one-hot) and an intercept
+    assert curator["fewer_columns"] == {"per_coefficient": 150.0,
+                                        "below": 10 * MEAN_ONLY_RATE, "one_hot": 2}
+    assert main(args) == 0
+    out = _flat(capsys.readouterr().out)
+    assert "one draw : this model is one draw of a noisy mechanism" in out
+    assert ("advice : 4 columns for 750 rows: rows times epsilon per coefficient (slopes "
+            "and intercept) is 150, under 1000") in out
+    assert "fewer columns would help (2 of them one-hot" in out
+    # 750 rows at epsilon 7: 1050 per coefficient, no advice
+    assert main([*args, "--epsilon", "7", "--json"]) == 0
+    assert _strict(capsys.readouterr().out)["curator_only"]["fewer_columns"] is None
+    # epsilon=inf is least squares, without noise (and says so among the warnings)
+    assert main([*args, "--epsilon", "inf"]) == 0
+    out = _flat(capsys.readouterr().out)
+    assert "one draw" not in out and "epsilon=inf protects nothing" in out
+
+
 def test_warnings_outside_the_fit_are_said_once_in_the_reports_words(capsys, monkeypatch):
     """A warning of any step (here the split, before the fit) reaches the
     report once, as the report's own line: never Python's file:line lines,

@@ -150,6 +150,22 @@ def _text(r):
                                  f"{c['test_r2_least_squares']:.4f} least squares, "
                                  f"{c['test_r2_mean']:.4f} the training labels' mean "
                                  f"({c['n_test']} held-out rows)"))
+    if c["one_draw"]:
+        rows.append(("one draw", "this model is one draw of a noisy mechanism: another "
+                                 "draw of its noise gives other coefficients (and another "
+                                 "test R^2); never refit the private data to pick a better "
+                                 "draw (publishing the best of several breaks the "
+                                 "guarantee)"))
+    crowded = c["fewer_columns"]
+    if crowded is not None:
+        rows.append(("advice", f"{_plural(p['n_features'], 'column')} for {p['n_train']} "
+                               "rows: rows times epsilon per coefficient (slopes and "
+                               f"intercept) is {crowded['per_coefficient']:.0f}, under "
+                               f"{crowded['below']:g}, and each column adds its share of "
+                               "noise: fewer columns would help" + (
+                                   f" ({crowded['one_hot']} of them one-hot: each category "
+                                   "but the first is a column)" if crowded["one_hot"] else "")
+                               + ", as would a larger epsilon or more rows"))
     rows += [("bounds", message) for message in c["bounds_warnings"]]
     rows += [("warning", message) for message in c["warnings"]]
     if c["read_from_data"]:
