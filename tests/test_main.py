@@ -529,7 +529,8 @@ def test_bounds_per_encoded_column_or_per_numeric_feature(capsys, tmp_path):
     _assert_one_line_error(capsys, [*common, "--bounds-x", "0,0,0", "1,1,1"],
                            "one value per numeric feature (2) or per encoded column (4)")
     # without text columns too: the option's name, not the estimator's parameter
-    _assert_one_line_error(capsys, [*common, "--features", "a,b", "--bounds-x", "0,0,0",
+    plain = [c for c in common if c not in ("--categories", "colour=red,green,blue")]
+    _assert_one_line_error(capsys, [*plain, "--features", "a,b", "--bounds-x", "0,0,0",
                                     "1,1,1"], "--bounds-x needs one value per numeric "
                                               "feature (2), got 3")
 
