@@ -19,6 +19,7 @@ ledger FILE`` summarises a ledger.
 import os
 import re
 import sys
+import warnings
 
 from ._cli._ledger_command import strict_json
 from ._cli._options import DataError, _parser
@@ -50,13 +51,23 @@ def _command(argv):
     argv = [" " + a if re.match(r"-\.?\d", a) else a
             for a in (sys.argv[1:] if argv is None else argv)]
     args = parser.parse_args(argv)
-    try:
-        return _main(args)
-    except DataError as exc:  # one line: the usage block would hide it
-        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    # every warning is said once in the report's words, never as Python's
+    # file:line lines (the fit's are sorted by _report, the ledger's by _record)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return _main(args, caught)
+        except DataError as exc:  # one line: the usage block would hide it
+            warned = "".join(f"{parser.prog}: warning: {m}\n" for m in _unsaid(caught, []))
+            parser.exit(2, f"{warned}{parser.prog}: error: {exc}\n")
 
 
-def _main(args):
+def _unsaid(caught, said):
+    """The messages of the caught warnings, once each, but those in ``said``."""
+    return [m for m in dict.fromkeys(str(w.message) for w in caught) if m not in said]
+
+
+def _main(args, caught):
     _check_ledger(args)
     for option, path in (("--save-model", args.save_model), ("--plot", args.plot)):
         folder = os.path.dirname(os.path.abspath(path)) if path is not None else None
@@ -90,6 +101,8 @@ def _main(args):
         except OSError as exc:
             raise DataError(f"cannot write {args.plot}: {exc.strerror}") from None
         result["plot"] = args.plot
+    curator = result["curator_only"]
+    curator["warnings"] += _unsaid(caught, curator["warnings"] + curator["bounds_warnings"])
     if args.json:
         print(strict_json(result))
         return 0

@@ -10,6 +10,7 @@ from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils.validation import check_array, validate_data
 
 from ._domain import DomainScaler
+from ._tighten import TIGHTEN_SHARE
 
 
 class PublicLinearModel(RegressorMixin, BaseEstimator):
@@ -137,20 +138,27 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
             Samples (checked against the number and names of the features);
             with an ``encoding``, also a DataFrame holding the raw columns
             (other columns, such as the label, are left out), encoded as the
-            release was.
+            release was; a table of named columns that lacks one of them
+            (and is not the encoded features) is refused, naming it.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
         """
         columns = list(getattr(X, "columns", []))
-        if self.encoding is not None and all(c in columns for c in self.encoding["columns"]):
+        missing = [c for c in (self.encoding or {}).get("columns", []) if c not in columns]
+        if self.encoding is not None and not missing:
             X, names = encode_table(X, self.encoding)
             if names != [str(name) for name in self.feature_names_in_]:
                 raise ValueError(f"the encoding gives the features {names}, not the "
                                  f"released {list(self.feature_names_in_)}.")
             X = check_array(X, dtype=np.float64)
         else:
+            if missing and _raw_table(columns, self.feature_names):
+                raise ValueError(
+                    f"X has no column {', '.join(map(repr, missing))}: the released model "
+                    f"takes the raw columns {', '.join(self.encoding['columns'])} (text as "
+                    "text), or the encoded features of feature_names_in_.")
             X = validate_data(self, X, reset=False, dtype=np.float64)
         if self.clip:
             bounds_X = self.bounds.get("bounds_X")
@@ -286,6 +294,13 @@ def encode_table(table, encoding):
     return np.hstack(blocks), names
 
 
+def _raw_table(columns, feature_names):
+    """Whether a table's columns are named and not the encoded features: a
+    raw table that lacks some of the encoding's columns."""
+    named = bool(columns) and all(isinstance(c, str) for c in columns)
+    return named and not set(map(str, feature_names or ())) <= set(columns)
+
+
 def _plain(value):
     """``value`` with numpy scalars and arrays as Python floats and lists,
     non-finite floats as strings, and anything else as its repr."""
@@ -310,7 +325,8 @@ def public_model(coef, intercept, guarantee, mechanism, feature_names, decimals,
     Rounding is post-processing: it cannot weaken the guarantee, and it
     discards the low-order bits that floating-point attacks on the noise
     samplers read (README, "Noise source and floating point"). ``params``
-    loses its private entries (``random_state``, ``n_jobs``); ``clip``: whether predictions clip rows to ``bounds``.
+    loses its private entries (``random_state``, ``n_jobs``); ``clip``: whether predictions clip rows to ``bounds``
+    (released bounds: a ``tighten_share`` of None becomes the share they spent).
     """
     from . import __version__
 
@@ -319,6 +335,9 @@ def public_model(coef, intercept, guarantee, mechanism, feature_names, decimals,
     if params is not None:  # the bounds have their own entry
         params = {k: v for k, v in params.items()
                   if k not in _PRIVATE_PARAMS and (bounds is None or k not in bounds)}
+        if clip and params.get("tighten_share", 0) is None:
+            # the share spent on the bounds, not the default's None
+            params["tighten_share"] = TIGHTEN_SHARE
     return PublicLinearModel(
         np.array(coef, dtype=np.float64), float(intercept), *map(float, guarantee),
         mechanism, None if feature_names is None else list(feature_names),

@@ -18,7 +18,7 @@ from ._sklearn import HasMethods, Interval, _check_feature_names_in
 from ._ridge_system import leverage_ridge
 from ._arrays import compute, persist
 from ._dask import quantiles, scaled_data
-from ._validation import noise_generator, validate_rows
+from ._validation import noise_generator, refuse_fit_params, validate_rows
 from ._ssp import AdaSSPRegressor
 from ._publish import exact_summary, private_summary, publish
 from ._plot import PrivacyLossDisplay, check_kind, import_pyplot
@@ -196,7 +196,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
 
     # the wrapped estimator validates its own parameters
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
+    def fit(self, X, y, **fit_params):
         """Fit the private estimator and record its privacy report.
 
         Parameters
@@ -205,6 +205,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             Training data.
         y : array-like of shape (n_samples,)
             Targets.
+        **fit_params : dict
+            Refused with why, ``sample_weight`` too: the guarantee and the
+            per-instance losses assume that every row counts once.
 
         Returns
         -------
@@ -218,6 +221,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             published bounds are the guarantee and ``publish_epsilon`` is
             not spent (:doc:`/mechanisms/tightening`, "Published reports").
         """
+        refuse_fit_params(self, fit_params)
         thresholds = np.asarray(self.thresholds, dtype=np.float64).ravel()
         if not np.all(np.isfinite(thresholds) & (thresholds >= 0)):
             raise ValueError(

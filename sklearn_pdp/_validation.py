@@ -17,6 +17,29 @@ from ._config import get_config as _get_pdp_config
 from .exceptions import PrivacyLeakWarning
 
 
+def refuse_fit_params(estimator, fit_params):
+    """Refuse ``fit``'s arguments beyond X and y by name, ``sample_weight``
+    with why, instead of Python's TypeError about an unexpected keyword.
+
+    Per-row weights change every row's sensitivity (a row of weight w moves
+    the statistics w times as far): the guarantee and the per-instance losses
+    hold for unit weights. ``fit(X, y, **fit_params)`` keeps ``sample_weight``
+    out of the signature, which scikit-learn reads (``has_fit_parameter``)
+    to skip its sample-weight checks and to route no weights to ``fit``.
+    ``sample_weight=None`` is unit weights and passes.
+    """
+    given = {k: v for k, v in fit_params.items() if k != "sample_weight" or v is not None}
+    if "sample_weight" in given:
+        raise TypeError(
+            f"{type(estimator).__name__}.fit does not take sample_weight: per-row weights "
+            "change every row's sensitivity (a row of weight w counts w times), and the "
+            "privacy guarantee (dp_epsilon_) and the per-instance losses (pdp_losses_) "
+            "assume that every row counts once. Fit on the rows as they are.")
+    if given:
+        raise TypeError(f"{type(estimator).__name__}.fit takes X and y only, got "
+                        f"{', '.join(sorted(given))}.")
+
+
 def validate_rows(estimator, X, y="no_validation", *, reset):
     """Validated float64 ``X`` and 1-D ``y``, as ``validate_data`` gives them.
 

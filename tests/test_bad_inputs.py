@@ -21,15 +21,19 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose
 from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid
+from sklearn.pipeline import make_pipeline
 from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import has_fit_parameter
 
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp import (
     FallbackWarning,
     OutputPerturbationRegressor,
+    PDPReport,
     PrivacyLeakWarning,
     config_context,
 )
+from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 from .conftest import unbounded_data
 from .test_common import ESTIMATORS
@@ -160,6 +164,33 @@ def test_invalid_data_gives_a_clear_error(estimator, case):
     X, y, error, message = FIT_ERRORS[case]
     with pytest.raises(error, match=message):
         _configured(estimator).fit(X, y)
+
+
+# the estimators whose fit takes **fit_params (the regressors' fit is
+# PrivateRegressorMixin's, rewritten elsewhere: it adds them next)
+REFUSING = [e for e in ESTIMATORS if isinstance(e, (PDPReport, PrivateGridSearchCV))]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
+@pytest.mark.parametrize("estimator", REFUSING, ids=_name)
+def test_sample_weight_is_refused_with_why(estimator):
+    """Weights would change every row's sensitivity: refused by name and
+    reason, directly and through a Pipeline (which passes fit parameters
+    on); sample_weight=None is unit weights. fit's signature has no
+    sample_weight, so scikit-learn routes no weights to it and skips its
+    weight checks."""
+    X, y = _clean_data()
+    est = _configured(estimator)
+    with pytest.raises(TypeError, match=r"does not take sample_weight: per-row weights "
+                                        r"change every row's sensitivity"):
+        est.fit(X, y, sample_weight=np.ones(len(y)))
+    with pytest.raises(TypeError, match="sample_weight"):
+        make_pipeline(clone(est)).fit(X, y, **{
+            f"{_name(est).lower()}__sample_weight": np.ones(len(y))})
+    with pytest.raises(TypeError, match=r"takes X and y only, got copy_X"):
+        est.fit(X, y, copy_X=True)
+    assert not has_fit_parameter(est, "sample_weight")
+    _assert_same_release(clone(est).fit(X, y, sample_weight=None), est.fit(X, y), X, X)
 
 
 # ------------------------------------------------- degenerate data ------

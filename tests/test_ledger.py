@@ -31,7 +31,8 @@ from sklearn_pdp import (
 )
 from sklearn_pdp._accounting import gaussian_delta, gaussian_epsilon, gaussian_noise_scale
 from sklearn_pdp._ledger import LedgerError
-from sklearn_pdp._cli._ledger_command import describe_record, record_from_cli
+from sklearn_pdp._cli._ledger_command import (
+    describe_record, describe_summary, record_from_cli, summarise_record)
 from sklearn_pdp._output_perturbation_calibration import output_perturbation_auto_alpha
 from sklearn_pdp._profile import compose, family_epsilon, gaussian_ratio
 from sklearn_pdp._ssp_release import ssp_statistics
@@ -616,6 +617,11 @@ def test_command_line_summarises_a_ledger(tmp_path, capsys, two_adassp):
     assert np.all(result["total"][:1000] > result["release"][:1000])
     lines = dict(describe_record(result))
     assert lines["ledger release"] == "2"
+    # the release's losses say what kind of number they are (exact: nothing)
+    assert "this release's loss (delta = 1e-06)" in lines
+    bound = dict(describe_summary(summarise_record(result), "bound"))
+    assert bound["this release's loss (delta = 1e-06, upper bounds)"] == \
+        lines["this release's loss (delta = 1e-06)"]
     assert f"max {result['total'].max():.3g}" in lines["each person's total over the ledger"]
     assert main(["ledger", str(path)]) == 0
     out = capsys.readouterr().out

@@ -6,6 +6,7 @@ import csv
 import json
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from sklearn_pdp._accounting import gaussian_epsilon
 from sklearn_pdp._cli import _release
 from sklearn_pdp._cli._ledger_command import record_from_cli, summarise_record
 from sklearn_pdp._cli._table import DIABETES_BOUNDS
-from sklearn_pdp._cli._text import TEXT_WIDTH
+from sklearn_pdp._cli._text import TEXT_WIDTH, _layout, _text
 from sklearn_pdp._profile import gaussian_ratio
 from sklearn_pdp._registry import DEFAULT_REGRESSOR, REGRESSORS
 
@@ -246,11 +247,11 @@ def test_an_identifier_column_is_not_one_hot_encoded(capsys, tmp_path):
                  *TABLE_ARGS[5:], "--json"]) == 0
     assert _strict(capsys.readouterr().out)["publishable"]["n_features"] == 5
     # a text column with few values is still encoded (its categories read from
-    # the data, with a warning)
-    with pytest.warns(sklearn_pdp.PrivacyLeakWarning, match="--categories colour="):
-        assert main([str(csv), *TABLE_ARGS[:-2], "--features", "a,colour,b",
-                     "--json"]) == 0
-    assert _strict(capsys.readouterr().out)["publishable"]["n_features"] == 4
+    # the data, and said)
+    assert main([str(csv), *TABLE_ARGS[:-2], "--features", "a,colour,b", "--json"]) == 0
+    report = _strict(capsys.readouterr().out)
+    assert report["publishable"]["n_features"] == 4
+    assert report["curator_only"]["read_from_data"] == ["categories of 'colour'"]
 
 
 TABLE_ARGS = ("--target", "label", "--bounds-x", "0,-5", "10,5", "--y-bound", "-20,40",
@@ -326,30 +327,34 @@ def test_saved_model_predicts_on_the_raw_table(tmp_path, capsys):
         loaded.predict(table.assign(colour="purple"))
     with pytest.raises(ValueError, match="column 'a' must be numeric"):
         loaded.predict(table.assign(a="ten"))
-    # neither the raw nor the encoded columns: scikit-learn's feature name check
-    with pytest.raises(ValueError, match="feature names"):
+    # a raw column missing: named (not scikit-learn's feature-name mismatch)
+    with pytest.raises(ValueError, match="^X has no column 'b': the released model takes "
+                                         "the raw columns a, colour, b"):
         loaded.predict(table.drop(columns="b"))
 
 
-def test_undeclared_categories_are_read_with_a_leak_warning(tmp_path, capsys):
+def test_undeclared_categories_are_read_and_said_once(tmp_path, capsys):
+    """Categories read from the data leak: the report says so once, in its
+    own words (no Python warning line beside it)."""
     path = tmp_path / "table.csv"
     _table(path, n=400)
     args = [str(path), "--target", "label", "--bounds-x", "0,-5", "10,5",
             "--y-bound", "-20,40"]
-    with pytest.warns(sklearn_pdp.PrivacyLeakWarning, match="--categories colour="):
-        assert main([*args, "--json"]) == 0
+    assert main([*args, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["curator_only"]["read_from_data"] == ["categories of 'colour'"]
+    assert report["curator_only"]["warnings"] == []
     # sorted: blue is the reference
     assert report["publishable"]["model"]["feature_names"] == [
         "a", "colour_green", "colour_red", "b"]
-    with pytest.warns(sklearn_pdp.PrivacyLeakWarning):
-        assert main(args) == 0
-    assert "categories of 'colour' read from the data" in _flat(capsys.readouterr().out)
+    assert main(args) == 0
+    printed = capsys.readouterr()
+    out = _flat(printed.out)
+    assert out.count("categories of 'colour' read from the data") == 1
+    assert "a rare category shows that someone has it" in out and printed.err == ""
     # a saved model holds them (it predicts on the raw table), marked and said
     model = tmp_path / "model.json"
-    with pytest.warns(sklearn_pdp.PrivacyLeakWarning):
-        assert main([*args, "--save-model", str(model)]) == 0
+    assert main([*args, "--save-model", str(model)]) == 0
     out = _flat(capsys.readouterr().out)
     assert "it holds the categories of 'colour', read from the data" in out
     encoding = json.loads(model.read_text())["encoding"]
@@ -442,6 +447,18 @@ def test_bad_categories_are_one_clear_line(capsys, tmp_path, categories, message
                                     categories], message)
 
 
+def test_categories_of_a_column_left_out_of_the_features_are_refused(capsys, tmp_path):
+    """Declared categories of a column that is not a feature would be
+    silently unused: one line says so."""
+    path = tmp_path / "table.csv"
+    path.write_text("a,colour,label\n1,x,2\n2,y,3\n3,x,4\n")
+    _assert_one_line_error(
+        capsys, [str(path), "--target", "label", "--features", "a", "--categories",
+                 "colour=x,y"],
+        "--categories colour=...: 'colour' is not among the features (a); add it to "
+        "--features or drop its --categories")
+
+
 def test_names_holding_commas_are_quoted_as_in_the_csv(tmp_path, capsys):
     """Categories and feature names holding a comma are declared in double
     quotes, as the CSV file writes them."""
@@ -512,7 +529,8 @@ def test_bounds_per_encoded_column_or_per_numeric_feature(capsys, tmp_path):
     _assert_one_line_error(capsys, [*common, "--bounds-x", "0,0,0", "1,1,1"],
                            "one value per numeric feature (2) or per encoded column (4)")
     # without text columns too: the option's name, not the estimator's parameter
-    _assert_one_line_error(capsys, [*common, "--features", "a,b", "--bounds-x", "0,0,0",
+    plain = [c for c in common if c not in ("--categories", "colour=red,green,blue")]
+    _assert_one_line_error(capsys, [*plain, "--features", "a,b", "--bounds-x", "0,0,0",
                                     "1,1,1"], "--bounds-x needs one value per numeric "
                                               "feature (2), got 3")
 
@@ -541,6 +559,101 @@ def test_other_warnings_of_the_fit_are_shown(capsys, monkeypatch):
     assert main(["--estimator", "projection", "--random-state", "0"]) == 0
     out = _flat(capsys.readouterr().out)
     assert "warning" in out and "no differential privacy guarantee" in out
+
+
+def test_every_per_instance_epsilon_says_what_kind_of_number_it_is(tmp_path, capsys):
+    """curator_only.pdp_kind: "exact" for AdaSSP with declared bounds, a
+    bound for a tightened OPS (every row's loss composes the bounds' stage
+    with the model's guarantee), which the text words "at most" (and its
+    shares "at least") instead of "computed from their own record"; a
+    conditional number says "given the released bounds"."""
+    path = tmp_path / "table.csv"
+    _table(path, n=3000)  # rows enough to tighten 6 ends with 0.1 of epsilon 1
+    args = [str(path), *TABLE_ARGS, "--random-state", "0"]
+    assert main([*args, "--json"]) == 0
+    exact = _strict(capsys.readouterr().out)
+    assert exact["curator_only"]["pdp_kind"] == "exact"
+    assert main(args) == 0
+    assert "computed from their own record" in _flat(capsys.readouterr().out)
+    tightened = [*args, "--estimator", "ops", "--tighten-bounds"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the fit's warnings are the report's
+        assert main([*tightened, "--json"]) == 0
+        report = _strict(capsys.readouterr().out)
+        assert main(tightened) == 0
+        out = _flat(capsys.readouterr().out)
+    assert report["publishable"]["released_bounds"] is not None
+    assert report["curator_only"]["pdp_kind"] == "bound"
+    q = report["curator_only"]["pdp_epsilon"]
+    assert "computed from their own record" not in out
+    assert "at most these numbers: an upper bound on each person's per-instance" in out
+    assert f"median : at most {q['median']:.3g}" in out
+    assert f"most exposed : at most {q['max']:.3g}" in out
+    assert "a tenth or less : at least " in out
+    exact["curator_only"]["pdp_kind"] = "conditional"
+    out = _flat(_layout(_text(exact)))
+    assert "per-instance epsilon given the released bounds" in out
+    median = exact["curator_only"]["pdp_epsilon"]["median"]
+    assert f"median : {median:.3g} given the released bounds" in out
+
+
+def test_curator_is_told_one_draw_and_when_fewer_columns_would_help(tmp_path, capsys):
+    """The model is one noisy draw (not at epsilon=inf); where rows times
+    epsilon per coefficient is under ten times the fallback's rate, the
+    advice names fewer columns (one-hot ones counted), not only epsilon or
+    rows."""
+    from sklearn_pdp._fallback import MEAN_ONLY_RATE
+
+    path = tmp_path / "table.csv"
+    _table(path, n=1000)
+    args = [str(path), *TABLE_ARGS, "--random-state", "0"]
+    assert main([*args, "--json"]) == 0
+    curator = _strict(capsys.readouterr().out)["curator_only"]
+    assert curator["one_draw"] is True
+    # 750 training rows, 4 columns (2 one-hot) and an intercept
+    assert curator["fewer_columns"] == {"per_coefficient": 150.0,
+                                        "below": 10 * MEAN_ONLY_RATE, "one_hot": 2}
+    assert main(args) == 0
+    out = _flat(capsys.readouterr().out)
+    assert "one draw : this model is one draw of a noisy mechanism" in out
+    assert ("advice : 4 columns for 750 rows: rows times epsilon per coefficient (slopes "
+            "and intercept) is 150, under 1000") in out
+    assert "fewer columns would help (2 of them one-hot" in out
+    # 750 rows at epsilon 7: 1050 per coefficient, no advice
+    assert main([*args, "--epsilon", "7", "--json"]) == 0
+    assert _strict(capsys.readouterr().out)["curator_only"]["fewer_columns"] is None
+    # epsilon=inf is least squares, without noise (and says so among the warnings)
+    assert main([*args, "--epsilon", "inf"]) == 0
+    out = _flat(capsys.readouterr().out)
+    assert "one draw" not in out and "epsilon=inf protects nothing" in out
+
+
+def test_warnings_outside_the_fit_are_said_once_in_the_reports_words(capsys, monkeypatch):
+    """A warning of any step (here the split, before the fit) reaches the
+    report once, as the report's own line: never Python's file:line lines,
+    never dropped; before an error, on the error's stream."""
+    original = _release._split
+
+    def split(*args):
+        for _ in range(2):
+            warnings.warn("a leak outside the fit", sklearn_pdp.PrivacyLeakWarning)
+        return original(*args)
+
+    monkeypatch.setattr(_release, "_split", split)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # none escapes main
+        assert main(["--json", "--random-state", "0"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["curator_only"]["warnings"] == ["a leak outside the fit"]
+        assert main(["--random-state", "0"]) == 0
+        printed = capsys.readouterr()
+        assert _flat(printed.out).count("warning : a leak outside the fit") == 1
+        assert printed.err == ""
+        with pytest.raises(SystemExit):
+            main(["--test-size", "2"])
+    assert capsys.readouterr().err.splitlines() == [
+        "python -m sklearn_pdp: warning: a leak outside the fit",
+        "python -m sklearn_pdp: error: --test-size must be in [0, 1), got 2"]
 
 
 def _strict(text):

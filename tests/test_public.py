@@ -130,6 +130,9 @@ def test_tightened_public_model_without_declared_row_bounds_predicts():
         est = AdaSSPRegressor(y_bound=5.0, tighten_bounds=True, random_state=0).fit(X, y)
     public = est.public_model()
     assert public.clip and public.bounds["data_norm"] is None
+    # the share the bounds spent, not the default's None
+    assert public.params["tighten_share"] == pytest.approx(est.bounds_epsilon_ / est.epsilon)
+    assert public.to_json().count(f'"tighten_share": {public.params["tighten_share"]!r}') == 1
     assert_allclose(public.predict(X[:10]), est.predict(X[:10]), rtol=1e-12)
     far = 10.0 * X[:10]  # beyond the private norm: not clipped to it
     assert_allclose(public.predict(far), far @ est.coef_ + est.intercept_, rtol=1e-12)
@@ -209,3 +212,24 @@ def test_encoding_predicts_on_raw_columns_and_survives_json():
     wrong = model.set_params(feature_names=["grade_2", "grade_4", "x"])
     with pytest.raises(ValueError, match="not the released"):
         wrong.predict(table)
+
+
+def test_a_raw_table_without_an_input_column_names_it():
+    """A table that lacks one of the encoding's raw columns is told which,
+    not scikit-learn's feature-name mismatch (which called the label unseen
+    and the one-hot names missing); unnamed rows are still checked by
+    count."""
+    encoding = {"columns": ["grade", "x", "z"], "categories": {"grade": ["1", "2", "3"]},
+                "drop": "first", "read_from_data": []}
+    model = PublicLinearModel([2.0, -1.0, 0.5, 1.0], 1.0, 1.0, 1e-6, "AdaSSPRegressor",
+                              feature_names=["grade_2", "grade_3", "x", "z"],
+                              encoding=encoding)
+    table = pd.DataFrame({"grade": [1, 2], "y": [0.0, 1.0], "z": [1.0, 2.0]})
+    with pytest.raises(ValueError, match=r"^X has no column 'x': the released model takes "
+                                         r"the raw columns grade, x, z"):
+        model.predict(table)
+    with pytest.raises(ValueError, match=r"^X has no column 'grade', 'x'"):
+        model.predict(table.drop(columns="grade"))
+    with pytest.raises(ValueError, match="expecting 4 features"), \
+            pytest.warns(UserWarning, match="does not have valid feature names"):
+        model.predict(np.zeros((2, 3)))

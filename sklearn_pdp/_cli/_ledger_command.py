@@ -209,13 +209,21 @@ def summarise_record(result):
     return summary
 
 
-def describe_summary(summary):
+# how the ledger's lines qualify a release's losses of each kind
+_KIND_WORDS = {"exact": "", "conditional": ", given the released bounds",
+               "bound": ", upper bounds"}
+
+
+def describe_summary(summary, kind="exact"):
     """Text lines of :func:`summarise_record`'s value.
 
     Parameters
     ----------
     summary : dict
         The value of :func:`summarise_record`.
+    kind : {"exact", "conditional", "bound"}, default="exact"
+        What kind of number the release's per-row losses are (a report's
+        ``pdp_kind``): the line of this release's losses says so.
 
     Returns
     -------
@@ -235,7 +243,7 @@ def describe_summary(summary):
     grouped = summary.get("most_records", 1) > 1
     lines += [
         (f"this release's loss {'per record ' if grouped else ''}(delta = "
-         f"{summary['delta']:.2g})", spread(summary["release"])),
+         f"{summary['delta']:.2g}{_KIND_WORDS[kind]})", spread(summary["release"])),
         *([("each person's charge in it", "for all their records, as a group, at delta "
             f"{summary['release_people_delta']:.2g}: " + spread(summary["release_people"]))]
           if grouped else []),

@@ -2,12 +2,10 @@
 checked and encoded (text columns one-hot with declared categories)."""
 
 import re
-import warnings
 
 import numpy as np
 
 from .._public import one_hot_encoder
-from ..exceptions import PrivacyLeakWarning
 from ._options import DataError
 
 # bounds of the bundled data, declared as public knowledge of its domain
@@ -114,6 +112,11 @@ def _load(args):
                             "values")
     if args.target in declared:
         raise DataError(f"the target {args.target!r} must be numeric, not a category")
+    stray = [column for column in declared if column not in features]
+    if stray:
+        raise DataError(f"--categories {stray[0]}=...: {stray[0]!r} is not among the "
+                        f"features ({', '.join(features)}); add it to --features or drop "
+                        "its --categories")
     y = _numeric([row[header.index(args.target)] for row in body])
     if y is None:
         raise DataError(f"the target column {args.target!r} of {args.csv} has "
@@ -158,12 +161,7 @@ def _load(args):
                     f"most rows ({distinct} values in {len(values)} rows): an identifier, "
                     "not a category; leave it out with --features (or, with --ledger, "
                     f"give it as --id-column {column})")
-            read.append(column)
-            warnings.warn(
-                f"the categories of column {column!r} were not declared, so they are "
-                "read from the data: a rare category reveals that someone has it, and "
-                "the privacy guarantees do not cover this. Declare them with "
-                f"--categories {column}=a,b,c.", PrivacyLeakWarning, stacklevel=2)
+            read.append(column)  # the report's note says that this leaks
         categories[column] = declared.get(column) or sorted(set(values))
         encoded, encoded_names = _one_hot(column, values, categories[column], args.csv)
         blocks.append(encoded)

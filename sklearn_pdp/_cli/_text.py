@@ -96,26 +96,44 @@ def _text(r):
     # people's are the ledger's group charges
     grouped = bool(ledger) and ledger.get("most_records", 1) > 1
     unit = "records" if grouped else "people"
+    kind = c["pdp_kind"]
+    who = "record" if grouped else "person"
+    # a bound says "at most" (and its shares "at least"), a conditional
+    # number the draw it is conditional on
+    at, least = ("at most ", "at least ") if kind == "bound" else ("", "")
+    given = " given the released bounds" if kind == "conditional" else ""
+    what = {
+        "exact": f"each {who}'s per-instance epsilon: the guarantee above for the training "
+                 "data as it is" + ("" if grouped else ", computed from their own record")
+                 + " (at most the DP epsilon)",
+        "conditional": f"each {who}'s per-instance epsilon given the released bounds: the "
+                       "guarantee above for the training data as it is and the bounds "
+                       f"drawn for it, which {'its' if grouped else 'their'} record cannot "
+                       "influence (at most the DP epsilon)",
+        "bound": f"at most these numbers: an upper bound on each {who}'s per-instance "
+                 "epsilon (the guarantee above for the training data as it is, at most the "
+                 "DP epsilon); the loss itself may be lower",
+    }[kind]
+
+    def share(frac):  # of bounds at most t: a floor on the share of losses
+        return f"{least if frac < 1 else ''}{frac:.1%}"
+
     rows += [
         ("", ""),
         ("FOR THE CURATOR ONLY", "computed from the private data without privacy: do "
                                  "not publish"),
-        ("per record" if grouped else "per person",
-         ("each record's per-instance epsilon: the guarantee above for the training data "
-          f"as it is (at most the DP epsilon); {ledger['training_people']} people hold the "
-          f"{p['n_train']} training records, up to {ledger['most_records']} each: a "
-          "person's loss for all their records is the privacy ledger's charge below")
-         if grouped else
-         ("each person's per-instance epsilon: the guarantee above for the training data "
-          "as it is, computed from their own record (at most the DP epsilon)")),
-        ("  median", f"{q['median']:.3g}"),
-        (f"  90% of {unit}", f"at most {q['q90']:.3g}"),
-        (f"  99% of {unit}", f"at most {q['q99']:.3g}"),
-        ("  most exposed", f"{q['max']:.3g}"),
-        ("  a tenth or less", f"{c['fraction_below_tenth_of_dp']:.1%} of the {unit} lose "
-                               "at most a tenth of the DP epsilon"),
+        (f"per {who}", what + (
+            f"; {ledger['training_people']} people hold the {p['n_train']} training "
+            f"records, up to {ledger['most_records']} each: a person's loss for all their "
+            "records is the privacy ledger's charge below" if grouped else "")),
+        ("  median", f"{at}{q['median']:.3g}{given}"),
+        (f"  90% of {unit}", f"at most {q['q90']:.3g}{given}"),
+        (f"  99% of {unit}", f"at most {q['q99']:.3g}{given}"),
+        ("  most exposed", f"{at}{q['max']:.3g}{given}"),
+        ("  a tenth or less", f"{share(c['fraction_below_tenth_of_dp'])} of the {unit} "
+                               f"lose at most a tenth of the DP epsilon{given}"),
         # a threshold at a tenth of the DP epsilon repeats the line above
-        *((f"  at most {t}", f"{frac:.1%} of the {unit}")
+        *((f"  at most {t}", f"{share(frac)} of the {unit}{given}")
           for t, frac in c["fraction_below"].items()
           if not np.isclose(float(t), p["dp_epsilon"] / 10)),
     ]
@@ -123,7 +141,8 @@ def _text(r):
         rows.append(("privacy ledger", f"{c['ledger']['file']}: each person's loss in "
                                        "this release next to their total over every "
                                        "release recorded there"))
-        rows += [(f"  {label}", value) for label, value in describe_summary(c["ledger"])]
+        rows += [(f"  {label}", value)
+                 for label, value in describe_summary(c["ledger"], kind)]
     if c["test_r2"] is None:
         rows.append(("test R^2", "not evaluated (--test-size 0: every row trains)"))
     else:
@@ -131,13 +150,31 @@ def _text(r):
                                  f"{c['test_r2_least_squares']:.4f} least squares, "
                                  f"{c['test_r2_mean']:.4f} the training labels' mean "
                                  f"({c['n_test']} held-out rows)"))
+    if c["one_draw"]:
+        rows.append(("one draw", "this model is one draw of a noisy mechanism: another "
+                                 "draw of its noise gives other coefficients (and another "
+                                 "test R^2); never refit the private data to pick a better "
+                                 "draw (publishing the best of several breaks the "
+                                 "guarantee)"))
+    crowded = c["fewer_columns"]
+    if crowded is not None:
+        rows.append(("advice", f"{_plural(p['n_features'], 'column')} for {p['n_train']} "
+                               "rows: rows times epsilon per coefficient (slopes and "
+                               f"intercept) is {crowded['per_coefficient']:.0f}, under "
+                               f"{crowded['below']:g}, and each column adds its share of "
+                               "noise: fewer columns would help" + (
+                                   f" ({crowded['one_hot']} of them one-hot: each category "
+                                   "but the first is a column)" if crowded["one_hot"] else "")
+                               + ", as would a larger epsilon or more rows"))
     rows += [("bounds", message) for message in c["bounds_warnings"]]
     rows += [("warning", message) for message in c["warnings"]]
     if c["read_from_data"]:
+        rare = any(entry.startswith("categories") for entry in c["read_from_data"])
         rows.append(("note", f"{', '.join(c['read_from_data'])} read from the data: "
-                             "that leaks and the numbers above do not cover it; declare "
-                             "them with --bounds-x (or --data-norm), --y-bound and "
-                             "--categories"))
+                             "that leaks and the numbers above do not cover it" + (
+                                 " (a rare category shows that someone has it)"
+                                 if rare else "") + "; declare them with --bounds-x (or "
+                             "--data-norm), --y-bound and --categories COLUMN=a,b,c"))
     if r.get("plot"):
         rows.append(("plot", r["plot"]))
     return rows

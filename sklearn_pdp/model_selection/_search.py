@@ -25,7 +25,7 @@ from .._arrays import is_dask_array
 from .._base import PrivateRegressorMixin
 from .._validation import noise_generator
 from .._domain import bound_params, read_from_data
-from .._validation import validate_rows, warn_large_delta
+from .._validation import refuse_fit_params, validate_rows, warn_large_delta
 from .._sklearn import HasMethods, Interval, _fit_context
 from ..exceptions import FallbackWarning
 from ._privacy import SearchPrivacyMixin
@@ -282,7 +282,7 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
+    def fit(self, X, y, **fit_params):
         """Run the private search (and the refit).
 
         Parameters
@@ -291,12 +291,16 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
             Training data.
         y : array-like of shape (n_samples,)
             Targets.
+        **fit_params : dict
+            Refused with why, ``sample_weight`` too: the guarantee and the
+            per-instance losses assume that every row counts once.
 
         Returns
         -------
         self : object
             Fitted search.
         """
+        refuse_fit_params(self, fit_params)
         if is_dask_array(X) or is_dask_array(y):
             # splitting into parts would gather the rows: say so, never do it
             raise TypeError(
