@@ -5,6 +5,7 @@ import textwrap
 import numpy as np
 
 from ._ledger_command import describe_summary
+from ._spread import spread_text
 
 # above this DP epsilon the guarantee protects practically no one
 MEANINGLESS_EPSILON = 10.0
@@ -131,6 +132,8 @@ def _text(r):
                                  f"{c['test_r2_least_squares']:.4f} least squares, "
                                  f"{c['test_r2_mean']:.4f} the training labels' mean "
                                  f"({c['n_test']} held-out rows)"))
+    if c.get("spread"):
+        rows.append(("one draw", spread_text(c["spread"])))
     rows += [("bounds", message) for message in c["bounds_warnings"]]
     rows += [("warning", message) for message in c["warnings"]]
     if c["read_from_data"]:
