@@ -236,8 +236,9 @@ def test_publish_epsilon_for_every_published_estimator(capsys, estimator, epsilo
 
 
 def test_publish_epsilon_error_is_one_clear_line(capsys):
-    _assert_one_line_error(capsys, [*DIABETES, "--estimator", "adaops", "--publish-epsilon", "-0.2"],
-                           "publish_epsilon")
+    _assert_one_line_error(
+        capsys, [*DIABETES, "--estimator", "adaops", "--publish-epsilon", "-0.2"],
+        "publish_epsilon")
 
 
 def test_large_epsilon_is_flagged(capsys):
@@ -927,3 +928,30 @@ def test_zero_delta_is_the_estimators_error(capsys, estimator):
     name = REGRESSORS[estimator].__name__
     _assert_one_line_error(capsys, ["--estimator", estimator, "--delta", "0"],
                            f"The 'delta' parameter of {name} must be")
+
+
+def test_curator_block_gives_the_spread_of_one_draw_from_public_data(capsys, tmp_path):
+    """The spread of another draw is looked up in the table measured on public
+    data, at the release's public n, d, epsilon and whether it released the
+    label mean alone: any private rows of that shape get the same."""
+    from sklearn_pdp._cli._spread import spread
+
+    assert main([*DIABETES, "--json", "--random-state", "0"]) == 0
+    cell = json.loads(capsys.readouterr().out)["curator_only"]["spread"]
+    assert cell == spread("adassp", 331, 10, 1.0, True) and cell["mean_only"] is True
+    path = tmp_path / "other.csv"
+    rng = np.random.default_rng(0)
+    np.savetxt(path, np.c_[rng.uniform(size=(442, 10)), rng.normal(size=442)],
+               delimiter=",", header=",".join([f"x{j}" for j in range(10)] + ["y"]),
+               comments="")
+    assert main([str(path), "--target", "y", "--bounds-x", "0", "1", "--y-bound", "-9,9",
+                 "--json", "--random-state", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["curator_only"]["spread"] == cell
+    assert main([*DIABETES, "--random-state", "0"]) == 0
+    out = _flat(capsys.readouterr().out)
+    assert "one draw of a noisy mechanism" in out and "Publish this draw" in out
+    slopes = spread("adassp", 19582, 10, 1.0, False)
+    assert (slopes["n"], slopes["d"], slopes["epsilon"]) == (19582, 10, 1.0)
+    assert slopes["mean_only"] is False
+    assert slopes["r2_min"] <= slopes["r2_median"] <= slopes["r2_max"] < 1
+    assert spread("adassp", 19582, 10, None, False) is None
