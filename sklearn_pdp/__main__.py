@@ -1,8 +1,9 @@
 """Command-line release with a per-instance privacy report.
 
 ``python -m sklearn_pdp`` fits a private regressor at a privacy budget
-(epsilon = 1, delta = 1e-6 by default) on scikit-learn's bundled diabetes data
-and explains, in plain words, what may be published (the released model and
+(epsilon = 1, delta = 1e-6 by default) on a bundled public table (the hourly
+weather at New York City's airports, ``sklearn_pdp.datasets.load_nyc_weather``;
+``--dataset diabetes`` for scikit-learn's diabetes data) and explains, in plain words, what may be published (the released model and
 its guarantee) and what is for the curator's eyes only (the per-instance
 epsilons of the people in it and the test R^2, computed from the private data
 without privacy). ``python -m sklearn_pdp data.csv --target y`` does the same
@@ -92,8 +93,8 @@ def _main(args, caught):
         except OSError as exc:
             raise DataError(f"cannot write {args.save_model}: {exc.strerror}") from None
         result["saved_model"] = args.save_model
-        # the table whose raw columns the saved model encodes (None: the bundled data)
-        result["saved_model_table"] = None if public.encoding is None else args.csv
+        # the table whose raw columns the saved model encodes (None: the diabetes data)
+        result["saved_model_table"] = None if public.encoding is None else name
     if args.plot is not None:
         axes = report.plot(leverage=True)
         try:

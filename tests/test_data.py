@@ -263,3 +263,31 @@ def test_rows_on_the_bounds_are_not_counted_as_clipped():
     data = ScaledData(X, y, DomainScaler(3.0, 2.0, True))
     data.gram()
     assert data.clipped["rows"] == 10 / 500
+
+
+def test_bundled_weather_table_loads_offline_with_public_bounds():
+    """The bundled table: its rows, declared categories holding every text
+    value, and declared bounds that are public constants (the rows lie
+    within them but for the source's one wind-speed recording error)."""
+    from sklearn_pdp.datasets import load_nyc_weather
+
+    weather = load_nyc_weather()
+    X, y = weather.data, weather.target
+    assert X.shape == (26110, 7) and y.shape == (26110,) and X.dtype == object
+    assert weather.feature_names[:2] == ["origin", "season"]
+    for j, column in enumerate(weather.feature_names):
+        if column in weather.categories:
+            assert set(X[:, j]) == set(weather.categories[column])
+    lower, upper = weather.bounds_X
+    numeric = X[:, 2:].astype(float)
+    assert weather.numeric_features == weather.feature_names[2:]
+    outside = (numeric < lower) | (numeric > upper)
+    assert outside.sum() == 1 and numeric[outside][0] > 1000  # 1048 mph
+    assert weather.y_bound[0] < y.min() and y.max() < weather.y_bound[1]
+    frame = load_nyc_weather(as_frame=True)
+    assert list(frame.frame.columns) == [*weather.feature_names, "temp"]
+    assert list(frame.data["season"].cat.categories) == weather.categories["season"]
+    assert_array_equal(frame.target.to_numpy(), y)
+    assert_array_equal(frame.data[weather.numeric_features].to_numpy(), numeric)
+    X_, y_ = load_nyc_weather(return_X_y=True)
+    assert_array_equal(X_, X) and y_ is not y and np.array_equal(y_, y)

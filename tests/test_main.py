@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import OneHotEncoder
 
 import sklearn_pdp
 from sklearn_pdp.__main__ import main
@@ -22,8 +23,11 @@ from sklearn_pdp._cli._table import DIABETES_BOUNDS
 from sklearn_pdp._cli._text import TEXT_WIDTH, _layout, _text
 from sklearn_pdp._profile import gaussian_ratio
 from sklearn_pdp._registry import DEFAULT_REGRESSOR, REGRESSORS
+from sklearn_pdp.datasets import load_nyc_weather
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# the bundled table of the tests that need a small one (442 rows)
+DIABETES = ("--dataset", "diabetes")
 
 
 def _run(*args):
@@ -46,32 +50,50 @@ def _assert_one_line_error(capsys, args, message):
     assert last.startswith("python -m sklearn_pdp: error:") and message in last
 
 
-def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path, diabetes):
+def _weather_fit(seed):
+    """The default release of the bundled weather table, fitted in-process
+    as the command does: the split, the estimator and the held-out rows."""
+    weather = load_nyc_weather()
+    categorical = np.isin(weather.feature_names, list(weather.categories))
+    encoder = OneHotEncoder(categories=list(weather.categories.values()), drop="first",
+                            sparse_output=False)
+    X = np.hstack([encoder.fit_transform(weather.data[:, categorical]),
+                   weather.data[:, ~categorical].astype(float)])
+    n_one_hot = X.shape[1] - (~categorical).sum()
+    lower, upper = weather.bounds_X
+    bounds_X = (np.r_[np.zeros(n_one_hot), lower], np.r_[np.ones(n_one_hot), upper])
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, weather.target, test_size=0.25, random_state=seed)
+    est = REGRESSORS[DEFAULT_REGRESSOR](
+        epsilon=1.0, delta=1e-6, random_state=seed, bounds_X=bounds_X,
+        y_bound=weather.y_bound).fit(X_train, y_train)
+    return est, X_train, X_test, y_train, y_test
+
+
+def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path):
     plot = tmp_path / "report.png"
     res = _run("--plot", str(plot))
     assert res.returncode == 0, res.stderr
     for words in ("MAY BE PUBLISHED", "intercept", "DP epsilon 1 at delta 1e-06",
                   "noise", "secure", "FOR THE CURATOR ONLY", "per-instance epsilon",
                   "median", "90% of people", "at most a tenth of the DP epsilon",
-                  "least squares"):
+                  "least squares", "origin_JFK", "season_summer", "nyc_weather"):
         assert words in _flat(res.stdout)
     # the released numbers come before the curator's
     assert res.stdout.index("intercept") < res.stdout.index("FOR THE CURATOR ONLY")
     assert res.stdout.index("FOR THE CURATOR ONLY") < res.stdout.index("per person")
+    # every bound and category declared: nothing read from the data
     assert "WARNING" not in res.stdout and "read from the data" not in _flat(res.stdout)
     assert plot.read_bytes()[:8] == PNG_SIGNATURE and plot.stat().st_size > 5000
     # the JSON numbers are those of the same fit in-process
     report = json.loads(_run("--json", "--random-state", "0").stdout)
     public, curator = report["publishable"], report["curator_only"]
-    X, y = diabetes
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=0.25, random_state=0)
-    est = REGRESSORS[DEFAULT_REGRESSOR](
-        epsilon=1.0, delta=1e-6, random_state=0, **DIABETES_BOUNDS).fit(X_train, y_train)
+    est, X_train, X_test, y_train, y_test = _weather_fit(0)
     eps = est.pdp_losses_
     assert public["model"]["coef"] == est.coef_.tolist()
     assert public["model"]["intercept"] == est.intercept_
-    assert public["model"]["feature_names"] == load_diabetes().feature_names
+    assert public["model"]["feature_names"][:2] == ["origin_JFK", "origin_LGA"]
+    assert public["model"]["feature_names"][-1] == "visib"
     assert public["dp_epsilon"] == est.dp_epsilon_ <= 1.0
     assert public["dp_delta"] == est.dp_delta_ == 1e-6
     assert curator["pdp_epsilon"]["median"] == pytest.approx(np.median(eps), rel=1e-9)
@@ -80,40 +102,65 @@ def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path, diabet
     assert curator["fraction_below_tenth_of_dp"] == pytest.approx(
         np.mean(eps <= est.dp_epsilon_ / 10))
     assert curator["test_r2"] == pytest.approx(est.score(X_test, y_test))
-    assert curator["n_test"] == len(y_test)
-    assert 0.3 < curator["test_r2_least_squares"] < 0.6
+    assert curator["n_test"] == len(y_test) == 6528
     assert curator["test_r2_mean"] == pytest.approx(
         1.0 - np.mean((y_test - y_train.mean()) ** 2) / np.var(y_test), rel=1e-9)
     assert "--random-state 0" in report["noise"] and "not for a release" in report["noise"]
+    # enough rows for slopes at epsilon 1, and most of least squares' fit
+    assert public["mean_only"] is False and public["zero_slopes"] is False
+    assert curator["test_r2"] > 0.5 * curator["test_r2_least_squares"] > 0.45
+
+
+def test_diabetes_option_releases_the_label_mean_and_says_why(diabetes):
+    report = json.loads(_run(*DIABETES, "--json", "--random-state", "0").stdout)
+    public, curator = report["publishable"], report["curator_only"]
+    X, y = diabetes
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.25, random_state=0)
+    est = REGRESSORS[DEFAULT_REGRESSOR](
+        epsilon=1.0, delta=1e-6, random_state=0, **DIABETES_BOUNDS).fit(X_train, y_train)
+    assert public["model"]["coef"] == est.coef_.tolist()
+    assert public["model"]["feature_names"] == load_diabetes().feature_names
+    assert curator["pdp_epsilon"]["median"] == pytest.approx(
+        np.median(est.pdp_losses_), rel=1e-9)
+    assert curator["test_r2"] == pytest.approx(est.score(X_test, y_test))
+    assert 0.3 < curator["test_r2_least_squares"] < 0.6
     # 331 rows at epsilon 1: the fit falls back to the private label mean, and says so
     assert public["mean_only"] is est.mean_only_ is True
-    assert "the private label mean alone" in _flat(res.stdout)
+    assert "the private label mean alone" in _flat(_run(*DIABETES, "--random-state", "0").stdout)
+
+
+def test_dataset_option_needs_no_csv(capsys, tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("a,y\n1,2\n3,4\n5,7\n")
+    _assert_one_line_error(capsys, [str(path), "--target", "y", *DIABETES],
+                           "--dataset chooses a bundled table")
 
 
 def test_report_says_when_slopes_are_fitted(capsys):
-    assert main(["--epsilon", "3", "--json", "--random-state", "0"]) == 0
+    assert main([*DIABETES, "--epsilon", "3", "--json", "--random-state", "0"]) == 0
     public = json.loads(capsys.readouterr().out)["publishable"]
     assert public["mean_only"] is False and np.any(public["model"]["coef"])
     assert public["zero_slopes"] is False
-    assert main(["--epsilon", "3", "--random-state", "0"]) == 0
+    assert main([*DIABETES, "--epsilon", "3", "--random-state", "0"]) == 0
     out = _flat(capsys.readouterr().out)
     assert "label mean alone" not in out and "every slope is 0" not in out
 
 
 def test_report_says_when_the_signal_test_released_no_slope(capsys):
     # on this split AdaSSP's private signal test finds no signal at epsilon 3
-    assert main(["--epsilon", "3", "--json", "--random-state", "3"]) == 0
+    assert main([*DIABETES, "--epsilon", "3", "--json", "--random-state", "3"]) == 0
     public = json.loads(capsys.readouterr().out)["publishable"]
     assert public["mean_only"] is False and public["zero_slopes"] is True
     assert not np.any(public["model"]["coef"])
-    assert main(["--epsilon", "3", "--random-state", "3"]) == 0
+    assert main([*DIABETES, "--epsilon", "3", "--random-state", "3"]) == 0
     assert "every slope is 0" in _flat(capsys.readouterr().out)
 
 
 def test_release_without_seed_draws_fresh_noise_and_a_seed_repeats_it(capsys, tmp_path):
     def release(*seed):
         path = tmp_path / "model.json"
-        assert main(["--epsilon", "3", "--test-size", "0", "--json", "--save-model",
+        assert main([*DIABETES, "--epsilon", "3", "--test-size", "0", "--json", "--save-model",
                      str(path), *seed]) == 0
         report = json.loads(capsys.readouterr().out)
         assert report["publishable"]["model"]["coef"] == json.loads(path.read_text())["coef"]
@@ -133,18 +180,18 @@ def test_release_without_seed_draws_fresh_noise_and_a_seed_repeats_it(capsys, tm
 
 
 def test_test_size_zero_fits_every_row_and_skips_the_evaluation(capsys):
-    assert main(["--test-size", "0", "--json"]) == 0
+    assert main([*DIABETES, "--test-size", "0", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["publishable"]["n_train"] == 442
     curator = report["curator_only"]
     assert curator["test_r2"] is None and curator["n_test"] == 0
-    assert main(["--test-size", "0"]) == 0
+    assert main([*DIABETES, "--test-size", "0"]) == 0
     assert "not evaluated" in _flat(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("estimator", sorted(REGRESSORS))
 def test_every_estimator_meets_the_budget(capsys, estimator):
-    assert main(["--estimator", estimator, "--epsilon", "1", "--json"]) == 0
+    assert main([*DIABETES, "--estimator", estimator, "--epsilon", "1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     public = report["publishable"]
     assert public["dp_epsilon"] <= 1.0 and public["dp_delta"] <= 1e-6
@@ -153,7 +200,7 @@ def test_every_estimator_meets_the_budget(capsys, estimator):
 
 
 def test_publish_epsilon_composes_and_publishes(capsys):
-    args = ["--estimator", "ops", "--epsilon", "1", "--json"]
+    args = [*DIABETES, "--estimator", "ops", "--epsilon", "1", "--json"]
     assert main(args) == 0
     plain = json.loads(capsys.readouterr().out)
     assert plain["publishable"]["published"] is None
@@ -181,7 +228,7 @@ def test_publish_epsilon_composes_and_publishes(capsys):
 def test_publish_epsilon_for_every_published_estimator(capsys, estimator, epsilon):
     # above the fallback to the label mean (epsilon 3, AdaOPS's 5 for its
     # larger threshold), so the mechanism's own law
-    assert main(["--estimator", estimator, "--epsilon", str(epsilon), "--json",
+    assert main([*DIABETES, "--estimator", estimator, "--epsilon", str(epsilon), "--json",
                  "--publish-epsilon", "0.2"]) == 0
     public = json.loads(capsys.readouterr().out)["publishable"]
     assert epsilon < public["dp_epsilon"] <= epsilon + 0.2 + 1e-9
@@ -190,12 +237,13 @@ def test_publish_epsilon_for_every_published_estimator(capsys, estimator, epsilo
 
 
 def test_publish_epsilon_error_is_one_clear_line(capsys):
-    _assert_one_line_error(capsys, ["--estimator", "adaops", "--publish-epsilon", "-0.2"],
-                           "publish_epsilon")
+    _assert_one_line_error(
+        capsys, [*DIABETES, "--estimator", "adaops", "--publish-epsilon", "-0.2"],
+        "publish_epsilon")
 
 
 def test_large_epsilon_is_flagged(capsys):
-    assert main(["--epsilon", "20"]) == 0
+    assert main([*DIABETES, "--epsilon", "20"]) == 0
     assert "WARNING" in capsys.readouterr().out
 
 
@@ -550,13 +598,13 @@ def test_paths_that_cannot_be_written_fail_before_the_fit(capsys, tmp_path):
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
 def test_other_warnings_of_the_fit_are_shown(capsys, monkeypatch):
-    assert main(["--estimator", "projection", "--json", "--random-state", "0"]) == 0
+    assert main([*DIABETES, "--estimator", "projection", "--json", "--random-state", "0"]) == 0
     assert json.loads(capsys.readouterr().out)["curator_only"]["warnings"] == []
     # the paper's variant of random projection has no guarantee, and says so
     original = _release._estimator
     monkeypatch.setattr(_release, "_estimator",
                         lambda *args: original(*args).set_params(variant="paper"))
-    assert main(["--estimator", "projection", "--random-state", "0"]) == 0
+    assert main([*DIABETES, "--estimator", "projection", "--random-state", "0"]) == 0
     out = _flat(capsys.readouterr().out)
     assert "warning" in out and "no differential privacy guarantee" in out
 
@@ -670,7 +718,7 @@ def test_json_report_is_strict_json(capsys, monkeypatch):
     original = _release._estimator
     monkeypatch.setattr(_release, "_estimator",
                         lambda *args: original(*args).set_params(variant="paper"))
-    assert main(["--estimator", "projection", "--random-state", "0", "--json"]) == 0
+    assert main([*DIABETES, "--estimator", "projection", "--random-state", "0", "--json"]) == 0
     public = _strict(capsys.readouterr().out)["publishable"]
     assert public["dp_epsilon"] == "inf" and float(public["dp_epsilon"]) == np.inf
 
@@ -688,14 +736,14 @@ def test_a_reader_that_stops_early_gets_no_traceback():
 
 
 def test_text_report_fits_the_width_and_says_each_share_once(capsys):
-    assert main(["--random-state", "0"]) == 0
+    assert main([*DIABETES, "--random-state", "0"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert max(map(len, lines)) <= TEXT_WIDTH
     # at DP epsilon 1 the threshold 0.1 is the tenth of the DP epsilon: one line
     assert sum("at most a tenth of the DP epsilon" in line for line in lines) == 1
     assert not any(line.strip().startswith("at most 0.1 ") for line in lines)
     assert any(line.strip().startswith("at most 1 ") for line in lines)
-    assert main(["--random-state", "0", "--epsilon", "3"]) == 0
+    assert main([*DIABETES, "--random-state", "0", "--epsilon", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert any(line.strip().startswith("at most 0.1 ") for line in lines)
 
@@ -856,7 +904,7 @@ def test_ledger_text_rounds_epsilons_up_and_json_keeps_them(tmp_path, capsys, di
     from sklearn_pdp._cli._ledger_command import shown, summary
 
     path = tmp_path / "ledger.sqlite"
-    assert main(["--ledger", str(path), "--test-size", "0", "--random-state", "0",
+    assert main([*DIABETES, "--ledger", str(path), "--test-size", "0", "--random-state", "0",
                  "--json"]) == 0
     capsys.readouterr()
     X, y = diabetes
@@ -881,7 +929,7 @@ def test_ledger_text_rounds_epsilons_up_and_json_keeps_them(tmp_path, capsys, di
 
 def test_bundled_data_ledger_keys_are_row_numbers(tmp_path, capsys, diabetes):
     path = tmp_path / "ledger.sqlite"
-    assert main(["--ledger", str(path), "--test-size", "0", "--epsilon", "3",
+    assert main([*DIABETES, "--ledger", str(path), "--test-size", "0", "--epsilon", "3",
                  "--random-state", "0", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)["curator_only"]["ledger"]
     assert summary["absent"] is None and summary["people"] == 442
@@ -892,7 +940,7 @@ def test_bundled_data_ledger_keys_are_row_numbers(tmp_path, capsys, diabetes):
         np.testing.assert_allclose(ledger.epsilon(np.arange(442), 1e-6), est.pdp_losses_,
                                    rtol=1e-9)
     # the same seeded release again is not charged twice, and the report says so
-    assert main(["--ledger", str(path), "--test-size", "0", "--epsilon", "3",
+    assert main([*DIABETES, "--ledger", str(path), "--test-size", "0", "--epsilon", "3",
                  "--random-state", "0", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["curator_only"]
     assert report["ledger"]["releases"] == 1 and report["ledger"]["release_id"] == 1
@@ -993,3 +1041,30 @@ def test_zero_delta_is_the_estimators_error(capsys, estimator):
     name = REGRESSORS[estimator].__name__
     _assert_one_line_error(capsys, ["--estimator", estimator, "--delta", "0"],
                            f"The 'delta' parameter of {name} must be")
+
+
+def test_curator_block_gives_the_spread_of_one_draw_from_public_data(capsys, tmp_path):
+    """The spread of another draw is looked up in the table measured on public
+    data, at the release's public n, d, epsilon and whether it released the
+    label mean alone: any private rows of that shape get the same."""
+    from sklearn_pdp._cli._spread import spread
+
+    assert main([*DIABETES, "--json", "--random-state", "0"]) == 0
+    cell = json.loads(capsys.readouterr().out)["curator_only"]["spread"]
+    assert cell == spread("adassp", 331, 10, 1.0, True) and cell["mean_only"] is True
+    path = tmp_path / "other.csv"
+    rng = np.random.default_rng(0)
+    np.savetxt(path, np.c_[rng.uniform(size=(442, 10)), rng.normal(size=442)],
+               delimiter=",", header=",".join([f"x{j}" for j in range(10)] + ["y"]),
+               comments="")
+    assert main([str(path), "--target", "y", "--bounds-x", "0", "1", "--y-bound", "-9,9",
+                 "--json", "--random-state", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["curator_only"]["spread"] == cell
+    assert main([*DIABETES, "--random-state", "0"]) == 0
+    out = _flat(capsys.readouterr().out)
+    assert "one draw of a noisy mechanism" in out and "Publish this draw" in out
+    slopes = spread("adassp", 19582, 10, 1.0, False)
+    assert (slopes["n"], slopes["d"], slopes["epsilon"]) == (19582, 10, 1.0)
+    assert slopes["mean_only"] is False
+    assert slopes["r2_min"] <= slopes["r2_median"] <= slopes["r2_max"] < 1
+    assert spread("adassp", 19582, 10, None, False) is None

@@ -59,7 +59,15 @@ def _parser():
     )
     parser.add_argument(
         "csv", nargs="?",
-        help="CSV file with a header row (default: scikit-learn's diabetes data)",
+        help="CSV file with a header row (default: a bundled public table, --dataset)",
+    )
+    parser.add_argument(
+        "--dataset", choices=("nyc_weather", "diabetes"),
+        help="bundled public table used without a CSV file: nyc_weather (the "
+             "default; sklearn_pdp.datasets.load_nyc_weather: the temperature from "
+             "the dew point, humidity, wind, rain, visibility, airport and season, "
+             "26110 hourly rows with public bounds and categories) or diabetes "
+             "(scikit-learn's, 442 rows: too few for slopes at epsilon 1)",
     )
     parser.add_argument("--target", help="name of the label column of the CSV")
     parser.add_argument(
@@ -149,8 +157,8 @@ def _parser():
         help="record the release in the privacy ledger in this SQLite file (created "
              "if missing) and report each person's total loss over every release "
              "recorded in it; the held-out people are charged the loss of adding "
-             "their record. Needs --id-column with a CSV; for the bundled data a "
-             "person is their row number in it, 0 to 441",
+             "their record. Needs --id-column with a CSV; for a bundled table a "
+             "person is their row number in it, from 0",
     )
     ledger.add_argument(
         "--id-column", metavar="ID",

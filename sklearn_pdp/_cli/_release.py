@@ -19,6 +19,7 @@ from .._report import PDPReport
 from ..exceptions import BoundsWarning, FallbackWarning
 from ._ledger_command import record_from_cli, summarise_record
 from ._options import EXPERT, DataError
+from ._spread import spread
 from ._table import _feature_bounds
 from ._text import _plural
 
@@ -163,6 +164,10 @@ def _report(args, X, y, name, bounds, encoding):
         # the model is one draw of the mechanism's noise (not at epsilon=inf)
         "one_draw": args.gamma is not None or bool(np.isfinite(args.epsilon)),
         "fewer_columns": _crowded(args, X_train.shape[0], one_hot),
+        # where another draw could have landed: measured on public data at the
+        # release's public n, d and epsilon, never by refitting these rows
+        "spread": spread(args.estimator, int(X_train.shape[0]), int(X.shape[1]),
+                         est.get_params()["epsilon"], mean_only),
         "ledger": None,  # with --ledger: this release next to the people's totals
         "read_from_data": bounds_read + [f"categories of {c!r}" for c in categories_read],
         "bounds_warnings": _messages(caught, BoundsWarning),

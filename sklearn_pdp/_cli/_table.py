@@ -1,5 +1,5 @@
-"""The data of a release: the bundled diabetes table, or a CSV read,
-checked and encoded (text columns one-hot with declared categories)."""
+"""The data of a release: a bundled public table, or a CSV read, checked
+and encoded (text columns one-hot with declared categories)."""
 
 import re
 
@@ -74,21 +74,16 @@ def _one_hot(column, values, declared, source):
 def _load(args):
     """Features, labels, a name for the data, its declared bounds, the
     encoding (feature names, one-hot mask, categories read from the data, and
-    the encoding of the saved model: None for the bundled data) and the
+    the encoding of the saved model: None for the diabetes data) and the
     person key of each row (None without ``--ledger``)."""
     if args.csv is None:
         if (args.target is not None or args.features is not None or args.categories
                 or args.id_column is not None):
             raise DataError("--target, --features, --categories and --id-column need "
                             "a CSV file")
-        from sklearn.datasets import load_diabetes
-
-        data = load_diabetes()
-        X, y, names = data.data, data.target, list(data.feature_names)
-        # the bundled data's people: their row numbers in it (a fixed table)
-        ids = None if args.ledger is None else np.arange(len(y))
-        return X, y, "diabetes (scikit-learn)", DIABETES_BOUNDS, (
-            names, np.zeros(len(names), dtype=bool), [], None), ids
+        return _bundled(args)
+    if args.dataset is not None:
+        raise DataError("--dataset chooses a bundled table: not with a CSV file")
     if args.target is None:
         raise DataError("--target is required with a CSV file")
     header, body = _read_csv(args)
@@ -110,16 +105,51 @@ def _load(args):
         if np.any(np.char.strip(ids) == ""):
             raise DataError(f"the id column {args.id_column!r} of {args.csv} has empty "
                             "values")
-    if args.target in declared:
-        raise DataError(f"the target {args.target!r} must be numeric, not a category")
+    X, y, encoding = _encode(header, body, args.csv, args.target, features, declared,
+                             listed=args.features is not None)
+    return X, y, args.csv, {}, encoding, ids
+
+
+def _bundled(args):
+    """:func:`_load` for a bundled table (``--dataset``): its public bounds
+    and categories declared; a person is a row number (a fixed table)."""
+    if args.dataset == "diabetes":
+        from sklearn.datasets import load_diabetes
+
+        data = load_diabetes()
+        X, y, names = data.data, data.target, list(data.feature_names)
+        ids = None if args.ledger is None else np.arange(len(y))
+        return X, y, "diabetes (scikit-learn)", DIABETES_BOUNDS, (
+            names, np.zeros(len(names), dtype=bool), [], None), ids
+    from ..datasets import _nyc_weather as weather
+
+    header, body = weather._rows()
+    features = [c for c in header if c != weather.TARGET]
+    name = "nyc_weather (bundled; sklearn_pdp.datasets.load_nyc_weather)"
+    X, y, encoding = _encode(header, body, name, weather.TARGET, features,
+                             weather.CATEGORIES, listed=True)
+    numeric = [weather.NUMERIC_BOUNDS[c] for c in features if c not in weather.CATEGORIES]
+    bounds_X = _feature_bounds([[b[0] for b in numeric], [b[1] for b in numeric]],
+                               encoding[1])
+    bounds = {"bounds_X": tuple(bounds_X), "y_bound": weather.TARGET_BOUND}
+    return X, y, name, bounds, encoding, None if args.ledger is None else np.arange(len(y))
+
+
+def _encode(header, body, source, target, features, declared, listed):
+    """Features and labels of a table's text rows (text columns one-hot
+    encoded with their declared categories, or read from the data with a
+    warning), and the encoding of :func:`_load`. ``listed``: the features
+    were named (a key-like numeric column is then taken as a feature)."""
+    if target in declared:
+        raise DataError(f"the target {target!r} must be numeric, not a category")
     stray = [column for column in declared if column not in features]
     if stray:
         raise DataError(f"--categories {stray[0]}=...: {stray[0]!r} is not among the "
                         f"features ({', '.join(features)}); add it to --features or drop "
                         "its --categories")
-    y = _numeric([row[header.index(args.target)] for row in body])
+    y = _numeric([row[header.index(target)] for row in body])
     if y is None:
-        raise DataError(f"the target column {args.target!r} of {args.csv} has "
+        raise DataError(f"the target column {target!r} of {source} has "
                         "non-numeric or empty values")
     blocks, names, one_hot, read, categories = [], [], [], [], {}
     for column in features:
@@ -127,13 +157,13 @@ def _load(args):
         numbers = None if column in declared else _numeric(values)
         if numbers is not None:
             if not np.all(np.isfinite(numbers)):
-                raise DataError(f"column {column!r} of {args.csv} contains missing or "
+                raise DataError(f"column {column!r} of {source} contains missing or "
                                 "infinite values: fill them with a public value (not a "
                                 "statistic of these rows), drop those rows, or leave the "
                                 "column out with --features")
-            if args.features is None and _row_numbers(column, numbers):
+            if not listed and _row_numbers(column, numbers):
                 raise DataError(
-                    f"column {column!r} of {args.csv} looks like a row number or "
+                    f"column {column!r} of {source} looks like a row number or "
                     "person key (a different whole number on every row): not a "
                     "feature; leave it out with --features (or, with --ledger, give "
                     f"it as --id-column {column})")
@@ -142,13 +172,13 @@ def _load(args):
             one_hot.append(False)
             continue
         if "" in values:
-            raise DataError(f"column {column!r} of {args.csv} has empty values: fill or "
+            raise DataError(f"column {column!r} of {source} has empty values: fill or "
                             "drop them, or leave the column out with --features")
         if column not in declared:
             words = sorted({v for v in values if _numeric([v]) is None})
             if sum(_numeric([v]) is None for v in values) < len(values) / 2:
                 raise DataError(
-                    f"column {column!r} of {args.csv} is mostly numbers, but not "
+                    f"column {column!r} of {source} is mostly numbers, but not "
                     f"{', '.join(map(repr, words[:3]))}{' ...' if len(words) > 3 else ''}: "
                     "fill or drop missing values (or declare the column's categories "
                     "with --categories if it is text)")
@@ -157,24 +187,23 @@ def _load(args):
             # would add a column per person (slow, and no model to speak of)
             if distinct > len(values) / 2:
                 raise DataError(
-                    f"column {column!r} of {args.csv} has a different text on "
+                    f"column {column!r} of {source} has a different text on "
                     f"most rows ({distinct} values in {len(values)} rows): an identifier, "
                     "not a category; leave it out with --features (or, with --ledger, "
                     f"give it as --id-column {column})")
             read.append(column)  # the report's note says that this leaks
         categories[column] = declared.get(column) or sorted(set(values))
-        encoded, encoded_names = _one_hot(column, values, categories[column], args.csv)
+        encoded, encoded_names = _one_hot(column, values, categories[column], source)
         blocks.append(encoded)
         names += encoded_names
         one_hot += [True] * len(encoded_names)
     if not np.all(np.isfinite(y)):
-        raise DataError(f"column {args.target!r} of {args.csv} contains missing or "
+        raise DataError(f"column {target!r} of {source} contains missing or "
                         "infinite values")
     # how the saved model encodes the raw table (PublicLinearModel.encoding)
     model_encoding = {"columns": features, "categories": categories, "drop": "first",
                       "read_from_data": read}
-    return np.hstack(blocks), y, args.csv, {}, (
-        names, np.array(one_hot), read, model_encoding), ids
+    return np.hstack(blocks), y, (names, np.array(one_hot), read, model_encoding)
 
 
 def _feature_bounds(bounds_x, one_hot):

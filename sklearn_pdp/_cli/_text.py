@@ -5,6 +5,7 @@ import textwrap
 import numpy as np
 
 from ._ledger_command import describe_summary
+from ._spread import spread_text
 
 # above this DP epsilon the guarantee protects practically no one
 MEANINGLESS_EPSILON = 10.0
@@ -150,7 +151,9 @@ def _text(r):
                                  f"{c['test_r2_least_squares']:.4f} least squares, "
                                  f"{c['test_r2_mean']:.4f} the training labels' mean "
                                  f"({c['n_test']} held-out rows)"))
-    if c["one_draw"]:
+    if c.get("spread"):
+        rows.append(("one draw", spread_text(c["spread"])))
+    elif c["one_draw"]:
         rows.append(("one draw", "this model is one draw of a noisy mechanism: another "
                                  "draw of its noise gives other coefficients (and another "
                                  "test R^2); never refit the private data to pick a better "
