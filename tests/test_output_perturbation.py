@@ -188,7 +188,7 @@ def test_constrained_losses_exact_where_inside_and_bounds_elsewhere(make_unbound
     assert 0 < exact.sum() < len(y)  # both cases occur
     assert not exact[0]
     assert_allclose(reported[exact], sens[exact], rtol=1e-7)
-    assert np.all(reported[~exact] >= sens[~exact] - 1e-9)
+    assert np.all(reported[~exact] >= (sens - _brute_error(Xs, ys, 0.5, radius))[~exact])
     # constraint active on the data set itself: every row gets the bound,
     # which holds against refits without each row
     small = OutputPerturbationRegressor(**params, radius=0.5 * norm).fit(X, y)
