@@ -383,8 +383,9 @@ def ball_ridge_error(H, Xty, theta, radius, lowest):
     with 0 in that set at theta*). t is ``theta`` moved onto the sphere
     (normal cone ``{nu t, nu >= 0}``) where it lies on it to rounding,
     ``theta`` itself (normal cone 0) inside; the move, the rounding of the
-    residual's evaluation (``(d + 2) eps`` times the magnitudes summed) and
-    that of ``lowest`` (``d eps ||H||``) are added. ``2 radius``, the
+    residual's evaluation (``(d + 2) eps`` times the magnitudes summed,
+    ``||H||_F`` bounding ``|| |H| ||_2``) and that of ``lowest`` (``d eps
+    ||H||_F``) are added. ``2 radius``, the
     ball's diameter, where m is not resolved.
     """
     d, eps = H.shape[0], np.finfo(np.float64).eps
@@ -393,7 +394,7 @@ def ball_ridge_error(H, Xty, theta, radius, lowest):
     point = theta * (radius / size) if on_sphere else theta
     grad = H @ point - Xty
     nu = max(0.0, -(grad @ point) / (point @ point)) if on_sphere else 0.0
-    scale = linalg.norm(H, 2)
+    scale = linalg.norm(H)
     rounding = (d + 2) * eps * (scale * radius + linalg.norm(Xty) + nu * radius)
     m = lowest - d * eps * scale
     if not m > 0:
