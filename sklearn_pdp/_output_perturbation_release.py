@@ -99,10 +99,8 @@ class OutputPerturbationRelease(Release):
     and n + 1 (``cap_sensitivity``). With a radius it does not grow
     (``min(L / c, 2R)``, c non-decreasing in n): the two coincide.
 
-    The residual against the centre enters the bounds as ``|r'| + ||x||
-    e``, e a bound on the computed centre's distance from the exact one
-    (:func:`ball_ridge_error`): rounding and the root search's tolerance
-    never lower a row's bound.
+    The residual against the centre is ``|r'| + ||x|| e``, e bounding the
+    computed centre's error (:func:`ball_ridge_error`): never optimistic.
 
     Holds the ridge system (``ridge``), the released centre before the noise
     (``center``), whether it lies inside the ball (``inside``) and, with a
@@ -221,8 +219,7 @@ class OutputPerturbationRelease(Release):
         return np.where(inside, exact, bound)
 
     def _center_residual(self, residual, norm2):
-        """``|residual|`` against the computed centre, raised by what the
-        exact centre's may exceed it (``||x|| center_error``)."""
+        """``|residual|``, raised by what the exact centre's may exceed it."""
         return np.abs(residual) + np.sqrt(norm2) * self.center_error
 
     def _convexity(self):
