@@ -371,6 +371,38 @@ def ball_ridge(H, Xty, radius):
     return theta * min(1.0, radius / linalg.norm(theta))
 
 
+def ball_ridge_error(H, Xty, theta, radius, lowest):
+    """Upper bound on ``||theta - theta*||``, theta* the exact minimiser of
+    ``1/2 t^T H t - t^T X^T y`` over ``||t|| <= radius`` and ``theta`` a
+    computed solution (:func:`ball_ridge`, or the unconstrained solve where
+    it lies inside the ball), whatever the root search's tolerance.
+
+    The objective is ``m``-strongly convex, ``m = lambda_min(H)``
+    (``lowest``), so for a point t of the ball and any v in its gradient
+    plus normal cone, ``||t - theta*|| <= ||v|| / m`` (strong monotonicity,
+    with 0 in that set at theta*). t is ``theta`` moved onto the sphere
+    (normal cone ``{nu t, nu >= 0}``) where it lies on it to rounding,
+    ``theta`` itself (normal cone 0) inside; the move, the rounding of the
+    residual's evaluation (``(d + 2) eps`` times the magnitudes summed,
+    ``||H||_F`` bounding ``|| |H| ||_2``) and that of ``lowest`` (``d eps
+    ||H||_F``) are added. ``2 radius``, the
+    ball's diameter, where m is not resolved.
+    """
+    d, eps = H.shape[0], np.finfo(np.float64).eps
+    size = linalg.norm(theta)
+    on_sphere = size >= radius * (1.0 - 1e-12)
+    point = theta * (radius / size) if on_sphere else theta
+    grad = H @ point - Xty
+    nu = max(0.0, -(grad @ point) / (point @ point)) if on_sphere else 0.0
+    scale = linalg.norm(H)
+    rounding = (d + 2) * eps * (scale * radius + linalg.norm(Xty) + nu * radius)
+    m = lowest - d * eps * scale
+    if not m > 0:
+        return 2.0 * radius
+    moved = linalg.norm(theta - point)
+    return float(min(moved + (linalg.norm(grad + nu * point) + rounding) / m, 2.0 * radius))
+
+
 def norm_exponential_noise(rng, n_features, scale, size=None):
     """Draw(s) with density proportional to exp(-||k||_2 / scale) on R^d.
 

@@ -25,6 +25,7 @@ from ._output_perturbation_calibration import (
     _ball_constants,
     _ridge_shift,
     ball_ridge,
+    ball_ridge_error,
     ball_sensitivity,
     norm_exponential_noise,
     output_perturbation_auto_alpha,
@@ -98,13 +99,17 @@ class OutputPerturbationRelease(Release):
     and n + 1 (``cap_sensitivity``). With a radius it does not grow
     (``min(L / c, 2R)``, c non-decreasing in n): the two coincide.
 
+    The residual against the centre is ``|r'| + ||x|| e``, e bounding the
+    computed centre's error (:func:`ball_ridge_error`): never optimistic.
+
     Holds the ridge system (``ridge``), the released centre before the noise
     (``center``), whether it lies inside the ball (``inside``) and, with a
-    radius, the smallest eigenvalue of H (``lowest``) and ``H^{-1} theta_hat``
-    (``inverse_coef``): statistics of the private data.
+    radius, the smallest eigenvalue of H (``lowest``), the centre's error
+    bound (``center_error``) and ``H^{-1} theta_hat`` (``inverse_coef``):
+    statistics of the private data.
     """
 
-    _private = ("ridge", "center", "inside", "lowest", "inverse_coef")
+    _private = ("ridge", "center", "inside", "lowest", "center_error", "inverse_coef")
 
     def __init__(self, *, noise, noise_scale, sensitivity, radius=None, **common):
         super().__init__(**common)
@@ -146,17 +151,19 @@ class OutputPerturbationRelease(Release):
         self.ridge = RidgeSystem(XtX, Xty, self.alpha, self.intercept)
         self.center = self.ridge.coef
         radius = self.radius
-        if radius is not None:  # for the sensitivity bound of ball_sensitivity
-            H = self.ridge.chol @ self.ridge.chol.T
-            self.lowest = linalg.eigvalsh(H, subset_by_index=[0, 0], check_finite=False)[0]
         self.inside = radius is None or linalg.norm(self.center) <= radius * (1 - _INSIDE_RTOL)
+        if radius is None:
+            return
+        # for the sensitivity bound of ball_sensitivity
+        H = XtX + self.alpha * penalty(XtX.shape[0], self.intercept)
+        self.lowest = linalg.eigvalsh(H, subset_by_index=[0, 0], check_finite=False)[0]
         if not self.inside:
-            self.center = ball_ridge(
-                XtX + self.alpha * penalty(XtX.shape[0], self.intercept), Xty, radius)
-        elif radius is not None:
+            self.center = ball_ridge(H, Xty, radius)
+        else:
             # x^T H^{-1} theta_hat gives the neighbours' norms in closed form
             self.inverse_coef = linalg.cho_solve(
                 (self.ridge.chol, True), self.ridge.coef, check_finite=False)
+        self.center_error = ball_ridge_error(H, Xty, self.center, radius, self.lowest)
 
     def draw(self, rng, size=None):
         return _perturb(self.center, self.noise, self.noise_scale, rng, size)
@@ -194,8 +201,9 @@ class OutputPerturbationRelease(Release):
         R = self.radius
         # the bound valid whether or not the constraint binds, in the
         # in-sample statistics against the released (constrained) centre
-        ball = dict(stats, residual=ys - Xs @ self.center,
-                    norm2=squared_norms(Xs), label=np.abs(ys))
+        norm2 = squared_norms(Xs)
+        ball = dict(stats, residual=self._center_residual(ys - Xs @ self.center, norm2),
+                    norm2=norm2, label=np.abs(ys))
         if not in_sample:
             ball = out_of_sample(ball)
         bound = ball_sensitivity(ball, self.lowest, R, self._convexity())
@@ -209,6 +217,10 @@ class OutputPerturbationRelease(Release):
             )
         inside = other_norm2 <= (R * (1 - _INSIDE_RTOL)) ** 2
         return np.where(inside, exact, bound)
+
+    def _center_residual(self, residual, norm2):
+        """``|residual|``, raised by what the exact centre's may exceed it."""
+        return np.abs(residual) + np.sqrt(norm2) * self.center_error
 
     def _convexity(self):
         return _ball_constants(self.alpha, self.n_samples, self.radius, self.intercept)[1]
@@ -249,7 +261,8 @@ class OutputPerturbationRelease(Release):
         stats = self.ridge.row_statistics(Xs, inverse_norm=True, norm=True)
         fitted = Xs @ self.center
         # every bound grows with |r| and |y|: the worst label is an end of [-1, 1]
-        stats["residual"] = 1.0 + np.abs(fitted) if ys is None else ys - fitted
+        stats["residual"] = self._center_residual(
+            1.0 + np.abs(fitted) if ys is None else ys - fitted, stats["norm2"])
         stats["label"] = np.ones(Xs.shape[0]) if ys is None else np.abs(ys)
         stats["lowest"] = self.lowest
         if not add:

@@ -14,7 +14,6 @@ from sklearn_pdp._accounting import (
 from sklearn_pdp._domain import DomainScaler
 from sklearn_pdp._rows import ScaledData
 from sklearn_pdp._output_perturbation_calibration import (
-    ball_ridge,
     norm_exponential_noise,
     output_perturbation_auto_alpha,
     output_perturbation_sensitivity,
@@ -84,71 +83,6 @@ def test_pdp_losses_equal_brute_force_refits(noise, fit_intercept, make_unbounde
         expected = sens / reg.noise_scale_
     assert_allclose(reg.pdp_losses_, expected, rtol=1e-7)
     assert np.all(reg.pdp_losses_ <= reg.dp_epsilon_)
-
-
-def test_ball_ridge_satisfies_the_kkt_conditions(make_unbounded_data):
-    X, y = make_unbounded_data(30, d=4)
-    XtX, Xty = X.T @ X, X.T @ y
-    alpha, unconstrained = 0.7, np.linalg.solve(X.T @ X + 0.7 * np.eye(4), X.T @ y)
-    radius = 0.4 * np.linalg.norm(unconstrained)
-    theta = ball_ridge(XtX + alpha * np.eye(4), Xty, radius)
-    # active constraint: on the sphere, with the objective's gradient equal to
-    # -nu theta for some nu > 0
-    assert np.linalg.norm(theta) == pytest.approx(radius, rel=1e-12)
-    grad = XtX @ theta + alpha * theta - Xty
-    nu = -(grad @ theta) / (theta @ theta)
-    assert nu > 0
-    assert_allclose(grad, -nu * theta, atol=1e-9 * np.linalg.norm(Xty))
-    assert_allclose(theta, _ridge(X, y, alpha, radius), atol=1e-6)
-    # inactive constraint: the ridge solution itself
-    assert_allclose(ball_ridge(XtX + alpha * np.eye(4), Xty, 2 * radius / 0.4), unconstrained)
-
-
-def _ball_bound(Xs, ys, alpha, radius):
-    """The sensitivity bound of the constrained solution, from its
-    definition (doc/publish.rst), by dense linear algebra: the smallest of
-    |r| (||H^{-1} x|| + sqrt(mu / lambda_min(H))) / (2 (1 - mu)) (in-sample,
-    r against the constrained solution), ||x|| (R ||x|| + |y|) / alpha and 2R."""
-    H = Xs.T @ Xs + alpha * np.eye(Xs.shape[1])
-    inv = np.linalg.inv(H)
-    mu = np.einsum("ij,jk,ik->i", Xs, inv, Xs)
-    r = ys - Xs @ _ridge(Xs, ys, alpha, radius)
-    spread = np.linalg.norm(Xs @ inv, axis=1) + np.sqrt(mu / np.linalg.eigvalsh(H)[0])
-    norms = np.linalg.norm(Xs, axis=1)
-    strong = norms * (radius * norms + np.abs(ys)) / alpha
-    return np.minimum.reduce([np.abs(r) * spread / (2 * (1 - mu)), strong,
-                              np.full(len(ys), 2 * radius)])
-
-
-def test_constrained_losses_exact_where_inside_and_bounds_elsewhere(make_unbounded_data):
-    X, y = make_unbounded_data(40)
-    X[0], y[0] = [2.9, 0.3, 0.2], -4.0  # an outlier that pulls the fit towards 0
-    params = _params(alpha=0.5, noise="laplace", fit_intercept=False)
-    Xs, ys = _scaled(X, y, OutputPerturbationRegressor(**params).fit(X, y))
-    norm = np.linalg.norm(_ridge(Xs, ys, 0.5))
-    # inside the ball for the data set, outside for the neighbour without row 0
-    radius = norm * 1.05
-    assert np.linalg.norm(_ridge(Xs[1:], ys[1:], 0.5)) > radius
-    reg = OutputPerturbationRegressor(**params, radius=radius).fit(X, y)
-    reported = reg.pdp_losses_ * reg.noise_scale_
-    sens = _brute_sensitivities(Xs, ys, 0.5, radius)
-    bound = _ball_bound(Xs, ys, 0.5, radius)
-    exact = ~np.isclose(reported, bound, rtol=1e-7)
-    assert 0 < exact.sum() < len(y)  # both cases occur
-    assert not exact[0]
-    assert_allclose(reported[exact], sens[exact], rtol=1e-7)
-    assert np.all(reported[~exact] >= sens[~exact] - 1e-9)
-    # constraint active on the data set itself: every row gets the bound,
-    # which holds against refits without each row
-    small = OutputPerturbationRegressor(**params, radius=0.5 * norm).fit(X, y)
-    sens = _brute_sensitivities(Xs, ys, 0.5, 0.5 * norm)
-    bound = _ball_bound(Xs, ys, 0.5, 0.5 * norm)
-    assert_allclose(small.pdp_losses_ * small.noise_scale_, bound, rtol=1e-6)
-    assert np.all(bound >= sens - 1e-9)
-    # the variational bound is the smallest for most rows here
-    strong = np.linalg.norm(Xs, axis=1) * (0.5 * norm * np.linalg.norm(Xs, axis=1)
-                                            + np.abs(ys)) / 0.5
-    assert np.mean(bound < np.minimum(strong, norm)) > 0.5
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
@@ -749,3 +683,4 @@ def test_private_ridge_losses_bound_the_exact_joint_delta(fit_intercept):
     lower = max(_joint_delta(reg, Xs, ys, Xs[keep], ys[keep], 0.8 * reg.pdp_losses_[worst], f)
                 for f in (False, True))
     assert lower > 0.5e-6
+
