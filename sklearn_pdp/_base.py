@@ -25,16 +25,17 @@ from ._release import ExactRelease, MeanRelease
 from ._arrays import compute
 from ._domain import DomainScaler, bound_params, read_from_data, resolve_bounds
 from ._dask import scaled_data
-from ._fallback import MEAN_ONLY_RATE, InfeasibleBudget, fallback_reason, mean_only_size
+from ._fallback import FallbackMixin
 from ._stage import resolve_stage
 from ._validation import noise_generator, validate_rows, warn_large_delta
-from .exceptions import FallbackWarning, PrivacyLeakWarning
+from .exceptions import FallbackWarning
 
 # fitted attributes that validation sets before a fit's others are cleared
 _VALIDATED = ("n_features_in_", "feature_names_in_")
 
 
-class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
+class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
+                            metaclass=ABCMeta):
     """Base class of the package's private linear regressors.
 
     A subclass implements one hook, :meth:`_make_release` (the pattern of
@@ -91,9 +92,6 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         "tighten_bounds": ["boolean", StrOptions({"auto"})],
         "tighten_share": [Interval(Real, 0, 1, closed="neither"), None],
     }
-    # n epsilon per coefficient up to which a fit releases the label mean alone
-    _mean_only_rate = MEAN_ONLY_RATE
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         # scikit-learn's R^2 > 0.5 check fits 200 rows and 10 features: at
@@ -152,15 +150,6 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         high = max(n_samples, low)
         guarantee = self._budget_guarantee(high, n_features, None if low == high else low)
         return (float(self.epsilon), self.delta) if n_samples <= fallback else guarantee
-
-    def _budget_guarantee(self, n_samples, n_features, min_samples=None):
-        """:meth:`_mechanism_guarantee`, or the budget where a user-set
-        hyper-parameter cannot meet it (:meth:`fit` then releases the label
-        mean at the budget: :class:`InfeasibleBudget`)."""
-        try:
-            return self._mechanism_guarantee(n_samples, n_features, min_samples)
-        except InfeasibleBudget:
-            return float(self.epsilon), self.delta
 
     @abstractmethod
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
@@ -368,36 +357,6 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         stage.warn_clipping(getattr(data, "clipped", None), stacklevel=3)
         return self
 
-    def _choose_release(self, data, scaler):
-        """The release this fit makes on ``data`` (scaled by ``scaler``), as
-        the parameters calibrate it: least squares at ``epsilon=inf``, the
-        label mean where the public size is too small for slopes or a
-        user-set hyper-parameter cannot meet the budget (the mechanism's
-        calibration raises :class:`InfeasibleBudget`), else the mechanism's
-        own (:meth:`_make_release`)."""
-        n, d = data.n_samples, data.n_features - int(scaler.fit_intercept)
-        if self._unprotected():
-            warnings.warn(
-                "epsilon=inf protects nothing: the fit is least squares on the "
-                "clipped data, without noise (dp_epsilon_ and pdp_losses_ are inf). "
-                "Use it only to test a pipeline.",
-                PrivacyLeakWarning,
-                stacklevel=4,  # here, fit, scikit-learn's fit wrapper, the user
-            )
-            return ExactRelease.from_budget(np.inf, self.delta, data, scaler=scaler)
-        reason = None
-        if n > self._mean_only_size(d):
-            try:
-                return self._make_release(data, scaler)
-            except InfeasibleBudget as exc:
-                # a function of public quantities (the parameters and n):
-                # what the budget allows is the label mean
-                reason = str(exc).rstrip(".")
-        release = MeanRelease.from_budget(self.epsilon, self.delta, data, scaler=scaler)
-        release.guarantee = self.dp_guarantee(n, d)
-        release.reason = reason or fallback_reason(self, n, d)
-        return release
-
     @abstractmethod
     def _make_release(self, data, scaler):
         """The mechanism's :class:`~sklearn_pdp._release.Release` on ``data``
@@ -507,26 +466,3 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         check_is_fitted(self)
         X, y = validate_rows(self, X, "no_validation" if y is None else y, reset=False)
         return self._stage.row_losses(X, y, add=True)
-
-    def _mean_only_size(self, n_features):
-        """The largest size at which :meth:`fit` releases the label mean alone
-        (0: never; only with an intercept and an epsilon budget)."""
-        budget = self._mean_fallback_budget()
-        if not self.fit_intercept or budget is None:
-            return 0
-        return mean_only_size(budget, n_features, self._mean_only_rate)
-
-    def _releases_mean(self, n_samples, n_features):
-        """Whether a fit of this size releases the label mean alone (as
-        :meth:`fit` decides it, from :meth:`_mean_only_size`)."""
-        return n_samples <= self._mean_only_size(n_features)
-
-    def _mean_fallback_budget(self):
-        """The epsilon budget of the fallback to the label mean, or None where
-        the estimator never falls back (a raw noise level, no budget)."""
-        return getattr(self, "epsilon", None)
-
-    def _unprotected(self):
-        """Whether the budget is ``epsilon=inf``: nothing is protected."""
-        epsilon = getattr(self, "epsilon", None)
-        return epsilon is not None and np.isposinf(epsilon)
