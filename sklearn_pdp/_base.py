@@ -92,6 +92,7 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         "tighten_bounds": ["boolean", StrOptions({"auto"})],
         "tighten_share": [Interval(Real, 0, 1, closed="neither"), None],
     }
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         # scikit-learn's R^2 > 0.5 check fits 200 rows and 10 features: at
@@ -444,11 +445,12 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         )
 
     def pdp_epsilon(self, X, y=None):
-        """Exact per-instance epsilon, at ``delta``, of adding new targets.
+        """Per-instance epsilon, at ``delta``, of adding new targets.
 
         For each row of ``X`` (with label ``y``), the epsilon that this
         release would have cost that person had they been added to the
-        training set. Targets are scaled and clipped like training rows.
+        training set: exact, or an upper bound, as ``pdp_kind_`` says.
+        Targets are scaled and clipped like training rows.
 
         Parameters
         ----------
