@@ -222,9 +222,9 @@ class AdaOPSRegressor(PrivateRegressorMixin):
         tags.regressor_tags.poor_score = True
         return tags
 
-    def _make_release(self, data):
+    def _make_release(self, data, scaler):
         return AdaOPSRelease.from_budget(
-            self.epsilon, self.delta, data, scaler=self._scaler, kappa=self.kappa,
+            self.epsilon, self.delta, data, scaler=scaler, kappa=self.kappa,
             budget_split=self.budget_split)
 
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):

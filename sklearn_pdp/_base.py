@@ -16,30 +16,26 @@ from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from ._sklearn import Interval, StrOptions, _fit_context
-from ._profile import PrivacyProfile
 from ._public import public_model
-from ._guarantee_law import tightened_law
 from ._release import ExactRelease, MeanRelease
 from ._arrays import compute
-from ._domain import (
-    DomainScaler,
-    bound_params,
-    read_from_data,
-    resolve_bounds,
-    warn_clipping,
-)
+from ._domain import DomainScaler, bound_params, read_from_data, resolve_bounds
 from ._dask import scaled_data
-from ._fallback import MEAN_ONLY_RATE, InfeasibleBudget, fallback_reason, mean_only_size
+from ._fallback import FallbackMixin
+from ._stage import resolve_stage
 from ._validation import noise_generator, validate_rows, warn_large_delta
-from .exceptions import FallbackWarning, PrivacyLeakWarning
-from . import _tighten
+from .exceptions import FallbackWarning
+
+# fitted attributes that validation sets before a fit's others are cleared
+_VALIDATED = ("n_features_in_", "feature_names_in_")
 
 
-class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
+class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
+                            metaclass=ABCMeta):
     """Base class of the package's private linear regressors.
 
     A subclass implements one hook, :meth:`_make_release` (the pattern of
@@ -54,9 +50,36 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
     The label mean (where the budget buys no slopes) and least squares (at
     ``epsilon=inf``) are releases like any other (:meth:`_choose_release`).
 
-    Reports and meta-estimators use two public hooks: :meth:`resolve_bounds`
-    (the private search resolves the bounds once for all its fits) and
-    :meth:`domain_scaler` (the fitted map into the privacy domain).
+    The fit template, one pass down: validate ``X`` and ``y``; resolve
+    the domain as a *stage* (:func:`~sklearn_pdp._stage.resolve_stage`:
+    the declared bounds, or the bounds privately tightened first); scale
+    the rows once; calibrate the release with the estimator's parameters
+    at the stage's model budget and draw it; compose each row's losses
+    with the stage's; store the fitted attributes. A stage
+    (:class:`~sklearn_pdp._stage.DeclaredStage`,
+    :class:`~sklearn_pdp._stage.TightenedStage`) answers through one
+    interface:
+
+    - ``bounds``: the released domain ``(data_norm, bounds_X, y_bound)``;
+      ``model_rows``: the boolean mask of the rows the model sees;
+      ``model_params``: the model's budget, as parameters (``epsilon``,
+      ``delta``); ``losses``: each row's loss for the stage itself;
+    - ``fit_model(release, scaler, X)``: binds the drawn release;
+    - ``guarantee()``, ``row_losses(X, y, add, data)`` and ``kind``: the
+      whole release's ``(epsilon, delta)``, each row's loss and what kind
+      of number it is (``"exact"``, ``"conditional"`` given released
+      quantities the row cannot influence, or ``"bound"``);
+    - ``statistics()``, ``law()``, ``profile(losses, mechanism)``,
+      ``cap()``: what :meth:`law_statistics`, :meth:`release_law` and
+      :meth:`privacy_profile` return, and the largest loss of anyone
+      removed or added over every draw;
+    - ``clip(X)`` and ``clips_rows``: the rows a prediction sees;
+      ``warn_clipping``, ``box_rows`` and ``fitted_attributes()``.
+
+    Reports and meta-estimators use three public hooks:
+    :meth:`resolve_bounds` (the private search resolves the bounds once for
+    all its fits), :meth:`domain_scaler` (the fitted map into the privacy
+    domain) and :meth:`domain_stage` (the fitted stage).
     """
 
     _parameter_constraints: dict = {
@@ -69,8 +92,6 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         "tighten_bounds": ["boolean", StrOptions({"auto"})],
         "tighten_share": [Interval(Real, 0, 1, closed="neither"), None],
     }
-    # n epsilon per coefficient up to which a fit releases the label mean alone
-    _mean_only_rate = MEAN_ONLY_RATE
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -131,15 +152,6 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         guarantee = self._budget_guarantee(high, n_features, None if low == high else low)
         return (float(self.epsilon), self.delta) if n_samples <= fallback else guarantee
 
-    def _budget_guarantee(self, n_samples, n_features, min_samples=None):
-        """:meth:`_mechanism_guarantee`, or the budget where a user-set
-        hyper-parameter cannot meet it (:meth:`fit` then releases the label
-        mean at the budget: :class:`InfeasibleBudget`)."""
-        try:
-            return self._mechanism_guarantee(n_samples, n_features, min_samples)
-        except InfeasibleBudget:
-            return float(self.epsilon), self.delta
-
     @abstractmethod
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         """:meth:`dp_guarantee` of the mechanism itself (sizes above the
@@ -159,9 +171,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
             refit.
         """
         check_is_fitted(self)
-        if _tighten.tightened(self):
-            return self.release_law().statistics
-        return self.release_.statistics
+        return self._stage.statistics()
 
     def design_ridge(self):
         """The factorised ``H = X^T X + alpha P`` of the training rows (in the
@@ -207,9 +217,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
                 "A fit with epsilon=inf protects nothing: it has no release law to "
                 "bound per-instance losses with."
             )
-        if _tighten.tightened(self):
-            return tightened_law(self)
-        return self.release_.public()
+        return self._stage.law()
 
     def privacy_profile(self, X=None, y=None):
         """Each row's privacy-loss profile, for composing releases per person.
@@ -241,13 +249,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         check_is_fitted(self)
         losses = self.pdp_losses_ if X is None else self.pdp_epsilon(X, y)
         losses = np.asarray(compute(losses)[0], dtype=np.float64)
-        if _tighten.tightened(self):  # bounds and model: only the composed epsilons
-            return PrivacyProfile(
-                "epsilon_delta", losses, delta=self.delta, guarantee=self.dp_epsilon_,
-                guarantee_delta=self.dp_delta_, n_samples=self.release_.n_samples,
-                mechanism=type(self).__name__,
-            )
-        return self.release_.profile(losses, type(self).__name__)
+        return self._stage.profile(losses, type(self).__name__)
 
     def resolve_bounds(self, X, y, stacklevel=4):
         """The declared bounds, or the data's own with a PrivacyLeakWarning.
@@ -310,76 +312,57 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
             n_samples`` (a guarantee that permits publishing a whole record).
         """
         X, y = validate_rows(self, X, y, reset=True)
-        tightened = _tighten.fit_tightened(self, X, y)  # bounds released first
+        rng = noise_generator(self.random_state)
+        # the domain: declared, or tightened (its bounds drawn first from rng)
+        stage = resolve_stage(self, X, y, self.resolve_bounds(X, y), rng)
+        # a refit keeps no fitted attribute of the previous fit (private
+        # attributes, such as those meta-estimators set, are not the fit's)
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")
+                     and k not in _VALIDATED]:
+            delattr(self, name)
+        self._stage = stage
         self.bounds_from_data_ = read_from_data(**bound_params(self))
-        if tightened:
-            return self
-        self.data_norm_, self.bounds_X_, self.y_bound_ = self.resolve_bounds(X, y)
+        self.data_norm_, self.bounds_X_, self.y_bound_ = stage.bounds
         warn_large_delta(getattr(self, "delta", None), X.shape[0], stacklevel=3)
         self._scaler = DomainScaler(
             self.data_norm_, self.y_bound_, self.fit_intercept, self.bounds_X_
         )
+        self.model_rows_ = stage.model_rows  # all rows: the stages are sequential
         data = scaled_data(X, y, self._scaler, self.n_jobs)
-        # a refit must not keep the previous fit's state (mechanism attributes)
-        for name in [k for k in vars(self) if k.endswith("_")]:
-            if name not in ("data_norm_", "bounds_X_", "y_bound_", "bounds_from_data_",
-                            "n_features_in_", "feature_names_in_"):
-                delattr(self, name)
-        rng = noise_generator(self.random_state)
-        release = self._choose_release(data)
+        # the model's calibration: these parameters at the stage's budget
+        release = clone(self).set_params(**stage.model_params)._choose_release(
+            data, self._scaler)
         self.release_ = release
         theta = release.release(rng)
+        stage.fit_model(release, self._scaler, X)
         for name, value in release.fitted_attributes().items():
             setattr(self, name, value)
         self.mean_only_ = isinstance(release, MeanRelease)
         # why the slopes are 0 or less than asked was released: None when
         # the release is what was asked for
         self.mean_only_reason_ = release.reason
-        self.dp_epsilon_, self.dp_delta_ = release.guarantee
+        self.dp_epsilon_, self.dp_delta_ = stage.guarantee()
+        self.model_epsilon_, self.model_delta_ = release.guarantee
         self.coef_, self.intercept_ = self._scaler.unscale_coef(theta)
-        self.pdp_losses_ = data.map_rows(release.row_losses())
+        self.bounds_losses_ = stage.losses
+        self.pdp_losses_ = stage.row_losses(X, y, data=data)
+        self.pdp_kind_ = stage.kind
+        for name, value in stage.fitted_attributes().items():
+            setattr(self, name, value)
         if self.mean_only_reason_ is not None:
             released = ("the private label mean alone" if self.mean_only_
                         else "zero slopes (its model is the private label mean)"
                         if not np.any(self.coef_) else "less than it was asked for")
             warnings.warn(f"{type(self).__name__} released {released}. Why: "
                           f"{self.mean_only_reason_}.", FallbackWarning, stacklevel=3)
-        warn_clipping(getattr(data, "clipped", None), stacklevel=3)
+        stage.warn_clipping(getattr(data, "clipped", None), stacklevel=3)
         return self
 
-    def _choose_release(self, data):
-        """The release this fit makes: least squares at ``epsilon=inf``, the
-        label mean where the public size is too small for slopes or a
-        user-set hyper-parameter cannot meet the budget (the mechanism's
-        calibration raises :class:`InfeasibleBudget`), else the mechanism's
-        own (:meth:`_make_release`)."""
-        n, d = data.n_samples, self.n_features_in_
-        if self._unprotected():
-            warnings.warn(
-                "epsilon=inf protects nothing: the fit is least squares on the "
-                "clipped data, without noise (dp_epsilon_ and pdp_losses_ are inf). "
-                "Use it only to test a pipeline.",
-                PrivacyLeakWarning,
-                stacklevel=4,  # here, fit, scikit-learn's fit wrapper, the user
-            )
-            return ExactRelease.from_budget(np.inf, self.delta, data, scaler=self._scaler)
-        reason = None
-        if n > self._mean_only_size(d):
-            try:
-                return self._make_release(data)
-            except InfeasibleBudget as exc:
-                # a function of public quantities (the parameters and n):
-                # what the budget allows is the label mean
-                reason = str(exc).rstrip(".")
-        release = MeanRelease.from_budget(self.epsilon, self.delta, data, scaler=self._scaler)
-        release.guarantee = self.dp_guarantee(n, d)
-        release.reason = reason or fallback_reason(self, n, d)
-        return release
-
     @abstractmethod
-    def _make_release(self, data):
+    def _make_release(self, data, scaler):
         """The mechanism's :class:`~sklearn_pdp._release.Release` on ``data``
-        (``ScaledData`` or ``DaskScaledData``), calibrated to the budget and
+        (``ScaledData`` or ``DaskScaledData``, scaled by ``scaler``),
+        calibrated to the budget and
         not yet drawn; raises :class:`InfeasibleBudget` where a user-set
         hyper-parameter cannot meet the budget at this size."""
 
@@ -396,6 +379,18 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         """
         check_is_fitted(self)
         return self._scaler
+
+    def domain_stage(self):
+        """The fitted stage that resolved the domain (see the class
+        docstring): what reports and meta-estimators ask a fit's composed
+        losses, law, cap and clipping of.
+
+        Returns
+        -------
+        stage : DeclaredStage or TightenedStage
+        """
+        check_is_fitted(self)
+        return self._stage
 
     def predict(self, X):
         """Predict with the released linear model.
@@ -414,7 +409,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         """
         check_is_fitted(self)
         X, _ = validate_rows(self, X, reset=False)
-        return _tighten.clip_rows(self, X) @ self.coef_ + self.intercept_
+        return self._stage.clip(X) @ self.coef_ + self.intercept_
 
     def public_model(self, decimals=None):
         """The release alone, safe to publish: a :class:`PublicLinearModel`.
@@ -446,15 +441,16 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         return public_model(
             self.coef_, self.intercept_, (self.dp_epsilon_, self.dp_delta_),
             type(self).__name__, getattr(self, "feature_names_in_", None), decimals,
-            bounds, self.get_params(), _tighten.tightened(self),
+            bounds, self.get_params(), self._stage.clips_rows,
         )
 
     def pdp_epsilon(self, X, y=None):
-        """Exact per-instance epsilon, at ``delta``, of adding new targets.
+        """Per-instance epsilon, at ``delta``, of adding new targets.
 
         For each row of ``X`` (with label ``y``), the epsilon that this
         release would have cost that person had they been added to the
-        training set. Targets are scaled and clipped like training rows.
+        training set: exact, or an upper bound, as ``pdp_kind_`` says.
+        Targets are scaled and clipped like training rows.
 
         Parameters
         ----------
@@ -471,30 +467,4 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         """
         check_is_fitted(self)
         X, y = validate_rows(self, X, "no_validation" if y is None else y, reset=False)
-        if _tighten.tightened(self):
-            return _tighten.target_epsilon(self, X, y)
-        data = scaled_data(X, y, self._scaler, self.n_jobs)
-        return data.map_rows(self.release_.row_losses(add=True))
-
-    def _mean_only_size(self, n_features):
-        """The largest size at which :meth:`fit` releases the label mean alone
-        (0: never; only with an intercept and an epsilon budget)."""
-        budget = self._mean_fallback_budget()
-        if not self.fit_intercept or budget is None:
-            return 0
-        return mean_only_size(budget, n_features, self._mean_only_rate)
-
-    def _releases_mean(self, n_samples, n_features):
-        """Whether a fit of this size releases the label mean alone (as
-        :meth:`fit` decides it, from :meth:`_mean_only_size`)."""
-        return n_samples <= self._mean_only_size(n_features)
-
-    def _mean_fallback_budget(self):
-        """The epsilon budget of the fallback to the label mean, or None where
-        the estimator never falls back (a raw noise level, no budget)."""
-        return getattr(self, "epsilon", None)
-
-    def _unprotected(self):
-        """Whether the budget is ``epsilon=inf``: nothing is protected."""
-        epsilon = getattr(self, "epsilon", None)
-        return epsilon is not None and np.isposinf(epsilon)
+        return self._stage.row_losses(X, y, add=True)

@@ -113,9 +113,25 @@ declared_bounds_ : tuple
     With ``tighten_bounds``: the declared ``(data_norm, bounds_X, y_bound)``
     (``data_norm_``, ``bounds_X_`` and ``y_bound_`` are then the released
     ones, which the model used).
-bounds_epsilon_, model_epsilon_ : float
-    With ``tighten_bounds``: the (pure) epsilon of the bounds release and
-    the model's guarantee; ``dp_epsilon_`` is their sum.
+bounds_epsilon_ : float
+    With ``tighten_bounds``: the (pure) epsilon of the bounds release;
+    ``dp_epsilon_`` is it plus ``model_epsilon_``.
+model_epsilon_, model_delta_ : float
+    The model's own guarantee (at the budget left by the bounds release
+    with ``tighten_bounds``; else ``dp_epsilon_`` and ``dp_delta_``).
+bounds_losses_ : ndarray of shape (n_samples,)
+    Each training row's (pure) loss for the bounds release; 0 where the
+    bounds were declared and not tightened.
+model_rows_ : ndarray of bool of shape (n_samples,)
+    The rows the model was fitted on (every row: the bounds and the model
+    see the same rows, and their losses add up).
+pdp_kind_ : {"exact", "conditional", "bound"}
+    What kind of number each of ``pdp_losses_`` (and :meth:`pdp_epsilon`)
+    is: the exact per-instance loss, exact given released quantities the
+    row cannot influence, or a valid upper bound; for rows of different
+    kinds, the weakest. With ``tighten_bounds``, "bound" (the model's part
+    holds for every released bound); output perturbation with a
+    ``radius``, "bound" (its ball sensitivity).
 n_features_in_ : int
     Number of features seen during fit.
 feature_names_in_ : ndarray of shape (`n_features_in_`,)

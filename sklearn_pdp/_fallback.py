@@ -12,7 +12,8 @@ import warnings
 
 import numpy as np
 
-from .exceptions import FallbackWarning
+from ._release import ExactRelease, MeanRelease
+from .exceptions import FallbackWarning, PrivacyLeakWarning
 
 # n epsilon per coefficient (slopes and intercept) up to which the label mean
 # is released alone: see "Falling back to the mean" in the Mechanisms page.
@@ -100,3 +101,75 @@ def slopes_epsilon(estimator, n_samples, n_features):
         middle = 0.5 * (low + high)
         low, high = (middle, high) if mean_only(middle) else (low, middle)
     return high
+
+
+class FallbackMixin:
+    """How an estimator's parameters choose the release of a fit: least
+    squares at ``epsilon=inf``, the label mean where the budget buys no
+    slopes, else the mechanism's own (``_make_release``, with the data-
+    independent ``_mechanism_guarantee`` of the estimator's subclass)."""
+
+    # n epsilon per coefficient up to which a fit releases the label mean alone
+    _mean_only_rate = MEAN_ONLY_RATE
+
+    def _budget_guarantee(self, n_samples, n_features, min_samples=None):
+        """:meth:`_mechanism_guarantee`, or the budget where a user-set
+        hyper-parameter cannot meet it (:meth:`~sklearn_pdp._base.PrivateRegressorMixin.fit` then
+        releases the label mean at the budget: :class:`InfeasibleBudget`)."""
+        try:
+            return self._mechanism_guarantee(n_samples, n_features, min_samples)
+        except InfeasibleBudget:
+            return float(self.epsilon), self.delta
+
+    def _choose_release(self, data, scaler):
+        """The release this fit makes on ``data`` (scaled by ``scaler``), as
+        the parameters calibrate it: least squares at ``epsilon=inf``, the
+        label mean where the public size is too small for slopes or a
+        user-set hyper-parameter cannot meet the budget (the mechanism's
+        calibration raises :class:`InfeasibleBudget`), else the mechanism's
+        own (:meth:`_make_release`)."""
+        n, d = data.n_samples, data.n_features - int(scaler.fit_intercept)
+        if self._unprotected():
+            warnings.warn(
+                "epsilon=inf protects nothing: the fit is least squares on the "
+                "clipped data, without noise (dp_epsilon_ and pdp_losses_ are inf). "
+                "Use it only to test a pipeline.",
+                PrivacyLeakWarning,
+                stacklevel=4,  # here, fit, scikit-learn's fit wrapper, the user
+            )
+            return ExactRelease.from_budget(np.inf, self.delta, data, scaler=scaler)
+        reason = None
+        if n > self._mean_only_size(d):
+            try:
+                return self._make_release(data, scaler)
+            except InfeasibleBudget as exc:
+                # a function of public quantities (the parameters and n):
+                # what the budget allows is the label mean
+                reason = str(exc).rstrip(".")
+        release = MeanRelease.from_budget(self.epsilon, self.delta, data, scaler=scaler)
+        release.guarantee = self.dp_guarantee(n, d)
+        release.reason = reason or fallback_reason(self, n, d)
+        return release
+
+    def _mean_only_size(self, n_features):
+        """The largest size at which :meth:`fit` releases the label mean alone
+        (0: never; only with an intercept and an epsilon budget)."""
+        budget = self._mean_fallback_budget()
+        if not self.fit_intercept or budget is None:
+            return 0
+        return mean_only_size(budget, n_features, self._mean_only_rate)
+
+    def _releases_mean(self, n_samples, n_features):
+        """Whether a fit of this size releases the label mean alone (as
+        :meth:`fit` decides it, from :meth:`_mean_only_size`)."""
+        return n_samples <= self._mean_only_size(n_features)
+
+    def _mean_fallback_budget(self):
+        """The epsilon budget of the fallback to the label mean, or None where
+        the estimator never falls back (a raw noise level, no budget)."""
+        return getattr(self, "epsilon", None)
+
+    def _unprotected(self):
+        """Whether the budget is ``epsilon=inf``: nothing is protected."""
+        epsilon = getattr(self, "epsilon", None)
+        return epsilon is not None and np.isposinf(epsilon)

@@ -13,7 +13,6 @@ the same for everyone.
 
 import numpy as np
 
-from . import _tighten
 from ._release import Release
 
 REASON = (
@@ -52,6 +51,7 @@ class GuaranteeLaw(Release):
 
     needs_gram = False
     data_independent = True
+    kind = "bound"
     _private = ()
 
     def __init__(self, *, scaler, n_samples, delta, guarantee, cap):
@@ -63,7 +63,7 @@ class GuaranteeLaw(Release):
     @classmethod
     def from_budget(cls, epsilon, delta, data, *, scaler, **params):
         raise NotImplementedError(
-            "A GuaranteeLaw describes a fitted release (tightened_law, or a "
+            "A GuaranteeLaw describes a fitted release (a tightened stage's, or a "
             "search's release_law); it is not calibrated from a budget.")
 
     def draw(self, rng, size=None):
@@ -99,14 +99,3 @@ class GuaranteeLaw(Release):
 
     def gaussian_allowance(self, delta, target):
         raise ValueError("A GuaranteeLaw composes with no publication: it spends nothing.")
-
-
-def tightened_law(estimator):
-    """The :class:`GuaranteeLaw` of a fitted estimator that tightened its
-    bounds: its guarantee, and for a person added the model's cap for an
-    addition (:func:`~sklearn_pdp._tighten.guarantee_cap`)."""
-    return GuaranteeLaw(
-        scaler=estimator.domain_scaler(), n_samples=estimator.release_.n_samples,
-        delta=estimator.delta, guarantee=(estimator.dp_epsilon_, estimator.dp_delta_),
-        cap=_tighten.guarantee_cap(estimator),
-    )

@@ -197,20 +197,20 @@ class ObjPertRegressor(PrivateRegressorMixin):
             self.fit_intercept, min_samples,
         )
 
-    def _make_release(self, data):
+    def _make_release(self, data, scaler):
         if self.alpha == "auto" and self.sigma is None and self.epsilon is not None:
             # the private ridge, where the budget lets the eigenvalue help
             from ._objective_perturbation_adaptive import PrivateObjPertRelease
 
-            intercept = bool(self._scaler.fit_intercept)
+            intercept = bool(scaler.fit_intercept)
             adaptive = PrivateObjPertRelease.calibration(
                 self.epsilon, self.delta, data.n_samples, data.n_features - intercept,
                 intercept)
             if adaptive is not None:
                 return PrivateObjPertRelease.from_budget(
-                    self.epsilon, self.delta, data, scaler=self._scaler, adaptive=adaptive)
+                    self.epsilon, self.delta, data, scaler=scaler, adaptive=adaptive)
         return ObjPertRelease.from_budget(
-            self.epsilon, self.delta, data, scaler=self._scaler, alpha=self.alpha,
+            self.epsilon, self.delta, data, scaler=scaler, alpha=self.alpha,
             sigma=self.sigma,
         )
 

@@ -183,13 +183,13 @@ class OPSRegressor(PrivateRegressorMixin):
             self.epsilon, self.delta, n_samples, n_features, min_samples,
             alpha=self.alpha, gamma=self.gamma, intercept=self.fit_intercept)
 
-    def _make_release(self, data):
+    def _make_release(self, data, scaler):
         if self._private_ridge():
             # AdaOPS's release (its two cells, then one posterior sample),
             # without kappa_ (OPS has no kappa)
             return AdaOPSRelease.from_budget(self.epsilon, self.delta, data,
-                                             scaler=self._scaler, report_kappa=False)
-        return OPSRelease.from_budget(self.epsilon, self.delta, data, scaler=self._scaler,
+                                             scaler=scaler, report_kappa=False)
+        return OPSRelease.from_budget(self.epsilon, self.delta, data, scaler=scaler,
                                       alpha=self.alpha, gamma=self.gamma)
 
 

@@ -249,11 +249,11 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
             self.epsilon, self.delta, n_samples, noise=self.noise,
             intercept=self.fit_intercept, min_samples=min_samples)
 
-    def _make_release(self, data):
+    def _make_release(self, data, scaler):
         # alpha="auto" with Gaussian noise and no radius: the private ridge
         if self.alpha == "auto" and self.noise == "gaussian" and self.radius is None:
             return PrivateRidgeRelease.from_budget(self.epsilon, self.delta, data,
-                                                   scaler=self._scaler)
+                                                   scaler=scaler)
         return OutputPerturbationRelease.from_budget(
-            self.epsilon, self.delta, data, scaler=self._scaler, noise=self.noise,
+            self.epsilon, self.delta, data, scaler=scaler, noise=self.noise,
             alpha=self.alpha, radius=self.radius)

@@ -181,6 +181,13 @@ class OutputPerturbationRelease(Release):
             return partial(self.losses, add=True)
         return TwoStageRows(partial(self.row_sensitivity, in_sample=True), self._epsilon)
 
+    @property
+    def kind(self):
+        """With a radius a row's sensitivity is the bound valid whether or not
+        the constraint binds (exact only for rows whose neighbour stays inside
+        the ball): "bound"."""
+        return "exact" if self.radius is None else "bound"
+
     def losses(self, Xs, ys, add=False):
         if not add:
             return self.row_losses()(Xs, ys)

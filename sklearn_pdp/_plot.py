@@ -9,6 +9,9 @@ from ._docstrings import fill_doc
 from ._arrays import compute
 from ._dask import quantiles
 
+# what the axis adds to "per-instance epsilon" for each kind of number
+_KIND_WORDS = {"exact": "", "conditional": ", given the released bounds", "bound": ", at most"}
+
 KINDS = ("box", "violin")
 
 
@@ -69,6 +72,10 @@ class PrivacyLossDisplay:
         alone: ``leverage`` holds the scaled absolute labels.
     estimator_name : str, default=None
         Name of the model, shown in the title of a new figure.
+    pdp_kind : {"exact", "conditional", "bound"}, default="exact"
+        What kind of number each of ``pdp_losses`` is (a report's
+        ``summary_["pdp_kind"]``); the axis says "at most" for a bound and
+        "given the released bounds" for a conditional number.
 
     Attributes
     ----------
@@ -109,7 +116,8 @@ class PrivacyLossDisplay:
     """
 
     def __init__(self, *, pdp_losses, dp_epsilon, dp_delta, delta, dp_over_median=None,
-                 leverage=None, residual=None, mean_only=False, estimator_name=None):
+                 leverage=None, residual=None, mean_only=False, estimator_name=None,
+                 pdp_kind="exact"):
         self.pdp_losses = pdp_losses
         self.dp_epsilon = dp_epsilon
         self.dp_delta = dp_delta
@@ -119,6 +127,7 @@ class PrivacyLossDisplay:
         self.residual = residual
         self.mean_only = mean_only
         self.estimator_name = estimator_name
+        self.pdp_kind = pdp_kind
 
     @classmethod
     @fill_doc
@@ -153,6 +162,7 @@ class PrivacyLossDisplay:
             dp_delta=estimator.dp_delta_, delta=summary["delta"],
             dp_over_median=summary["dp_over_median"], leverage=hat, residual=residual,
             mean_only=mean_only, estimator_name=type(model).__name__,
+            pdp_kind=summary["pdp_kind"],
         ).plot(ax=ax, kind=kind, leverage=leverage)
 
     @fill_doc
@@ -197,11 +207,11 @@ class PrivacyLossDisplay:
             self.distribution_ = ax.boxplot(eps[shown], widths=0.5)
             ax.set_yscale("log")
             _decimal_labels(ax.yaxis)
-            ax.set_ylabel(r"per-instance $\varepsilon$")
+            ax.set_ylabel(self._epsilon_label(r"per-instance $\varepsilon$"))
             to_axis = float
         else:  # a density of the log values: a violin on a log axis distorts
             self.distribution_ = ax.violinplot(np.log10(eps[shown]), showmedians=True)
-            ax.set_ylabel(r"$\log_{10}$ per-instance $\varepsilon$")
+            ax.set_ylabel(self._epsilon_label(r"$\log_{10}$ per-instance $\varepsilon$"))
             to_axis = np.log10
         ax.set_xticks([1], [_row_label(eps, shown)])
         self.dp_line_ = None
@@ -240,8 +250,12 @@ class PrivacyLossDisplay:
         _decimal_labels(ax.yaxis)
         ax.set_xlabel("|label| (scaled to [-1, 1]): the mean's loss depends on it alone"
                       if self.mean_only else "leverage (how unusual the row's features are)")
-        ax.set_ylabel(r"per-instance $\varepsilon$")
+        ax.set_ylabel(self._epsilon_label(r"per-instance $\varepsilon$"))
         self.colorbar_ = ax.figure.colorbar(self.scatter_, ax=ax, label="residual (scaled y)")
+
+    def _epsilon_label(self, label):
+        """The axis label of the per-instance epsilons, with their kind."""
+        return label + _KIND_WORDS[self.pdp_kind]
 
     def _dp_over_median(self):
         if self.dp_over_median is not None:

@@ -320,7 +320,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         return RandomProjectionRelease.dp_guarantee(self.epsilon, self.delta, self.variant)
 
-    def _make_release(self, data):
+    def _make_release(self, data, scaler):
         if self.variant == "paper":
             warnings.warn(
                 "variant='paper' has no differential privacy guarantee: the "
@@ -330,6 +330,6 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
                 stacklevel=5,  # here, _choose_release, fit, its wrapper, the user
             )
         return RandomProjectionRelease.from_budget(
-            self.epsilon, self.delta, data, scaler=self._scaler,
+            self.epsilon, self.delta, data, scaler=scaler,
             n_components=self._resolve_n_components(data.n_samples), variant=self.variant,
         )

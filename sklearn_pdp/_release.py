@@ -64,7 +64,9 @@ class Release(ABC):
     ``(epsilon, delta)``, reported as ``dp_epsilon_``/``dp_delta_``),
     ``alpha`` (the ridge on the slopes; ``inf`` for the label mean alone),
     ``coef`` (the released coefficients, scaled, once :meth:`release` has
-    drawn them) and ``reason`` (why less than asked was released, or None).
+    drawn them), ``reason`` (why less than asked was released, or None) and
+    ``kind`` (what kind of number :meth:`losses` gives: ``"exact"``,
+    ``"conditional"`` or ``"bound"``).
     The names in ``_private`` hold statistics of the private data.
 
     Row statistics are dicts with the keys of
@@ -80,6 +82,10 @@ class Release(ABC):
     data_independent = False
     # attributes holding statistics of the private data (dropped by :meth:`public`)
     _private = ("ridge",)
+    # what each row's loss of :meth:`losses` is: "exact", "conditional" (exact
+    # given released quantities the row cannot influence) or "bound" (a valid
+    # upper bound); for rows of different kinds, the weakest
+    kind = "exact"
 
     def __init__(self, *, scaler, n_samples, delta, guarantee, alpha=0.0, coef=None):
         self.scaler = scaler

@@ -94,7 +94,11 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         every possible person and every data set of this size in the declared
         domain, i.e. ``dp_epsilon_`` at ``dp_delta_``; ``dp_over_median``, the
         ratio of ``dp_epsilon_`` to the median per-instance epsilon (how much
-        the worst-case guarantee overstates the loss of a typical row).
+        the worst-case guarantee overstates the loss of a typical row);
+        ``pdp_kind``, what kind of number each per-instance epsilon is: the
+        estimator's ``pdp_kind_`` (``"exact"``, ``"conditional"``: exact
+        given released quantities the row cannot influence, or ``"bound"``:
+        a valid upper bound), ``"bound"`` once composed with a publication.
     published_ : PublishedReport
         Only with ``publish_epsilon``: the differentially private report,
         safe to pickle and publish (d x d matrices and scalars, no row).
@@ -328,6 +332,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             "dp_delta": self.dp_delta_,
             # 0/0 (no guarantee, no loss) is meaningless: report inf
             "dp_over_median": np.inf if np.isnan(ratio) else float(ratio),
+            # composed with a publication: not claimed exact
+            "pdp_kind": ("bound" if self.publish_epsilon is not None
+                         else self.estimator_.pdp_kind_),
         }
 
     def transform(self, X):

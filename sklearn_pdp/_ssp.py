@@ -179,6 +179,6 @@ class AdaSSPRegressor(PrivateRegressorMixin):
             self.epsilon, self.delta, budget_split=self.budget_split,
             intercept=self.fit_intercept)
 
-    def _make_release(self, data):
-        return AdaSSPRelease.from_budget(self.epsilon, self.delta, data, scaler=self._scaler,
+    def _make_release(self, data, scaler):
+        return AdaSSPRelease.from_budget(self.epsilon, self.delta, data, scaler=scaler,
                                          budget_split=self.budget_split)

@@ -1,4 +1,5 @@
-"""Private tightening of the declared bounds (:doc:`/mechanisms/tightening`).
+"""Private tightening of the declared bounds: the release of the bounds
+(:doc:`/mechanisms/tightening`).
 
 Declared ranges are a schema's (what a value can be); the noise of every
 mechanism scales with them. Before the model, a share of epsilon releases
@@ -7,37 +8,24 @@ exponential mechanism (:mod:`._accounting._exponential`), of the distance
 of the clipped values above a and below b, on a public grid of distances,
 geometric (fine near the data's own end, coarse in a long tail) and
 uniform; for ``data_norm`` one quantile of the row norms. On rows too few
-for all of them, the label's two alone (:func:`label_release`). The model
-is then fitted on the rows clipped to the released ranges, calibrated to
-them, with the rest of the budget.
+for all of them, the label's two alone (:func:`label_release`).
 
 Accounting. The quantiles are independent pure-DP releases: the bounds cost
 the sum of their epsilons, and a row's exact pure loss for all of them is
 the larger of the sums over the releases of its largest log-ratio in each
 direction (each a function of the grid cell it falls in,
-:func:`~._accounting._exponential.quantile_loss_table`). The model stage is
-chosen by the released bounds (adaptive composition); its per-instance loss
-at the released bounds would condition on the draw. Whatever bounds are
-released, the model's rows lie in the unit ball of its privacy domain, so
-its data-independent guarantee bounds every row's loss for every outcome,
-and its cap for a person added (:func:`added_guarantee`) every added row's;
-AdaSSP charges instead its largest per-row loss over the bounds released
-with non-negligible probability (:class:`_BoxRows`), keeping a share of
-delta for the others. A row's loss for the whole release is the sum; with
-the label's range alone released, AdaSSP's is the exact loss of the pair
-(:mod:`._tighten_joint`).
+:func:`~._accounting._exponential.quantile_loss_table`). The model fitted
+on the released bounds, and each row's loss for the whole release, are the
+tightened stage's (:class:`~._stage.TightenedStage`).
 """
 
 import warnings
 
 import numpy as np
-from sklearn.base import clone
 
 from ._accounting._exponential import quantile_log_proba, quantile_loss_table, select
 from ._arrays import is_dask_array, row_norms
 from ._domain import label_range
-from ._tighten_joint import label_alone, label_joint_loss
-from ._validation import noise_generator
 from .exceptions import BoundsWarning
 
 # Share of epsilon spent on the bounds by default (chosen on the utility
@@ -369,224 +357,3 @@ def released_bounds(drawn, resolved):
         "bounds_X": resolved[1] if bounds_X is None else bounds_X,
         "y_bound": resolved[2] if y_bound is None else y_bound,
     }
-
-
-def fit_tightened(estimator, X, y):
-    """``fit`` with the bounds tightened first, or False when it does not apply.
-
-    Releases the bounds with a share of epsilon, fits a copy of the
-    estimator on the released bounds with the rest (drawing from the same
-    random stream), and takes its fitted state; ``dp_epsilon_`` and
-    ``pdp_losses_`` then cover both stages.
-    """
-    if not tightening_on(estimator):
-        return False
-    # stack: resolve_bounds, fit_tightened, fit, fit wrapper, the user's call
-    resolved = estimator.resolve_bounds(X, y, stacklevel=5)
-    release = plan_release(estimator, resolved, X.shape[0], estimator.epsilon, estimator.delta)
-    if release is None:
-        return False
-    release.fit(X, y)
-    rng = noise_generator(estimator.random_state)
-    model_epsilon = remaining_epsilon(estimator.epsilon, release.epsilon)
-    event = release.event_
-    model = clone(estimator).set_params(
-        epsilon=model_epsilon, tighten_bounds=False, delta=estimator.delta - event,
-        **released_bounds(release.draw(rng), resolved),
-    )
-    model.set_params(random_state=rng)
-    with warnings.catch_warnings():
-        # the released bounds clip the tails by design (up to 2 _MAX_LEVEL)
-        warnings.simplefilter("ignore", BoundsWarning)
-        model.fit(X, y)
-    params = estimator.get_params(deep=False)
-    for name in [k for k in vars(estimator) if k not in params]:
-        delattr(estimator, name)
-    vars(estimator).update({k: v for k, v in vars(model).items() if k not in params})
-    estimator.declared_bounds_ = resolved
-    estimator.bounds_release_ = release
-    estimator.bounds_epsilon_ = release.epsilon
-    estimator.model_epsilon_ = model.dp_epsilon_
-    estimator.dp_epsilon_ = release.epsilon + model.dp_epsilon_
-    estimator.dp_delta_ = model.dp_delta_ + event
-    rows = box_rows(release, model, X)
-    if rows is not None:
-        release.model_rows_ = rows
-    estimator.pdp_losses_ = whole_loss(estimator, X, y, add=False)
-    return True
-
-
-def whole_loss(estimator, X, y, add):
-    """Each row's loss for the whole release: the bounds' exact pure loss
-    plus the model's part (:func:`model_loss`); for AdaSSP on the label's
-    range alone and a row with its label, the exact loss of the pair where
-    smaller (:func:`~._tighten_joint.label_joint_loss`)."""
-    release = estimator.bounds_release_
-    total = release.row_epsilon(X, y, add=add) + model_loss(estimator, X, y, add)
-    if y is None or getattr(release, "model_rows_", None) is None or not label_alone(release):
-        return total
-    if is_dask_array(X):
-        joint = X.map_blocks(lambda b, yb: label_joint_loss(estimator, b, yb[:, 0], add),
-                             y[:, None], drop_axis=1, dtype=np.float64)
-    else:
-        joint = label_joint_loss(estimator, X, y, add)
-    return np.minimum(total, joint)
-
-
-def model_loss(estimator, X, y, add):
-    """The model stage's part of each row's loss: its guarantee for a
-    training row and its cap for a row added (:func:`added_guarantee`), or
-    for a model whose release has ``box_epsilon`` (AdaSSP) its largest
-    per-row loss over the plausible released bounds (at the model's delta;
-    the bounds fall outside them with probability at most the rest of delta)."""
-    rows = getattr(estimator.bounds_release_, "model_rows_", None)
-    if rows is None:
-        return added_guarantee(estimator.release_) if add else estimator.model_epsilon_
-    if is_dask_array(X):
-        if y is None:
-            return X.map_blocks(lambda b: model_loss(estimator, b, None, add),
-                                drop_axis=1, dtype=np.float64)
-        return X.map_blocks(lambda b, yb: model_loss(estimator, b, yb[:, 0], add),
-                            y[:, None], drop_axis=1, dtype=np.float64)
-    return bounded_loss(estimator, rows, X, y, add,
-                        estimator.delta - estimator.bounds_release_.event_,
-                        estimator.model_epsilon_)
-
-
-def added_guarantee(release):
-    """The largest loss, at the release's delta, of a person added to the n
-    rows it was calibrated for, over every data set and row of the domain
-    (so whatever bounds were released): its ``cap_epsilon``, the removal
-    guarantee where that covers additions (:doc:`/mechanisms/tightening`)."""
-    if not np.isfinite(release.guarantee[0]):
-        return release.guarantee[0]
-    return float(release.cap_epsilon(release.delta))
-
-
-def guarantee_cap(estimator):
-    """The largest loss at ``delta`` of a person removed from a fitted
-    estimator's training rows or added to them, over every data set of the
-    domain and every bound its release could produce: its guarantee, and
-    for a person added the model's cap for an addition
-    (:func:`added_guarantee`), with the bounds' pure guarantee if it
-    tightened them. A function of public quantities only; AdaSSP's charge
-    over the plausible bounds (:func:`bounded_loss`) is at most it, since
-    every scaled row it bounds lies in the unit ball."""
-    if tightened(estimator):
-        return estimator.bounds_epsilon_ + max(estimator.model_epsilon_,
-                                               added_guarantee(estimator.release_))
-    return max(float(estimator.dp_epsilon_), added_guarantee(estimator.release_))
-
-
-def charged_loss(model, rows, X, y, add):
-    """A fit on released bounds: each row's model loss valid for every
-    released bound, at the model's delta: AdaSSP's largest over the
-    plausible bounds (``rows``, :func:`bounded_loss`), else the guarantee
-    for a training row and :func:`guarantee_cap` for one added (with the
-    model's own bounds' guarantee where it tightened them again)."""
-    if rows is not None:
-        return bounded_loss(model, rows, X, y, add, model.delta, model.dp_epsilon_)
-    return guarantee_cap(model) if add else model.dp_epsilon_
-
-
-def box_rows(release, model, X):
-    """The :class:`_BoxRows` of a ``model`` fitted on bounds drawn from
-    ``release`` (its training rows ``X``), or None when the model charges
-    its guarantee (no ``box_epsilon``, no share of delta kept, mean only,
-    or bounds it tightened itself: a search's grid may set ``tighten_bounds``)."""
-    if not (hasattr(getattr(model, "release_", None), "box_epsilon") and release.event_) or (
-            model.mean_only_ or tightened(model)):
-        return None
-    return _BoxRows(release, release.plausible(release.event_), model.domain_scaler()).fit(X)
-
-
-def bounded_loss(model, rows, X, y, add, delta, guarantee):
-    """A row's largest loss for ``model`` at ``delta`` over the plausible
-    released bounds of ``rows`` (:class:`_BoxRows`), capped at ``guarantee``
-    for a training row; not for an added one (``add``), whose row can move
-    the release more than the noise was sized for (AdaSSP's eigenvalue)."""
-    Z, ys, eigen2 = rows.bound(X, y, add)
-    eps = model.release_.box_epsilon(Z, ys, eigen2, delta)
-    return eps if add else np.minimum(eps, guarantee)
-
-
-class _BoxRows:
-    """Upper bounds on a row's scaled entries, label and eigenvalue change
-    that hold for every released bound within the plausible ranges."""
-
-    def __init__(self, release, ranges, scaler):
-        self.release = release
-        self.scaler = scaler  # the model's: for the ranges not tightened
-        self.intercept = scaler.fit_intercept
-        data_norm, bounds_X, y_bound = release.declared
-        self.norm_min = None
-        if bounds_X is None and data_norm is not None:
-            self.norm_min = ranges[0][0]
-        self.lo, self.hi, self.cross = release.box(ranges) if (
-            bounds_X is not None or y_bound is not None) else (None, None, None)
-        self.n_features = None if bounds_X is None else bounds_X[0].shape[0]
-
-    @staticmethod
-    def _magnitude(V, lo, hi, cross):
-        """max over the two corners of |clip(v, lo, hi) - mid| / half."""
-        out = np.zeros(V.shape)
-        for a, b in zip(lo, hi):
-            out = np.maximum(out, np.abs(np.clip(V, a, b) - 0.5 * (a + b)) / (0.5 * (b - a)))
-        return np.where(cross, 1.0, out)
-
-    def _entries(self, X, y):
-        """|z| bounds of the feature entries (scaled, unit ball) and |y_s|."""
-        ys = None
-        d = X.shape[1]
-        if self.n_features is not None:
-            Z = self._magnitude(X, self.lo[:, :d], self.hi[:, :d], self.cross[:d]) / np.sqrt(d)
-        elif self.norm_min is not None:  # |x_j| / max(c, ||x||) falls with c
-            Z = np.abs(X) / np.maximum(self.norm_min, row_norms(X))[:, None]
-        elif is_dask_array(X):  # the features' declared bounds, not tightened
-            Z = X.map_blocks(lambda b: np.abs(self.scaler.scale(b)[:, :d]), dtype=np.float64)
-        else:
-            Z = np.abs(self.scaler.scale(X)[:, :d])
-        if y is not None and self.release.declared[2] is not None:
-            ys = self._magnitude(y, self.lo[:, -1], self.hi[:, -1], self.cross[-1])
-        return Z, ys
-
-    def fit(self, X):
-        """Record the mean of the entries' bounds over the training rows."""
-        Z, _ = self._entries(X, None)
-        self.mean = Z.mean(axis=0) if not is_dask_array(Z) else Z.mean(axis=0).compute()
-        self.n = X.shape[0]
-        return self
-
-    def bound(self, X, y, add):
-        """``(Z, ys, eigen2)`` for :meth:`~sklearn_pdp._ssp_release.AdaSSPRelease.box_epsilon`."""
-        Z, ys = self._entries(X, y)
-        if y is not None and ys is None:  # the label range was not tightened
-            ys = np.abs(self.scaler.scale_labels(y))
-        if self.intercept:
-            # rank-one change n/(n -+ 1) ||z - z_bar||^2 (Weyl), with
-            # |z_j - z_bar_j| <= |z_j| + mean |z_j| for every released bound
-            gap = np.einsum("ij,ij->i", Z + self.mean, Z + self.mean)
-            eigen = gap * self.n / (self.n + 1 if add else max(self.n - 1, 1))
-            Z = np.column_stack([Z, np.ones(Z.shape[0])])
-        else:
-            eigen = np.einsum("ij,ij->i", Z, Z)
-        return Z, ys, eigen**2
-
-
-def tightened(estimator):
-    """Whether the fitted estimator released tightened bounds."""
-    return hasattr(estimator, "bounds_release_")
-
-
-def target_epsilon(estimator, X, y):
-    """:meth:`pdp_epsilon` of a tightened fit: the loss of adding each row
-    (:func:`whole_loss`)."""
-    return whole_loss(estimator, X, y, add=True)
-
-
-def clip_rows(estimator, X):
-    """``X`` clipped to the released bounds of a tightened fit (as is otherwise)."""
-    if not tightened(estimator):
-        return X
-    clip = estimator.domain_scaler().clip
-    return X.map_blocks(clip, dtype=np.float64) if is_dask_array(X) else clip(X)

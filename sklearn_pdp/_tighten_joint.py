@@ -102,17 +102,17 @@ class LabelMixture:
         return out
 
 
-def label_joint_loss(estimator, X, y, add):
+def label_joint_loss(stage, X, y, add):
     """The exact loss of each row (labels ``y``) for a fit of AdaSSP on a
-    released label range: removed from the training rows, or added
-    (``add``)."""
-    release = estimator.bounds_release_
+    released label range (a :class:`~._stage.TightenedStage` with its model
+    fitted): removed from the training rows, or added (``add``)."""
+    release = stage.bounds_release
     mixture = getattr(release, "mixture_", None)
     if mixture is None:
-        mixture = release.mixture_ = LabelMixture(release, estimator.delta)
-    Xs = estimator.domain_scaler().scale(X)
-    model = estimator.release_
+        mixture = release.mixture_ = LabelMixture(release, stage.delta)
+    Xs = stage.scaler.scale(X)
+    model = stage.release
     r0 = model.row_ratio(Xs, np.zeros(X.shape[0]), add)
     r1 = model.row_ratio(Xs, np.ones(X.shape[0]), add)
     return mixture.epsilon(r0, r1, np.asarray(y, dtype=float), release.cells(X, y),
-                           estimator.delta, add)
+                           stage.delta, add)

@@ -419,8 +419,7 @@ def test_bounds_read_from_the_data_are_reported(tmp_path):
     assert report["curator_only"]["read_from_data"] == ["data_norm", "y_bound"]
     # said once, in read_from_data, not again among the fit's warnings
     assert not any("was not given" in w for w in report["curator_only"]["warnings"])
-    # once each, also when the fit resolves them twice (tightening that
-    # finds nothing declared to tighten)
+    # once each, also with tightening that finds nothing declared to tighten
     text = _flat(_run(str(path), "--target", "label", "--tighten-bounds").stdout)
     assert "note : data_norm, y_bound read from the data:" in text
     # the undeclared bound alone; another leak (a large delta) is still a warning

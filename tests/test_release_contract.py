@@ -373,7 +373,7 @@ def _release_on(est, X, y, n_samples):
     data = _PublicSize(scaled_data(X, y, est.domain_scaler()), n_samples)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FallbackWarning)
-        return est._choose_release(data)
+        return est._choose_release(data, est.domain_scaler())
 
 
 def _whole_draws(release, rng, size):

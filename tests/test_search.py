@@ -309,9 +309,9 @@ class _BudgetRegressor(PrivateRegressorMixin):
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         return self.epsilon, self.delta
 
-    def _make_release(self, data):
+    def _make_release(self, data, scaler):
         return _BudgetRelease.from_budget(self.epsilon, self.delta, data,
-                                          scaler=self._scaler, alpha=self.alpha)
+                                          scaler=scaler, alpha=self.alpha)
 
 
 class _BudgetRelease(Release):

@@ -19,14 +19,8 @@ from sklearn_pdp.exceptions import BoundsWarning, FallbackWarning
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp._guarantee_law import GuaranteeLaw
 from sklearn_pdp._tighten_joint import label_alone, label_joint_loss
-from sklearn_pdp._tighten import (
-    BoundsRelease,
-    added_guarantee,
-    bounded_loss,
-    charged_loss,
-    guarantee_cap,
-    model_loss,
-)
+from sklearn_pdp._tighten import BoundsRelease
+from sklearn_pdp._stage import added_guarantee, bounded_loss, charged_loss
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 
@@ -172,7 +166,7 @@ def test_adassp_tightened_accounting_and_predictions():
     assert est.y_bound_[1] - est.y_bound_[0] < 100.0
     # the loss of the whole release: the bounds' exact one plus the model's
     # largest over the plausible released bounds
-    model_part = model_loss(est, X, y, add=False)
+    model_part = est.domain_stage().model_loss(X, y, add=False)
     assert np.all(model_part <= est.model_epsilon_)
     assert np.allclose(est.pdp_losses_, rel.row_epsilon(X, y) + model_part)
     assert est.dp_delta_ == 1e-6
@@ -191,7 +185,7 @@ def test_adassp_tightened_accounting_and_predictions():
     # targets: the bounds' loss of adding them plus the model's guarantee
     targets = est.pdp_epsilon(X[:20], y[:20])
     assert np.allclose(targets, rel.row_epsilon(X[:20], y[:20], add=True)
-                       + model_loss(est, X[:20], y[:20], add=True))
+                       + est.domain_stage().model_loss(X[:20], y[:20], add=True))
     assert np.all(est.pdp_epsilon(X[:20]) >= targets - 1e-12)
 
 
@@ -317,7 +311,7 @@ def test_search_tightens_once_inside_its_budget(cls, grid, refit):
             assert part.min() < part.max() <= max(f.dp_epsilon_ for f in search._full_fits)
             rows = search.release_.box_rows
             assert np.allclose(part, np.max([bounded_loss(
-                f, r, X, y, False, f.delta, f.dp_epsilon_) for f, r in zip(
+                f.release_, r, X, y, False, f.delta, f.dp_epsilon_) for f, r in zip(
                     search._full_fits, rows)], axis=0))
         else:
             assert np.allclose(part, max(f.dp_epsilon_ for f in search._full_fits))
@@ -414,7 +408,7 @@ def test_search_tightens_data_norm_and_chooses_without_data(tighten_any_size):
     # mean-only fits (too little data for slopes) charge their guarantee
     assert any(r is None for r in small.release_.box_rows)
     model = np.max([np.full(60, f.dp_epsilon_) if r is None else bounded_loss(
-        f, r, X[:60], y[:60], False, f.delta, f.dp_epsilon_)
+        f.release_, r, X[:60], y[:60], False, f.delta, f.dp_epsilon_)
         for f, r in zip(small._full_fits, small.release_.box_rows)], axis=0)
     assert np.allclose(small.pdp_losses_,
                        small.bounds_release_.row_epsilon(X[:60], y[:60]) + model)
@@ -440,7 +434,7 @@ def test_dask_input_gives_the_same_release():
     # published: the same public bound, the losses lazy and the fit's
     report = _publish_once(AdaSSPRegressor(**params), da.from_array(X, chunks=1000),
                            da.from_array(y, chunks=1000))
-    assert report.published_.cap_epsilon == guarantee_cap(mem)
+    assert report.published_.cap_epsilon == mem.domain_stage().cap()
     assert np.allclose(report.pdp_losses_.compute(), mem.pdp_losses_)
 
 
@@ -554,7 +548,7 @@ def _check_published_guarantee(report, X, y, people, cap):
 def test_published_report_of_a_tightened_fit_is_its_guarantee(cls, params):
     """A tightened fit publishes one public number for everyone: the largest
     loss of a person removed or added over every data set of the domain and
-    every released bound (:func:`guarantee_cap`). It covers the exact losses
+    every released bound (the stage's ``cap``). It covers the exact losses
     of the training rows and of persons added at the declared domain's
     corners, spends nothing of publish_epsilon, warns once and is the same
     for every random_state."""
@@ -567,7 +561,7 @@ def test_published_report_of_a_tightened_fit_is_its_guarantee(cls, params):
         fit = report.estimator_
         # the bounds' pure guarantee, and the model's cap for an addition
         cap = fit.bounds_epsilon_ + max(fit.model_epsilon_, added_guarantee(fit.release_))
-        assert guarantee_cap(fit) == cap
+        assert fit.domain_stage().cap() == cap
         _check_published_guarantee(report, X, y, people, cap)
         caps.append((cap, report.published_.summary, report.dp_epsilon_))
     assert caps[0] == caps[1]
@@ -581,7 +575,7 @@ def test_published_report_of_a_tightened_search_is_its_guarantee(cls, grid, refi
     largest loss of a record removed or added, stage by stage: the bounds'
     guarantee, the search's (its candidates' over the part sizes of n and
     n + 1 records, or the selection's epsilon) and its fits' on all the
-    data (:func:`guarantee_cap`)."""
+    data (each stage's ``cap``)."""
     X, y, declared = _domain_data(6000)
     people = _people(X.shape[1], np.random.RandomState(2))
     caps = []
@@ -594,7 +588,7 @@ def test_published_report_of_a_tightened_search_is_its_guarantee(cls, grid, refi
         parts = [fitted._training_guarantee(fitted._part_fits, m, d)[0] for m in (n, n + 1)]
         cap = fitted.bounds_epsilon_ + max(*parts, fitted.selection_epsilon_)
         if refit:
-            cap += max(guarantee_cap(f) for f in fitted._full_fits)
+            cap += max(f.domain_stage().cap() for f in fitted._full_fits)
         assert release.guarantee_cap() == pytest.approx(cap, rel=1e-12)
         _check_published_guarantee(report, X, y, people, release.guarantee_cap())
         caps.append((release.guarantee_cap(), fitted.dp_epsilon_))
@@ -676,13 +670,13 @@ def test_adassp_model_part_bounds_every_plausible_release(declare):
     rel = est.bounds_release_
     assert rel.event_ == pytest.approx(1e-7)
     ranges = rel.plausible(rel.event_)
-    charged = model_loss(est, X, y, add=False)
+    charged = est.domain_stage().model_loss(X, y, add=False)
     assert np.all(charged <= est.model_epsilon_)
     assert np.ptp(charged) > 0.05  # not the guarantee for everyone
     assert np.allclose(est.pdp_losses_, rel.row_epsilon(X, y) + charged)
     targets = X[:30] * np.linspace(0.5, 2.0, 30)[:, None]
-    charged_add = model_loss(est, targets, y[:30], add=True)
-    charged_worst = model_loss(est, targets, None, add=True)
+    charged_add = est.domain_stage().model_loss(targets, y[:30], add=True)
+    charged_worst = est.domain_stage().model_loss(targets, None, add=True)
     ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
     rng = np.random.RandomState(0)
     for trial in range(6):
@@ -829,7 +823,7 @@ def test_label_alone_where_the_ranges_are_too_many():
     assert est.y_bound_[1] - est.y_bound_[0] < 150.0
     assert est.dp_epsilon_ <= 0.75 and est.dp_delta_ == 1e-6
     assert est.dp_epsilon_ == pytest.approx(est.bounds_epsilon_ + est.model_epsilon_)
-    model_part = model_loss(est, X, y, add=False)
+    model_part = est.domain_stage().model_loss(X, y, add=False)
     assert np.all(model_part <= est.model_epsilon_) and np.ptp(model_part) > 0
     # the exact loss of the whole release (test_label_alone_adassp_loss_is_the_exact_mixture)
     # is below the ends' worst log-ratio plus the model's worst over the plausible ends
@@ -869,10 +863,10 @@ def test_label_alone_adassp_model_part_bounds_every_plausible_release():
                           tighten_bounds="auto", random_state=0).fit(X, y)
     rel = est.bounds_release_
     ranges = rel.plausible(rel.event_)
-    charged = model_loss(est, X, y, add=False)
+    charged = est.domain_stage().model_loss(X, y, add=False)
     targets = X[:30] * np.linspace(0.5, 2.0, 30)[:, None]
-    charged_add = model_loss(est, targets, y[:30], add=True)
-    charged_worst = model_loss(est, targets, None, add=True)
+    charged_add = est.domain_stage().model_loss(targets, y[:30], add=True)
+    charged_worst = est.domain_stage().model_loss(targets, None, add=True)
     ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
     inside = [np.flatnonzero((ends[k] >= ranges[k, 0]) & (ends[k] <= ranges[k, 1]))
               for k in range(2)]
@@ -915,7 +909,7 @@ def test_label_alone_adassp_loss_is_the_exact_mixture(add):
     else:
         rows_X, rows_y = X[:3], y[:3]
         reported = est.pdp_losses_[:3]
-    assert np.allclose(label_joint_loss(est, rows_X, rows_y, add), reported, rtol=1e-12)
+    assert np.allclose(label_joint_loss(est.domain_stage(), rows_X, rows_y, add), reported, rtol=1e-12)
     ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
     low, high = y_bound
     # the model's ratio at ends b from refits at b, on a sample of pairs: a
@@ -961,8 +955,8 @@ def test_label_alone_adassp_loss_is_the_exact_mixture(add):
         assert joint(reported[i] - 1e-4) > delta
         # the former charge (the ends' worst log-ratio plus the model's worst
         # over the plausible ends) is larger
-        former = rel.row_epsilon(rows_X[i: i + 1], rows_y[i: i + 1], add=add) + model_loss(
-            est, rows_X[i: i + 1], rows_y[i: i + 1], add=add)
+        row = rows_X[i: i + 1], rows_y[i: i + 1]
+        former = rel.row_epsilon(*row, add=add) + est.domain_stage().model_loss(*row, add=add)
         assert reported[i] < former[0] - 0.01
 
 

@@ -8,7 +8,7 @@ from functools import reduce
 
 import numpy as np
 
-from .. import _tighten
+from .._stage import charged_loss
 from .._release import Release
 from ._selection import SIZE_SHARE, selection_epsilon, training_guarantee
 
@@ -72,7 +72,7 @@ class SearchRelease(Release):
         self.part_fits, self.full_fits = list(part_fits), list(full_fits)
         self.bounds_release = bounds_release
         self.tightened = bounds_release is not None
-        self.box_rows = ([_tighten.box_rows(bounds_release, est, X) for est in full_fits]
+        self.box_rows = ([est.domain_stage().box_rows(bounds_release, X) for est in full_fits]
                          if self.tightened and full_fits else None)
         self.n_features = int(n_features)
         self.part_size_failure = float(size_failure)
@@ -157,7 +157,7 @@ class SearchRelease(Release):
     def _full_fit_losses(self, X, y, add):
         """Per record, the largest of the fits on all the data: their exact
         losses, or with tightened bounds one valid for every released bound
-        (:func:`~sklearn_pdp._tighten.charged_loss`)."""
+        (:func:`~sklearn_pdp._stage.charged_loss`)."""
         if not (add or self.tightened) and X.shape[0] != self.n_samples:
             raise ValueError(
                 "The losses of training rows are those of the search's data "
@@ -167,7 +167,7 @@ class SearchRelease(Release):
                 est.pdp_epsilon(X, y) if add else est.pdp_losses_ for est in self.full_fits))
         out = np.zeros(X.shape[0])
         for est, rows in zip(self.full_fits, self.box_rows):
-            out = np.maximum(out, _tighten.charged_loss(est, rows, X, y, add))
+            out = np.maximum(out, charged_loss(est, rows, X, y, add))
         return out
 
     def losses(self, Xs, ys, add=False):
@@ -190,11 +190,11 @@ class SearchRelease(Release):
         draw (the parts, the bounds, the fits): the stages' largest, each
         for a removal or an addition (the selection bound is at most its
         epsilon, each fit on all the data at most
-        :func:`~sklearn_pdp._tighten.guarantee_cap`), composed. A function
+        :meth:`~sklearn_pdp._stage.DeclaredStage.cap`), composed. A function
         of public quantities only."""
         total = 0.0
         if self.full_fits:
-            total = max(_tighten.guarantee_cap(est) for est in self.full_fits)
+            total = max(est.domain_stage().cap() for est in self.full_fits)
         if self.part_fits:
             total += max(self.selection, self.part_epsilon, self.added_part_epsilon())
         if self.tightened:

@@ -160,6 +160,9 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
         the row's selection bound, plus, with ``refit``, the largest over the
         candidates of their exact per-instance loss of the row on all the
         data (derivation in :doc:`/mechanisms/tuning`).
+    pdp_kind_ : str
+        ``"bound"``: each of ``pdp_losses_`` is an upper bound (the
+        estimator's ``pdp_kind_`` vocabulary).
     pdp_delta_ : float
         The delta of ``pdp_losses_`` and :meth:`pdp_epsilon`: ``dp_delta_``.
     dp_epsilon_ : float
@@ -491,6 +494,7 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
         self.dp_epsilon_, self.dp_delta_ = release.guarantee
         self.pdp_delta_ = self.dp_delta_
         self.pdp_losses_ = release.losses(X, y)
+        self.pdp_kind_ = "bound"  # the stages' terms add up (and a max over candidates)
 
     def _emit_fit_warnings(self, stacklevel):
         """Emit the candidates' warnings collected by :meth:`_fit_candidates`."""
