@@ -27,7 +27,7 @@ from ._domain import DomainScaler, bound_params, read_from_data, resolve_bounds
 from ._dask import scaled_data
 from ._fallback import FallbackMixin
 from ._stage import resolve_stage
-from ._validation import noise_generator, validate_rows, warn_large_delta
+from ._validation import noise_generator, refuse_fit_params, validate_rows, warn_large_delta
 from .exceptions import FallbackWarning
 
 # fitted attributes that validation sets before a fit's others are cleared
@@ -280,7 +280,7 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         return resolve_bounds(X, y, **bound_params(self), stacklevel=stacklevel)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, **fit_params):
         """Fit the private model.
 
         Parameters
@@ -292,6 +292,9 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
             a lazy Dask array with its row chunks.
         y : array-like or dask array of shape (n_samples,)
             Targets. Values beyond ``y_bound`` are clipped (on a copy).
+        **fit_params : dict
+            Refused with why, ``sample_weight`` too: the guarantee and the
+            per-instance losses assume that every row counts once.
 
         Returns
         -------
@@ -311,6 +314,7 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
             When a bound is read from the data, or when ``delta >= 1 /
             n_samples`` (a guarantee that permits publishing a whole record).
         """
+        refuse_fit_params(self, fit_params)
         X, y = validate_rows(self, X, y, reset=True)
         rng = noise_generator(self.random_state)
         # the domain: declared, or tightened (its bounds drawn first from rng)

@@ -29,11 +29,9 @@ from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp import (
     FallbackWarning,
     OutputPerturbationRegressor,
-    PDPReport,
     PrivacyLeakWarning,
     config_context,
 )
-from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 from .conftest import unbounded_data
 from .test_common import ESTIMATORS
@@ -166,13 +164,8 @@ def test_invalid_data_gives_a_clear_error(estimator, case):
         _configured(estimator).fit(X, y)
 
 
-# the estimators whose fit takes **fit_params (the regressors' fit is
-# PrivateRegressorMixin's, rewritten elsewhere: it adds them next)
-REFUSING = [e for e in ESTIMATORS if isinstance(e, (PDPReport, PrivateGridSearchCV))]
-
-
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
-@pytest.mark.parametrize("estimator", REFUSING, ids=_name)
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_name)
 def test_sample_weight_is_refused_with_why(estimator):
     """Weights would change every row's sensitivity: refused by name and
     reason, directly and through a Pipeline (which passes fit parameters

@@ -202,15 +202,7 @@ def pdp_kind(report):
     """What kind of number a fitted report's per-instance epsilons are:
     ``"exact"``, ``"conditional"`` (exact given released quantities the row
     cannot influence) or ``"bound"`` (a valid upper bound)."""
-    fitted = report.estimator_
-    kind = report.summary_.get("pdp_kind", getattr(fitted, "pdp_kind_", None))
-    if kind is not None:
-        return kind
-    # FALLBACK while no estimator sets pdp_kind_ (drop it once they do):
-    # tightened bounds, a ball constraint and a publication give bounds
-    bound = (hasattr(fitted, "bounds_release_") or getattr(fitted, "radius", None) is not None
-             or report.publish_epsilon is not None)
-    return "bound" if bound else "exact"
+    return report.summary_["pdp_kind"]
 
 
 def _check_ledger(args):
