@@ -63,8 +63,9 @@ pytestmark = pytest.mark.xdist_group("dask")
 
 @pytest.fixture(scope="module")
 def client():
+    # dashboard on a free port: None still binds 8787 and warns when it is taken
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as cluster, distributed.Client(cluster) as client:
         yield client
 
