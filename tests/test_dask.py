@@ -27,9 +27,9 @@ from sklearn_pdp._dask import quantiles  # noqa: E402
 from sklearn_pdp._registry import REGRESSORS  # noqa: E402
 from sklearn_pdp.model_selection import PrivateGridSearchCV  # noqa: E402
 
-N, D = 240_000, 5
+N, D = 24_000, 5
 # irregular row chunks (and columns split in two) exercise the block offsets
-ROW_CHUNKS = (5_000, 13_000, 1, 21_999) + (10_000,) * 20
+ROW_CHUNKS = (500, 1_300, 1, 2_199) + (1_000,) * 20
 BOUNDS = {"data_norm": 4.0, "y_bound": 5.0}
 # coef_ depends on the data only through d x d statistics: equal to rounding
 COEF_RTOL = 1e-10
@@ -55,10 +55,17 @@ ESTIMATORS = [
 TARGET_CHECKED = [OPSRegressor, AdaOPSRegressor, AdaSSPRegressor, ObjPertRegressor]
 
 
+# one cluster for the module, on one test process of a parallel run (the
+# xdist_group mark, with --dist loadgroup): a cluster per process would
+# start two more worker processes on a small machine
+pytestmark = pytest.mark.xdist_group("dask")
+
+
 @pytest.fixture(scope="module")
 def client():
+    # dashboard on a free port: None still binds 8787 and warns when it is taken
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as cluster, distributed.Client(cluster) as client:
         yield client
 
@@ -101,11 +108,11 @@ def test_fit_matches_in_memory(client, data, est):
 def test_pdp_epsilon_of_dask_targets(client, data, est):
     X, y, Xd, yd = data
     fit = est.__class__(**est.get_params()).set_params(random_state=1).fit(X[:2000], y[:2000])
-    for labels, dask_labels in ((None, None), (y[:30_000], yd[:30_000])):
-        lazy = fit.pdp_epsilon(Xd[:30_000], dask_labels)
+    for labels, dask_labels in ((None, None), (y[:3_000], yd[:3_000])):
+        lazy = fit.pdp_epsilon(Xd[:3_000], dask_labels)
         assert isinstance(lazy, da.Array)
         # equal up to BLAS blocking, which depends on the chunk boundaries
-        assert_allclose(lazy.compute(), fit.pdp_epsilon(X[:30_000], labels), **LOSS_TOL)
+        assert_allclose(lazy.compute(), fit.pdp_epsilon(X[:3_000], labels), **LOSS_TOL)
 
 
 def test_random_projection_sketch_does_not_depend_on_chunking(client, data):
@@ -114,7 +121,7 @@ def test_random_projection_sketch_does_not_depend_on_chunking(client, data):
     _, _, Xd, yd = data
     est = RandomProjectionRegressor(n_components=40, random_state=3, **BOUNDS)
     sketches = [est.fit(Xd, yd).sketch_]
-    for chunks in (50_000, 4_099):
+    for chunks in (5_000, 409):
         sketches.append(est.fit(Xd.rechunk((chunks, D)), yd.rechunk(chunks)).sketch_)
     for other in sketches[1:]:
         assert_allclose(other, sketches[0], rtol=1e-12, atol=1e-12)
@@ -135,9 +142,9 @@ def test_report_summary_matches_in_memory(client, data):
         else:
             expected = pytest.approx(value, rel=LOSS_TOL["rtol"], abs=LOSS_TOL["atol"])
             assert report.summary_[key] == expected, key
-    out = report.transform(Xd[:5000])
+    out = report.transform(Xd[:500])
     assert isinstance(out, da.Array)
-    assert_allclose(out.compute(), ref.transform(X[:5000]), **LOSS_TOL)
+    assert_allclose(out.compute(), ref.transform(X[:500]), **LOSS_TOL)
 
 
 def test_bounds_read_from_dask_data_warn(client, data):
@@ -150,19 +157,19 @@ def test_bounds_read_from_dask_data_warn(client, data):
 def test_lazy_losses_belong_to_their_fit(client, data):
     X, y, Xd, yd = data
     est = OPSRegressor(random_state=0, **BOUNDS)
-    lazy = est.fit(Xd[:20_000], yd[:20_000]).pdp_losses_
-    est.set_params(delta=1e-2, epsilon=None, gamma=1e3, alpha=1.0).fit(Xd[:30_000], yd[:30_000])
-    ref = OPSRegressor(random_state=0, **BOUNDS).fit(X[:20_000], y[:20_000])
+    lazy = est.fit(Xd[:2_000], yd[:2_000]).pdp_losses_
+    est.set_params(delta=1e-2, epsilon=None, gamma=1e3, alpha=1.0).fit(Xd[:3_000], yd[:3_000])
+    ref = OPSRegressor(random_state=0, **BOUNDS).fit(X[:2_000], y[:2_000])
     assert_allclose(lazy.compute(), ref.pdp_losses_, **LOSS_TOL)
 
 
 def test_bad_dask_input_is_a_clear_error(client, data):
     X, _, Xd, yd = data
     est = OPSRegressor(**BOUNDS)
-    bad = X[:50_000].copy()
-    bad[41_234, 2] = np.nan
+    bad = X[:5_000].copy()
+    bad[4_123, 2] = np.nan
     with pytest.raises(ValueError, match="NaN or infinity"):
-        est.fit(da.from_array(bad, chunks=5_000), yd[:50_000])
+        est.fit(da.from_array(bad, chunks=500), yd[:5_000])
     with pytest.raises(ValueError, match="unknown chunk sizes"):
         est.fit(Xd[Xd[:, 0] > 0], yd[Xd[:, 0] > 0])
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
