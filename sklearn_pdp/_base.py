@@ -33,6 +33,7 @@ from ._domain import (
     warn_clipping,
 )
 from ._dask import scaled_data
+from ._schema import Schema, estimator_layout
 from ._fallback import MEAN_ONLY_RATE, InfeasibleBudget, fallback_reason, mean_only_size
 from ._validation import noise_generator, validate_rows, warn_large_delta
 from .exceptions import FallbackWarning, PrivacyLeakWarning
@@ -63,6 +64,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         "data_norm": [Interval(Real, 0, None, closed="neither"), None],
         "bounds_X": ["array-like", None],
         "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
+        "schema": [Schema, None],
         "fit_intercept": ["boolean"],
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
@@ -275,6 +277,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         y_bound : float or tuple (low, high)
             The label range.
         """
+        estimator_layout(self, X.shape[1])  # a schema's own error first
         return resolve_bounds(X, y, **bound_params(self), stacklevel=stacklevel)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -317,7 +320,8 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         self.data_norm_, self.bounds_X_, self.y_bound_ = self.resolve_bounds(X, y)
         warn_large_delta(getattr(self, "delta", None), X.shape[0], stacklevel=3)
         self._scaler = DomainScaler(
-            self.data_norm_, self.y_bound_, self.fit_intercept, self.bounds_X_
+            self.data_norm_, self.y_bound_, self.fit_intercept, self.bounds_X_,
+            layout=estimator_layout(self, X.shape[1]),
         )
         data = scaled_data(X, y, self._scaler, self.n_jobs)
         # a refit must not keep the previous fit's state (mechanism attributes)

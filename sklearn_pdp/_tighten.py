@@ -36,6 +36,7 @@ from sklearn.base import clone
 from ._accounting._exponential import quantile_log_proba, quantile_loss_table, select
 from ._arrays import is_dask_array, row_norms
 from ._domain import label_range
+from ._schema import stage_params
 from ._tighten_joint import label_alone, label_joint_loss
 from ._validation import noise_generator
 from .exceptions import BoundsWarning
@@ -392,7 +393,7 @@ def fit_tightened(estimator, X, y):
     event = release.event_
     model = clone(estimator).set_params(
         epsilon=model_epsilon, tighten_bounds=False, delta=estimator.delta - event,
-        **released_bounds(release.draw(rng), resolved),
+        **stage_params(estimator, released_bounds(release.draw(rng), resolved)),
     )
     model.set_params(random_state=rng)
     with warnings.catch_warnings():
@@ -539,7 +540,8 @@ class _BoxRows:
         ys = None
         d = X.shape[1]
         if self.n_features is not None:
-            Z = self._magnitude(X, self.lo[:, :d], self.hi[:, :d], self.cross[:d]) / np.sqrt(d)
+            Z = self.scaler.entry_magnitudes(
+                self._magnitude(X, self.lo[:, :d], self.hi[:, :d], self.cross[:d]), X)
         elif self.norm_min is not None:  # |x_j| / max(c, ||x||) falls with c
             Z = np.abs(X) / np.maximum(self.norm_min, row_norms(X))[:, None]
         elif is_dask_array(X):  # the features' declared bounds, not tightened
