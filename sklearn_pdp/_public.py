@@ -10,6 +10,7 @@ from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils.validation import check_array, validate_data
 
 from ._domain import DomainScaler
+from ._schema import Schema
 
 
 class PublicLinearModel(RegressorMixin, BaseEstimator):
@@ -41,7 +42,8 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
     params : dict, default=None
         The estimator's other parameters (``epsilon``, ``delta``, ``alpha``,
         ...), without ``random_state`` (a seed would make the noise, and so
-        the private statistics, recoverable) and ``n_jobs``.
+        the private statistics, recoverable) and ``n_jobs``; a ``schema``
+        as its :meth:`~sklearn_pdp.Schema.to_dict`.
     version : str, default=None
         Version of sklearn-pdp that made the release.
     clip : bool, default=False
@@ -135,16 +137,19 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features) or DataFrame
             Samples (checked against the number and names of the features);
-            with an ``encoding``, also a DataFrame holding the raw columns
-            (other columns, such as the label, are left out), encoded as the
-            release was.
+            with an ``encoding`` or a ``schema`` among the parameters, also a
+            DataFrame holding the raw columns (other columns, such as the
+            label, are left out), encoded as the release was.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
         """
         columns = list(getattr(X, "columns", []))
-        if self.encoding is not None and all(c in columns for c in self.encoding["columns"]):
+        schema = self._schema()
+        if schema is not None and all(c in columns for c in schema.columns):
+            X = schema.encoder().fit_transform(X)
+        elif self.encoding is not None and all(c in columns for c in self.encoding["columns"]):
             X, names = encode_table(X, self.encoding)
             if names != [str(name) for name in self.feature_names_in_]:
                 raise ValueError(f"the encoding gives the features {names}, not the "
@@ -158,6 +163,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
                 self.bounds.get("data_norm"), 1.0, False,
                 None if bounds_X is None else tuple(
                     np.asarray(b, dtype=np.float64) for b in bounds_X),
+                layout=None if schema is None else schema.feature_layout(),
             ).clip(X)
         return X @ self.coef_ + self.intercept_
 
@@ -233,6 +239,11 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
             document.get("sklearn_pdp_version"), bool(document.get("clip", False)),
             document.get("encoding"),
         )
+
+    def _schema(self):
+        """The :class:`~sklearn_pdp.Schema` the model was fitted with, or None."""
+        document = (self.params or {}).get("schema")
+        return None if document is None else Schema.from_dict(document)
 
     def __sklearn_is_fitted__(self):
         return True
@@ -317,7 +328,7 @@ def public_model(coef, intercept, guarantee, mechanism, feature_names, decimals,
     if decimals is not None:
         coef, intercept = np.round(coef, decimals), np.round(intercept, decimals)
     if params is not None:  # the bounds have their own entry
-        params = {k: v for k, v in params.items()
+        params = {k: v.to_dict() if isinstance(v, Schema) else v for k, v in params.items()
                   if k not in _PRIVATE_PARAMS and (bounds is None or k not in bounds)}
     return PublicLinearModel(
         np.array(coef, dtype=np.float64), float(intercept), *map(float, guarantee),

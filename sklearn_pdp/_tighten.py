@@ -401,7 +401,9 @@ def fit_tightened(estimator, X, y):
         warnings.simplefilter("ignore", BoundsWarning)
         model.fit(X, y)
     params = estimator.get_params(deep=False)
-    for name in [k for k in vars(estimator) if k not in params]:
+    # the previous fit's state (the model's own replaces the rest; a
+    # Pipeline's context on the estimator stays)
+    for name in [k for k in vars(estimator) if k not in params and k.endswith("_")]:
         delattr(estimator, name)
     vars(estimator).update({k: v for k, v in vars(model).items() if k not in params})
     estimator.declared_bounds_ = resolved
