@@ -19,21 +19,20 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._sklearn import Interval, StrOptions, _fit_context
+from ._sklearn import HasMethods, Interval, StrOptions, _fit_context
 from ._profile import PrivacyProfile
 from ._public import public_model
 from ._guarantee_law import tightened_law
 from ._release import ExactRelease, MeanRelease
 from ._arrays import compute
 from ._domain import (
-    DomainScaler,
+    fitted_scaler,
     bound_params,
     read_from_data,
     resolve_bounds,
     warn_clipping,
 )
 from ._dask import scaled_data
-from ._schema import Schema, estimator_layout
 from ._fallback import MEAN_ONLY_RATE, InfeasibleBudget, fallback_reason, mean_only_size
 from ._validation import noise_generator, validate_rows, warn_large_delta
 from .exceptions import FallbackWarning, PrivacyLeakWarning
@@ -64,7 +63,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         "data_norm": [Interval(Real, 0, None, closed="neither"), None],
         "bounds_X": ["array-like", None],
         "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
-        "schema": [Schema, None],
+        "schema": [HasMethods(["feature_layout", "encoder"]), None],
         "fit_intercept": ["boolean"],
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
@@ -277,7 +276,6 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         y_bound : float or tuple (low, high)
             The label range.
         """
-        estimator_layout(self, X.shape[1])  # a schema's own error first
         return resolve_bounds(X, y, **bound_params(self), stacklevel=stacklevel)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -319,10 +317,7 @@ class PrivateRegressorMixin(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
             return self
         self.data_norm_, self.bounds_X_, self.y_bound_ = self.resolve_bounds(X, y)
         warn_large_delta(getattr(self, "delta", None), X.shape[0], stacklevel=3)
-        self._scaler = DomainScaler(
-            self.data_norm_, self.y_bound_, self.fit_intercept, self.bounds_X_,
-            layout=estimator_layout(self, X.shape[1]),
-        )
+        self._scaler = fitted_scaler(self)
         data = scaled_data(X, y, self._scaler, self.n_jobs)
         # a refit must not keep the previous fit's state (mechanism attributes)
         for name in [k for k in vars(self) if k.endswith("_")]:

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from ._arrays import compute, is_dask_array, row_norms
-from ._schema import schema_bounds
+from ._schema import estimator_layout, schema_bounds
 from .exceptions import BoundsWarning, PrivacyLeakWarning
 
 # The estimator parameters that declare the domain.
@@ -220,7 +220,14 @@ def bound_params(estimator):
     dict, or with a ``schema`` the encoded ranges and label range it declares."""
     params = {name: getattr(estimator, name) for name in BOUND_PARAMS}
     schema = getattr(estimator, "schema", None)
-    return params if schema is None else schema_bounds(schema, **params)
+    return params if schema is None else schema_bounds(estimator, **params)
+
+
+def fitted_scaler(estimator):
+    """The :class:`DomainScaler` of an estimator's resolved bounds
+    (``data_norm_``, ``bounds_X_``, ``y_bound_``) and its schema's layout."""
+    return DomainScaler(estimator.data_norm_, estimator.y_bound_, estimator.fit_intercept,
+                        estimator.bounds_X_, estimator_layout(estimator))
 
 
 def read_from_data(data_norm=None, bounds_X=None, y_bound=None):

@@ -430,13 +430,15 @@ def _hashable(value):
     return not (isinstance(value, Real) and np.isnan(value))
 
 
-def estimator_layout(estimator, n_features):
+def estimator_layout(estimator):
     """The :class:`FeatureLayout` of an estimator's ``schema`` (None
-    without one), checked against the number of features it is fitted on."""
+    without one), checked against the features it is being fitted on
+    (``n_features_in_`` and ``feature_names_in_``, where set)."""
     schema = getattr(estimator, "schema", None)
     if schema is None:
         return None
     layout = schema.feature_layout()
+    n_features = getattr(estimator, "n_features_in_", layout.lower.shape[0])
     if layout.lower.shape[0] != n_features:
         raise ValueError(
             f"the schema encodes {layout.lower.shape[0]} features {layout.names}, the data "
@@ -448,15 +450,16 @@ def estimator_layout(estimator, n_features):
     return layout
 
 
-def schema_bounds(schema, data_norm, bounds_X, y_bound):
-    """The bound parameters of an estimator with ``schema``: its encoded
+def schema_bounds(estimator, data_norm, bounds_X, y_bound):
+    """The bound parameters of an estimator with a ``schema``: its encoded
     ranges and label range (``y_bound`` where it declares none)."""
+    schema = estimator.schema
     if data_norm is not None or bounds_X is not None:
         raise ValueError("Give either schema or data_norm / bounds_X, not both: the "
                          "schema declares the features' ranges.")
     if y_bound is not None and schema.label_range is not None:
         raise ValueError("Give either the schema's label_range or y_bound, not both.")
-    layout = schema.feature_layout()
+    layout = estimator_layout(estimator)
     return {"data_norm": None, "bounds_X": (layout.lower, layout.upper),
             "y_bound": y_bound if schema.label_range is None else schema.label_range}
 
