@@ -1,7 +1,6 @@
 """The public model: what a private fit releases, and nothing else."""
 
 import json
-import os
 from numbers import Real
 
 import numpy as np
@@ -10,7 +9,7 @@ from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils.validation import check_array, validate_data
 
 from ._domain import DomainScaler
-from ._schema import Schema
+from ._schema import Schema, read_json, write_json
 
 
 class PublicLinearModel(RegressorMixin, BaseEstimator):
@@ -203,12 +202,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
             "clip": bool(self.clip),
             "encoding": self.encoding,
         }
-        text = json.dumps(_plain(document), indent=2, allow_nan=False)
-        if path is None:
-            return text
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        return None
+        return write_json(json.dumps(_plain(document), indent=2, allow_nan=False), path)
 
     @classmethod
     def from_json(cls, source):
@@ -223,11 +217,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         -------
         model : PublicLinearModel
         """
-        text = source
-        if isinstance(source, os.PathLike) or not str(source).lstrip().startswith("{"):
-            with open(source, encoding="utf-8") as f:
-                text = f.read()
-        document = json.loads(text)
+        document = read_json(source)
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             raise ValueError(
                 f"not a sklearn-pdp public model (its 'format' is not {FORMAT!r}).")

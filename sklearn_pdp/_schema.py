@@ -185,23 +185,13 @@ class Schema:
 
     def to_json(self, path=None):
         """The schema as JSON text, or written to ``path`` (returns None then)."""
-        text = json.dumps(self.to_dict(), indent=2)
-        if path is None:
-            return text
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        return None
+        return write_json(json.dumps(self.to_dict(), indent=2), path)
 
     @classmethod
     def from_json(cls, source):
         """The schema of a JSON file's path or of JSON text (starting with ``{``)."""
-        if isinstance(source, str) and source.lstrip().startswith("{"):
-            text = source
-        else:
-            with open(os.fspath(source), encoding="utf-8") as f:
-                text = f.read()
         try:
-            document = json.loads(text)
+            document = read_json(source)
         except json.JSONDecodeError as exc:
             raise ValueError(f"the schema is not valid JSON: {exc}") from None
         return cls.from_dict(document)
@@ -219,6 +209,25 @@ class Schema:
         parts += [f"{k}={getattr(self, k)!r}" for k in ("label", "label_range", "person_key")
                   if getattr(self, k) is not None]
         return f"Schema({', '.join(parts)})"
+
+
+def write_json(text, path):
+    """``text`` written to the file ``path`` with a final newline, or
+    returned where ``path`` is None."""
+    if path is None:
+        return text
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text + "\n")
+    return None
+
+
+def read_json(source):
+    """The document of JSON text (starting with ``{``) or of a file's path."""
+    text = source
+    if isinstance(source, os.PathLike) or not str(source).lstrip().startswith("{"):
+        with open(source, encoding="utf-8") as f:
+            text = f.read()
+    return json.loads(text)
 
 
 _KEYS = ("numeric", "categorical", "label", "label_range", "person_key", "order")
