@@ -146,14 +146,14 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         """
         columns = list(getattr(X, "columns", []))
         schema = self._schema()
-        if schema is not None and all(c in columns for c in schema.columns):
-            X = schema.encoder().fit_transform(X)
-        elif self.encoding is not None and all(c in columns for c in self.encoding["columns"]):
+        if self.encoding is not None and all(c in columns for c in self.encoding["columns"]):
             X, names = encode_table(X, self.encoding)
             if names != [str(name) for name in self.feature_names_in_]:
                 raise ValueError(f"the encoding gives the features {names}, not the "
                                  f"released {list(self.feature_names_in_)}.")
             X = check_array(X, dtype=np.float64)
+        elif schema is not None and all(c in columns for c in schema.columns):
+            X = schema.encoder().fit_transform(X)
         else:
             X = validate_data(self, X, reset=False, dtype=np.float64)
         if self.clip:
