@@ -147,9 +147,11 @@ class DomainScaler:
         d = X.shape[1]
         if self.layout is None:
             return M / np.sqrt(d)
-        def own(rows):
+
+        def scaled(rows):
             return np.abs(self.scale(rows)[:, :d])
-        own = X.map_blocks(own, dtype=np.float64) if is_dask_array(X) else own(X)
+
+        own = X.map_blocks(scaled, dtype=np.float64) if is_dask_array(X) else scaled(X)
         return np.where(self.layout.indicators, own, M / np.sqrt(self.layout.n_shares))
 
     def unscale_coef(self, theta):
