@@ -215,6 +215,14 @@ def test_tightened_fit_keeps_the_indicators_and_the_structure():
     lower, upper = reg.bounds_X_
     assert np.all(lower[2:] == 0) and np.all(upper[2:] == 1)
     assert reg.domain_scaler().layout.n_shares == 4
+    # each row's loss bounds its exact loss given the bounds released: the
+    # bounds' own plus the model's, declared at them, on the same structure
+    release = reg.bounds_release_
+    at_released = AdaSSPRegressor(
+        schema=SCHEMA.with_bounds(reg.bounds_X_, reg.y_bound_), epsilon=reg.model_epsilon_,
+        delta=reg.delta - release.event_, random_state=0).fit(X, y)
+    exact = release.row_epsilon(X, y) + at_released.pdp_losses_
+    assert np.all(reg.pdp_losses_ >= exact - 1e-9)
 
 
 def test_command_line_schema_and_flags_build_the_same_release(tmp_path, capsys):
