@@ -8,6 +8,7 @@ from ._output_perturbation import OutputPerturbationRegressor
 from ._random_projection import RandomProjectionRegressor
 from ._ssp import AdaSSPRegressor
 from ._public import PublicLinearModel
+from ._schema import Schema
 from ._ledger import PrivacyLedger
 from ._report import PDPReport
 from ._plot import PrivacyLossDisplay
@@ -29,6 +30,7 @@ __all__ = [
     "PrivacyLedger",
     "PublicLinearModel",
     "RandomProjectionRegressor",
+    "Schema",
     "config_context",
     "get_config",
     "set_config",

@@ -25,6 +25,7 @@ import warnings
 from ._cli._ledger_command import strict_json
 from ._cli._options import DataError, _parser
 from ._cli._release import _check_ledger, _record, _report
+from ._cli._schema import apply_schema_file
 from ._cli._table import _load
 from ._cli._text import _layout, _text
 
@@ -75,6 +76,7 @@ def _main(args, caught):
         if folder is not None and not os.path.isdir(folder):
             # before the fit: a release recorded in a ledger but never saved
             raise DataError(f"cannot write {path} ({option}): no folder {folder}")
+    apply_schema_file(args)
     X, y, name, bounds, encoding, ids = _load(args)
     if args.plot is not None:
         try:  # fail before the fit, not after

@@ -19,11 +19,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from ._sklearn import Interval, StrOptions, _fit_context
+from ._sklearn import HasMethods, Interval, StrOptions, _fit_context
 from ._public import public_model
 from ._release import ExactRelease, MeanRelease
 from ._arrays import compute
-from ._domain import DomainScaler, bound_params, read_from_data, resolve_bounds
+from ._domain import bound_params, fitted_scaler, read_from_data, resolve_bounds
 from ._dask import scaled_data
 from ._fallback import FallbackMixin
 from ._stage import resolve_stage
@@ -86,6 +86,7 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         "data_norm": [Interval(Real, 0, None, closed="neither"), None],
         "bounds_X": ["array-like", None],
         "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
+        "schema": [HasMethods(["feature_layout", "encoder"]), None],
         "fit_intercept": ["boolean"],
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
@@ -328,9 +329,7 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         self.bounds_from_data_ = read_from_data(**bound_params(self))
         self.data_norm_, self.bounds_X_, self.y_bound_ = stage.bounds
         warn_large_delta(getattr(self, "delta", None), X.shape[0], stacklevel=3)
-        self._scaler = DomainScaler(
-            self.data_norm_, self.y_bound_, self.fit_intercept, self.bounds_X_
-        )
+        self._scaler = fitted_scaler(self)
         self.model_rows_ = stage.model_rows  # all rows: the stages are sequential
         data = scaled_data(X, y, self._scaler, self.n_jobs)
         # the model's calibration: these parameters at the stage's budget

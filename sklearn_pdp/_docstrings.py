@@ -33,7 +33,17 @@ y_bound : float or tuple (low, high), default=None
     Public range of the labels: ``b`` for ``[-b, b]`` or a pair; labels are
     clipped to it, centred at its midpoint and scaled to [-1, 1]. If None
     it is read from the data with a
-    :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.""",
+    :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
+schema : Schema, default=None
+    The declared domain of the table (:class:`~sklearn_pdp.Schema`): X
+    must then be the features its ``encoder()`` makes (in a Pipeline after
+    it). Its numeric ranges replace ``bounds_X`` (giving both, or
+    ``data_norm``, is an error) and its label range ``y_bound``; each
+    numeric feature is scaled to [-1, 1], each categorical column's
+    indicators are kept as 0/1 (not centred), and the row is divided by
+    the square root of the number of columns, so that a categorical
+    column takes one share of the row norm whatever its number of
+    categories (:doc:`/preprocessing`).""",
     "tighten": """\
 tighten_bounds : bool or "auto", default=False
     Spend ``tighten_share`` of ``epsilon`` on releasing tighter bounds

@@ -15,7 +15,8 @@ import warnings
 
 import numpy as np
 
-from ._arrays import compute, row_norms
+from ._arrays import compute, is_dask_array, row_norms
+from ._schema import estimator_layout, schema_bounds
 from .exceptions import BoundsWarning, PrivacyLeakWarning
 
 # The estimator parameters that declare the domain.
@@ -38,13 +39,22 @@ class DomainScaler:
     divided by its half-width, so they lie in [-1, 1]. With ``fit_intercept``
     a constant feature 1 is appended: the mechanisms leave it unpenalised, so
     the intercept is not shrunk. Clipping happens on copies.
+
+    With a ``layout`` (a schema's :class:`~sklearn_pdp._schema.FeatureLayout`,
+    whose indicators' ``bounds_X`` are (0, 1)) the row is structured: each
+    numeric feature is clipped, centred and divided by its half-width, each
+    categorical column's indicator block is clipped to [0, 1] and, where its
+    norm exceeds 1, scaled back to norm 1, not centred; the whole row is
+    divided by ``sqrt(m)``, m the numeric plus categorical columns. Every
+    row then has squared norm at most (numeric + categorical) / m = 1.
     """
 
-    def __init__(self, data_norm, y_bound, fit_intercept, bounds_X=None):
+    def __init__(self, data_norm, y_bound, fit_intercept, bounds_X=None, layout=None):
         self.data_norm = data_norm
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.bounds_X = bounds_X
+        self.layout = layout
         low, high = label_range(y_bound)
         self.y_mid, self.y_half = 0.5 * (low + high), 0.5 * (high - low)
         if bounds_X is None:
@@ -52,7 +62,12 @@ class DomainScaler:
         else:
             lower, upper = bounds_X
             self.x_mid = 0.5 * (lower + upper)
-            self.x_scale = 0.5 * (upper - lower) * np.sqrt(lower.shape[0])
+            half = 0.5 * (upper - lower)
+            shares = lower.shape[0] if layout is None else layout.n_shares
+            if layout is not None:  # indicators as they are: 0 or 1
+                self.x_mid[layout.indicators] = 0.0
+                half[layout.indicators] = 1.0
+            self.x_scale = half * np.sqrt(shares)
 
     def scale(self, X, y=None, *, out=None):
         """Scaled (and clipped) copy of the rows ``X`` and labels ``y``.
@@ -83,7 +98,8 @@ class DomainScaler:
         and a public model does not know it).
         """
         if self.bounds_X is not None:
-            return np.clip(X, *self.bounds_X)
+            clipped = np.clip(X, *self.bounds_X)
+            return clipped if self.layout is None else self.layout.project_blocks(clipped)
         if self.data_norm is None:
             return np.array(X, dtype=np.float64)
         unit = np.empty(X.shape)
@@ -115,10 +131,28 @@ class DomainScaler:
         # np.clip's values, a third faster
         np.maximum(X, self.bounds_X[0], out=out)
         np.minimum(out, self.bounds_X[1], out=out)
+        if self.layout is not None:
+            self.layout.project_blocks(out)
         out -= self.x_mid
         out /= self.x_scale
         # only rounding can leave a row a hair outside
         return _to_unit_ball(out)
+
+    def entry_magnitudes(self, M, X):
+        """Bounds on the magnitudes of the scaled features of the rows ``X``
+        from ``M``, each numeric feature's bound of |clip(x) - mid| / half
+        (e.g. over ranges that may be released): ``M / sqrt(d)``, or with a
+        layout ``M / sqrt(m)`` and the indicators' own scaled values (their
+        ranges are never tightened)."""
+        d = X.shape[1]
+        if self.layout is None:
+            return M / np.sqrt(d)
+
+        def scaled(rows):
+            return np.abs(self.scale(rows)[:, :d])
+
+        own = X.map_blocks(scaled, dtype=np.float64) if is_dask_array(X) else scaled(X)
+        return np.where(self.layout.indicators, own, M / np.sqrt(self.layout.n_shares))
 
     def unscale_coef(self, theta):
         """``coef_`` and ``intercept_`` in the user's units for the scaled model ``theta``."""
@@ -184,8 +218,18 @@ def label_bounds(y_bound):
 
 
 def bound_params(estimator):
-    """The declared bounds of ``estimator``: its :data:`BOUND_PARAMS` as a dict."""
-    return {name: getattr(estimator, name) for name in BOUND_PARAMS}
+    """The declared bounds of ``estimator``: its :data:`BOUND_PARAMS` as a
+    dict, or with a ``schema`` the encoded ranges and label range it declares."""
+    params = {name: getattr(estimator, name) for name in BOUND_PARAMS}
+    schema = getattr(estimator, "schema", None)
+    return params if schema is None else schema_bounds(estimator, **params)
+
+
+def fitted_scaler(estimator):
+    """The :class:`DomainScaler` of an estimator's resolved bounds
+    (``data_norm_``, ``bounds_X_``, ``y_bound_``) and its schema's layout."""
+    return DomainScaler(estimator.data_norm_, estimator.y_bound_, estimator.fit_intercept,
+                        estimator.bounds_X_, estimator_layout(estimator))
 
 
 def read_from_data(data_norm=None, bounds_X=None, y_bound=None):

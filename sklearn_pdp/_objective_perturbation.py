@@ -172,6 +172,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         data_norm=None,
         bounds_X=None,
         y_bound=None,
+        schema=None,
         tighten_bounds=False,
         tighten_share=None,
         fit_intercept=True,
@@ -185,6 +186,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         self.data_norm = data_norm
         self.bounds_X = bounds_X
         self.y_bound = y_bound
+        self.schema = schema
         self.tighten_bounds = tighten_bounds
         self.tighten_share = tighten_share
         self.fit_intercept = fit_intercept

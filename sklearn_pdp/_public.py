@@ -1,7 +1,6 @@
 """The public model: what a private fit releases, and nothing else."""
 
 import json
-import os
 from numbers import Real
 
 import numpy as np
@@ -11,6 +10,7 @@ from sklearn.utils.validation import check_array, validate_data
 
 from ._domain import DomainScaler
 from ._tighten import TIGHTEN_SHARE
+from ._schema import Schema, read_json, write_json
 
 
 class PublicLinearModel(RegressorMixin, BaseEstimator):
@@ -42,7 +42,8 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
     params : dict, default=None
         The estimator's other parameters (``epsilon``, ``delta``, ``alpha``,
         ...), without ``random_state`` (a seed would make the noise, and so
-        the private statistics, recoverable) and ``n_jobs``.
+        the private statistics, recoverable) and ``n_jobs``; a ``schema``
+        as its :meth:`~sklearn_pdp.Schema.to_dict`.
     version : str, default=None
         Version of sklearn-pdp that made the release.
     clip : bool, default=False
@@ -136,16 +137,18 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features) or DataFrame
             Samples (checked against the number and names of the features);
-            with an ``encoding``, also a DataFrame holding the raw columns
-            (other columns, such as the label, are left out), encoded as the
-            release was; a table of named columns that lacks one of them
-            (and is not the encoded features) is refused, naming it.
+            with an ``encoding`` or a ``schema`` among the parameters, also a
+            DataFrame holding the raw columns (other columns, such as the
+            label, are left out), encoded as the release was; a table of
+            named columns that lacks one of an encoding's columns (and is not
+            the encoded features) is refused, naming it.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
         """
         columns = list(getattr(X, "columns", []))
+        schema = self._schema()
         missing = [c for c in (self.encoding or {}).get("columns", []) if c not in columns]
         if self.encoding is not None and not missing:
             X, names = encode_table(X, self.encoding)
@@ -153,6 +156,8 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
                 raise ValueError(f"the encoding gives the features {names}, not the "
                                  f"released {list(self.feature_names_in_)}.")
             X = check_array(X, dtype=np.float64)
+        elif schema is not None and all(c in columns for c in schema.columns):
+            X = schema.encoder().fit_transform(X)
         else:
             if missing and _raw_table(columns, self.feature_names):
                 raise ValueError(
@@ -166,6 +171,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
                 self.bounds.get("data_norm"), 1.0, False,
                 None if bounds_X is None else tuple(
                     np.asarray(b, dtype=np.float64) for b in bounds_X),
+                layout=None if schema is None else schema.feature_layout(),
             ).clip(X)
         return X @ self.coef_ + self.intercept_
 
@@ -205,12 +211,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
             "clip": bool(self.clip),
             "encoding": self.encoding,
         }
-        text = json.dumps(_plain(document), indent=2, allow_nan=False)
-        if path is None:
-            return text
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        return None
+        return write_json(json.dumps(_plain(document), indent=2, allow_nan=False), path)
 
     @classmethod
     def from_json(cls, source):
@@ -225,11 +226,7 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
         -------
         model : PublicLinearModel
         """
-        text = source
-        if isinstance(source, os.PathLike) or not str(source).lstrip().startswith("{"):
-            with open(source, encoding="utf-8") as f:
-                text = f.read()
-        document = json.loads(text)
+        document = read_json(source)
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             raise ValueError(
                 f"not a sklearn-pdp public model (its 'format' is not {FORMAT!r}).")
@@ -241,6 +238,11 @@ class PublicLinearModel(RegressorMixin, BaseEstimator):
             document.get("sklearn_pdp_version"), bool(document.get("clip", False)),
             document.get("encoding"),
         )
+
+    def _schema(self):
+        """The :class:`~sklearn_pdp.Schema` the model was fitted with, or None."""
+        document = (self.params or {}).get("schema")
+        return None if document is None else Schema.from_dict(document)
 
     def __sklearn_is_fitted__(self):
         return True
@@ -333,7 +335,7 @@ def public_model(coef, intercept, guarantee, mechanism, feature_names, decimals,
     if decimals is not None:
         coef, intercept = np.round(coef, decimals), np.round(intercept, decimals)
     if params is not None:  # the bounds have their own entry
-        params = {k: v for k, v in params.items()
+        params = {k: v.to_dict() if isinstance(v, Schema) else v for k, v in params.items()
                   if k not in _PRIVATE_PARAMS and (bounds is None or k not in bounds)}
         if clip and params.get("tighten_share", 0) is None:
             # the share spent on the bounds, not the default's None

@@ -143,6 +143,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         data_norm=None,
         bounds_X=None,
         y_bound=None,
+        schema=None,
         tighten_bounds=False,
         tighten_share=None,
         fit_intercept=True,
@@ -155,6 +156,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         self.data_norm = data_norm
         self.bounds_X = bounds_X
         self.y_bound = y_bound
+        self.schema = schema
         self.tighten_bounds = tighten_bounds
         self.tighten_share = tighten_share
         self.fit_intercept = fit_intercept

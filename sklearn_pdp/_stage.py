@@ -38,6 +38,7 @@ from ._domain import resolve_bounds, warn_clipping
 from ._guarantee_law import GuaranteeLaw
 from ._profile import PrivacyProfile
 from ._release import MeanRelease
+from ._schema import estimator_layout
 from ._tighten import plan_release, released_bounds, remaining_epsilon, tightening_on
 from ._tighten_joint import label_alone, label_joint_loss
 
@@ -54,7 +55,7 @@ def resolve_stage(estimator, X, y, resolved, rng):
         release = plan_release(estimator, resolved, X.shape[0], epsilon, delta, stacklevel=5)
         if release is not None:
             return TightenedStage(release, resolved, X, y, rng, epsilon, delta,
-                                  estimator.n_jobs)
+                                  estimator.n_jobs, estimator_layout(estimator))
     return DeclaredStage(resolved, X.shape[0], estimator.n_jobs)
 
 
@@ -143,10 +144,14 @@ class TightenedStage:
     kind = "bound"
     clips_rows = True  # predictions clip rows to the released bounds
 
-    def __init__(self, bounds_release, resolved, X, y, rng, epsilon, delta, n_jobs=None):
+    def __init__(self, bounds_release, resolved, X, y, rng, epsilon, delta, n_jobs=None,
+                 layout=None):
         self.bounds_release = bounds_release.fit(X, y)
         self.declared = resolved
-        self.bounds = resolve_bounds(X, y, **released_bounds(bounds_release.draw(rng), resolved))
+        released = released_bounds(bounds_release.draw(rng), resolved)
+        if layout is not None:  # a schema's indicators keep their (0, 1)
+            released["bounds_X"] = layout.restore_indicators(released["bounds_X"])
+        self.bounds = resolve_bounds(X, y, **released)
         self.delta, self.event = delta, bounds_release.event_
         self.model_params = {"epsilon": remaining_epsilon(epsilon, bounds_release.epsilon),
                              "delta": delta - self.event, "tighten_bounds": False}
@@ -317,7 +322,8 @@ class _BoxRows:
         ys = None
         d = X.shape[1]
         if self.n_features is not None:
-            Z = self._magnitude(X, self.lo[:, :d], self.hi[:, :d], self.cross[:d]) / np.sqrt(d)
+            Z = self.scaler.entry_magnitudes(
+                self._magnitude(X, self.lo[:, :d], self.hi[:, :d], self.cross[:d]), X)
         elif self.norm_min is not None:  # |x_j| / max(c, ||x||) falls with c
             Z = np.abs(X) / np.maximum(self.norm_min, row_norms(X))[:, None]
         elif is_dask_array(X):  # the features' declared bounds, not tightened

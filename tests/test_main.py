@@ -304,6 +304,10 @@ def test_an_identifier_column_is_not_one_hot_encoded(capsys, tmp_path):
 
 TABLE_ARGS = ("--target", "label", "--bounds-x", "0,-5", "10,5", "--y-bound", "-20,40",
               "--categories", "colour=red,green,blue")
+# what TABLE_ARGS declare: a schema, the text column one share of the row norm
+TABLE_DOMAIN = dict(y_bound=(-20, 40), schema=sklearn_pdp.Schema(
+    {"a": (0, 10), "b": (-5, 5)}, {"colour": ["red", "green", "blue"]}, "label",
+    order=["a", "colour", "b"]))
 
 
 def test_csv_release_with_text_columns_is_loaded_and_predicts_bit_for_bit(tmp_path):
@@ -339,8 +343,7 @@ def test_saved_model_predicts_exactly_as_the_fitted_estimator(tmp_path):
     assert main([str(path), *TABLE_ARGS, "--epsilon", "2", "--test-size", "0",
                  "--random-state", "3", "--save-model", str(model), "--json"]) == 0
     est = sklearn_pdp.AdaSSPRegressor(
-        epsilon=2.0, delta=1e-6, bounds_X=([0, 0, 0, -5], [10, 1, 1, 5]),
-        y_bound=(-20, 40), random_state=3).fit(X, y)
+        epsilon=2.0, delta=1e-6, random_state=3, **TABLE_DOMAIN).fit(X, y)
     loaded = sklearn_pdp.PublicLinearModel.from_json(model)
     np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
     assert not est.mean_only_ and np.any(est.coef_)
@@ -749,7 +752,6 @@ def test_text_report_fits_the_width_and_says_each_share_once(capsys):
 
 # -- the privacy ledger ----------------------------------------------------------
 
-TABLE_BOUNDS = dict(bounds_X=([0, 0, 0, -5], [10, 1, 1, 5]), y_bound=(-20, 40))
 
 
 def _quantiles(values):
@@ -792,7 +794,7 @@ def test_two_csv_releases_into_one_ledger(tmp_path, capsys):
         X_train, X_test, y_train, y_test, train, test = train_test_split(
             X, y, ids, test_size=0.25, random_state=0)
         est = sklearn_pdp.AdaSSPRegressor(epsilon=1.0, random_state=0,
-                                          **TABLE_BOUNDS).fit(X_train, y_train)
+                                          **TABLE_DOMAIN).fit(X_train, y_train)
         assert public["model"]["coef"] == est.coef_.tolist()
         assert summary["release_id"] == k + 1 == summary["releases"]
         assert summary["people"] == [800, 1200][k]

@@ -101,6 +101,14 @@ def _parser():
              "comma-separated lists with one value per numeric feature (one-hot "
              "columns of text features are in [0, 1])",
     )
+    bounds.add_argument(
+        "--schema", metavar="FILE",
+        help="JSON file of a declared schema (sklearn_pdp.Schema.to_json): the "
+             "feature columns with their ranges or categories, the target and its "
+             "range, the id column; in place of --features, --categories and "
+             "--bounds-x. With either, each text column takes one share of the row "
+             "norm, whatever its number of categories",
+    )
     bounds.add_argument("--data-norm", type=float,
                         help="bound on the l2 norm of the (encoded) feature rows")
     bounds.add_argument("--y-bound", type=_numbers, metavar="B or LOW,HIGH",

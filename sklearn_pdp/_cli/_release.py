@@ -20,6 +20,7 @@ from ..exceptions import BoundsWarning, FallbackWarning
 from ._ledger_command import record_from_cli, summarise_record
 from ._options import EXPERT, DataError
 from ._spread import spread
+from ._schema import flag_schema
 from ._table import _feature_bounds
 from ._text import _plural
 
@@ -31,8 +32,9 @@ from ._text import _plural
 CROWDED_RATE = 10 * MEAN_ONLY_RATE
 
 
-def _estimator(args, bounds, one_hot):
-    """The unfitted estimator the options describe."""
+def _estimator(args, bounds, one_hot, encoding=None):
+    """The unfitted estimator the options describe; on a CSV with
+    ``--bounds-x`` (or ``--schema``), declared by its schema."""
     est = REGRESSORS[args.estimator]()
     params = {"epsilon": args.epsilon, "delta": args.delta,
               "random_state": args.random_state, **bounds}
@@ -44,6 +46,8 @@ def _estimator(args, bounds, one_hot):
                         ("bounds_X", bounds_x)):
         if value is not None:
             params[name] = value
+    if bounds_x is not None and encoding is not None and args.data_norm is None:
+        params["schema"] = flag_schema(params.pop("bounds_X"), one_hot, encoding, args)
     for name in EXPERT:
         value = getattr(args, name)
         if value is None:
@@ -86,7 +90,7 @@ def _report(args, X, y, name, bounds, encoding):
     """Fit the release on a training split; the numbers of the report, in a
     publishable block and a block for the curator only."""
     names, one_hot, categories_read, model_encoding = encoding
-    est = _estimator(args, bounds, one_hot)
+    est = _estimator(args, bounds, one_hot, model_encoding)
     X_train, X_test, y_train, y_test, train, test = _split(args, X, y)
     # delta is the estimator's (set above): its own error names a bad value
     report = PDPReport(est, thresholds=args.thresholds,

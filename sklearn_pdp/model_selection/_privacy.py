@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import _tighten
 from .._guarantee_law import GuaranteeLaw
 from .._public import public_model
+from .._schema import stage_params
 from ._release import SearchRelease
 from ._selection import training_guarantee
 
@@ -82,7 +83,7 @@ class SearchPrivacyMixin:
         self.bounds_release_, self.bounds_epsilon_ = release, release.epsilon
         self.data_norm_, self.bounds_X_, self.y_bound_ = (
             bounds["data_norm"], bounds["bounds_X"], bounds["y_bound"])
-        return {**bounds, "tighten_bounds": False}
+        return {**stage_params(self.estimator, bounds), "tighten_bounds": False}
 
     def _tightened(self):
         return hasattr(self, "bounds_release_")

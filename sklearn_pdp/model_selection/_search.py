@@ -25,6 +25,7 @@ from .._arrays import is_dask_array
 from .._base import PrivateRegressorMixin
 from .._validation import noise_generator
 from .._domain import bound_params, read_from_data
+from .._schema import stage_params
 from .._validation import refuse_fit_params, validate_rows, warn_large_delta
 from .._sklearn import HasMethods, Interval, _fit_context
 from ..exceptions import FallbackWarning
@@ -376,12 +377,12 @@ class PrivateGridSearchCV(SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator)
             self.estimator
         ).resolve_bounds(X, y, stacklevel=5)
         self.bounds_from_data_ = read_from_data(**bound_params(self.estimator))
-        common = {
+        common = stage_params(self.estimator, {
             "data_norm": self.data_norm_,
             "bounds_X": self.bounds_X_,
             "y_bound": self.y_bound_,
-            **self._release_bounds(X, y, root),
-        }
+        })
+        common.update(self._release_bounds(X, y, root))
         # the search's share of delta less what bounds the part sizes
         epsilon, delta = self._budgets()[0]
         return {**common, **self._budget_params(epsilon, (1.0 - SIZE_SHARE) * delta)}

@@ -1,0 +1,134 @@
+"""Categorical columns as one share of the row norm, measured.
+
+AdaSSP on public tables with categorical columns (statsmodels' affairs
+survey and RAND health insurance experiment, in their original units with
+the ranges of their data dictionaries), declared two ways: the per-dummy
+box (``bounds_X`` over the one-hot columns: every indicator a share of its
+own, centred at 1/2) and a :class:`~sklearn_pdp.Schema` (each categorical
+column one share, indicators not centred); and, to see whether the shares
+should be equal, the schema with the categorical columns' shares weighted
+0.5 or 2 times a numeric column's (the weights are applied by changing the
+fitted map's column scales here, a measurement only). Run from the
+repository root with statsmodels installed::
+
+    python benchmarks/categorical_shares.py [--splits 5]
+
+prints a Markdown table: test MSE over the mean predictor's (mean over the
+splits) and the median per-instance epsilon at each epsilon.
+"""
+
+import argparse
+import warnings
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+from sklearn_pdp import AdaSSPRegressor, Schema
+from sklearn_pdp import _domain
+from sklearn_pdp.exceptions import BoundsWarning, FallbackWarning
+
+DELTA = 1e-6
+
+
+def fair(label):
+    """The affairs survey (6366 rows): occupation and the husband's as
+    categories (codes 1-6, nominal), the other answers numeric."""
+    from statsmodels import datasets
+
+    table = datasets.fair.load_pandas().data
+    numeric = {"rate_marriage": (1, 5), "age": (0, 120), "yrs_married": (0, 60),
+               "children": (0, 20), "religious": (1, 4), "educ": (0, 25),
+               "affairs": (0, 100)}
+    ranges = {"affairs": (0, 100), "yrs_married": (0, 60)}
+    numeric.pop(label)
+    categorical = {"occupation": [1, 2, 3, 4, 5, 6], "occupation_husb": [1, 2, 3, 4, 5, 6]}
+    table[list(categorical)] = table[list(categorical)].astype(int)
+    return table, Schema(numeric, categorical, label, ranges[label])
+
+
+def randhie():
+    """The RAND health insurance experiment (20190 rows): the self-rated
+    health (excellent, the reference, good, fair, poor: three indicators in
+    the data) and the individual deductible plan as categories."""
+    from statsmodels import datasets
+
+    table = datasets.randhie.load_pandas().data
+    health = np.select([table.hlthg == 1, table.hlthf == 1, table.hlthp == 1],
+                       ["good", "fair", "poor"], "excellent")
+    table = table.assign(health=health, idp=table.idp.astype(int))
+    numeric = {"lncoins": (0, np.log(101.0)), "lpi": (0, 8), "fmde": (0, 12),
+               "physlm": (0, 1), "disea": (0, 100)}
+    categorical = {"idp": [0, 1], "health": ["excellent", "good", "fair", "poor"]}
+    return table, Schema(numeric, categorical, "mdvis", (0, 365))
+
+
+def weighted(categorical_weight):
+    """A DomainScaler whose categorical blocks take ``categorical_weight``
+    times a numeric column's share of the squared row norm."""
+    base = _domain.DomainScaler
+
+    class Weighted(base):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            layout = self.layout
+            if layout is None:
+                return
+            total = layout.numeric.size + categorical_weight * len(layout.blocks)
+            half = self.x_scale / np.sqrt(layout.n_shares)
+            self.x_scale = half * np.sqrt(total)
+            self.x_scale[layout.indicators] = np.sqrt(total / categorical_weight)
+
+    return Weighted
+
+
+def fit(table, schema, mode, eps, split):
+    encoded = schema.encoder().fit_transform(table)
+    y = table[schema.label].to_numpy(dtype=float)
+    X_tr, X_te, y_tr, y_te = train_test_split(encoded, y, test_size=0.2, random_state=split)
+    layout = schema.feature_layout()
+    if mode == "per-dummy box":
+        est = AdaSSPRegressor(bounds_X=(layout.lower, layout.upper), y_bound=schema.label_range)
+    else:
+        est = AdaSSPRegressor(schema=schema)
+    est.set_params(epsilon=eps, delta=DELTA, random_state=split)
+    weight = {"shares x0.5": 0.5, "shares x2": 2.0}.get(mode)
+    original = _domain.DomainScaler
+    import sklearn_pdp._base as base
+    try:
+        if weight is not None:
+            base.DomainScaler = weighted(weight)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BoundsWarning)
+            warnings.simplefilter("ignore", FallbackWarning)
+            est.fit(X_tr, y_tr)
+    finally:
+        base.DomainScaler = original
+    assert est.dp_epsilon_ <= eps * (1 + 1e-9)
+    mse = np.mean((est.predict(X_te) - y_te) ** 2) / np.mean((y_tr.mean() - y_te) ** 2)
+    return mse, float(np.median(est.pdp_losses_))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--splits", type=int, default=5)
+    args = parser.parse_args()
+    tables = [("fair, label affairs", *fair("affairs")),
+              ("fair, label yrs_married", *fair("yrs_married")),
+              ("randhie, label mdvis", *randhie())]
+    modes = ("per-dummy box", "shares", "shares x0.5", "shares x2")
+    print("| table (encoded columns / shares) | epsilon | "
+          + " | ".join(f"{m}: MSE / mean, median pdp eps" for m in modes) + " |")
+    print("|---|---|" + "---|" * len(modes))
+    for name, table, schema in tables:
+        layout = schema.feature_layout()
+        for eps in (0.3, 1.0, 3.0):
+            cells = []
+            for mode in modes:
+                runs = np.array([fit(table, schema, mode, eps, s) for s in range(args.splits)])
+                cells.append(f"{runs[:, 0].mean():.3f}, {np.median(runs[:, 1]):.3f}")
+            print(f"| {name} ({layout.lower.size} / {layout.n_shares}) | {eps:g} | "
+                  + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
