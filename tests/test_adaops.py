@@ -17,6 +17,7 @@ from sklearn_pdp._accounting import (
 )
 from sklearn_pdp._domain import DomainScaler
 from sklearn_pdp._accounting._adaops import conditioning_max_change, lipschitz
+from sklearn_pdp._accounting._divergence import prune_columns
 from sklearn_pdp._eigen import lambda_min_change
 
 from ._mc import Z_TOL, hockey_stick_mc
@@ -707,6 +708,36 @@ def test_mixture_ignores_an_index_impossible_on_both_data_sets():
         1e-6, np.hstack([mu, mu[:, :1]]), np.hstack([r, r[:, :1]]), np.append(gamma, 3.0),
         np.hstack([log_p, void]), np.hstack([log_q, void]), rest_p, rest_q)
     assert_allclose(padded, eps, rtol=1e-12)
+
+
+def test_mixture_leaves_out_negligible_indices_from_above():
+    """Indices whose masses are below 1e-10 of delta (far cells of a row's
+    window) are counted as revealing everything: the loss can only rise,
+    by far less than 1e-9, and indices that carry weight are all kept (the
+    same indices, heavier, move the loss)."""
+    rng = np.random.default_rng(1)
+    rows, n_idx, delta = 40, 6, 1e-6
+    mu = rng.uniform(1e-4, 1e-2, (rows, n_idx))
+    r = rng.uniform(-3, 3, (rows, n_idx))
+    gamma = rng.uniform(1, 50, n_idx)
+    log_p = np.log(rng.dirichlet(np.ones(n_idx), size=rows))
+    log_q = log_p + rng.normal(0, 0.01, log_p.shape)
+    rest = np.full(rows, -60.0)
+    eps = ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, rest, rest)
+    for light in (-45.0, -20.0):  # below and above 1e-10 delta / 8
+        extra = np.full((rows, 2), light)
+        leaky = np.column_stack([mu[:, 0], mu[:, 0]])  # leakier than any kept index
+        grown = ops_mixture_epsilon(
+            delta, np.hstack([mu, 5 * leaky]), np.hstack([r, 10 * r[:, :2]]),
+            np.append(gamma, [400.0, 400.0]), np.hstack([log_p, extra]),
+            np.hstack([log_q, extra]), rest, rest)
+        assert np.all(grown >= eps)
+        keep = prune_columns(np.hstack([log_p, extra]), np.hstack([log_q, extra]), delta)[0]
+        assert keep.tolist() == [True] * n_idx + [light > -40] * 2
+        if light < -40:
+            assert_allclose(grown, eps, rtol=1e-9)
+        else:
+            assert np.all(grown > eps * (1 + 1e-6))
 
 
 def test_prediction_at_the_feature_mean_has_variance_one_over_gamma_n():

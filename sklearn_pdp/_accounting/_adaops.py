@@ -84,11 +84,24 @@ def lipschitz(theta, intercept):
 
 
 def _norm_change(a, da):
-    """||a + da_i|| - ||a|| for the rows da_i, without cancellation."""
-    other = np.linalg.norm(a + da, axis=-1)
+    """||a + da_i|| - ||a|| for the rows da_i, without cancellation.
+
+    ||a + da_i|| itself comes from ||a||^2 + 2 da_i^T a + ||da_i||^2 (two
+    passes over the rows, no copy of them), except on the rows where it is
+    below half of ||a||: there that sum cancels, and the norm is taken
+    directly.
+    """
+    norm = np.linalg.norm(a)
+    dot2 = 2.0 * (da @ a)
+    sq = np.einsum("ij,ij->i", da, da)
+    with np.errstate(invalid="ignore"):
+        other = np.sqrt(np.maximum(norm * norm + dot2 + sq, 0.0))
+    direct = np.flatnonzero(~(other >= 0.5 * norm))
+    if direct.size:
+        other[direct] = np.linalg.norm(a + da[direct], axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        change = (2 * da @ a + np.einsum("ij,ij->i", da, da)) / (other + np.linalg.norm(a))
-    return np.where(np.isfinite(change), change, other - np.linalg.norm(a))
+        change = (dot2 + sq) / (other + norm)
+    return np.where(np.isfinite(change), change, other - norm)
 
 
 def lipschitz_log_change(theta, moves, intercept):

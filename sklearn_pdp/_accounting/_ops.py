@@ -21,14 +21,26 @@ import numpy as np
 from scipy.special import ndtr
 
 from .._docstrings import fill_doc
-from ._divergence import log_gauss_mass, log_phi, mixture_tails, normal_tail_bounds
+from ._divergence import (
+    log_gauss_mass,
+    log_phi,
+    mixture_tails,
+    normal_tail_bounds,
+    prune_columns,
+)
 from ._domain import domain_bounds, quiet_ridge
 from ._engine import PrivacyLoss, largest_root
-from ._search import _QUICK_ATOL, _QUICK_RTOL, _ROUNDING, epsilon_from_delta
+from ._search import _QUICK_ATOL, _QUICK_RTOL, _ROUNDING, _search
 from ._table import _NODE_RTOL
 from ._gaussian import _gaussian_guess
 
 _RATIO_SCALE = 0.1
+# Relative tolerance of a mixture's search: a thousandth of the 1e-6 that a
+# fit's losses are promised to (each step costs all of a row's indices).
+_MIXTURE_RTOL = 1e-9
+# Far edges of the tails beyond this many deviations past the near one
+# are left out of the exact tails (:func:`_log_beyond`).
+_FAR_GAP = 20.0
 # A far tail is bounded by its Mills ratio where that costs at most this
 # fraction of the quick stages' tolerance (times the main term of B).
 _FAR_SHARE = 0.05
@@ -83,6 +95,21 @@ def _ops_edges(c, eps, idx, sign):
     return parts
 
 
+def _log_beyond(edge, far):
+    """log(Phi(edge) + Phi(-far)): the far term only where it can count.
+
+    Where far >= max(_FAR_GAP, |edge| + _FAR_GAP) the Mills ratio puts
+    Phi(-far) below exp(-_FAR_GAP^2 / 2) Phi(edge) (and below that
+    absolutely), far under the rounding of the sum: ``log_ndtr`` of the far
+    edge, half of the cost, is then skipped.
+    """
+    out = log_phi(edge)
+    near = np.flatnonzero(~((far >= _FAR_GAP) & (far >= np.abs(edge) + _FAR_GAP)))
+    if near.size:
+        out[near] = np.logaddexp(out[near], log_phi(-far[near]))
+    return out
+
+
 def _ops_tails(mu, r, gamma, c=None):
     """Tails of the OPS loss L = -log(1+mu)/2 + gamma/2 (e^2 - r^2/(1+mu)).
 
@@ -96,8 +123,7 @@ def _ops_tails(mu, r, gamma, c=None):
 
     def remove(eps, idx):  # delta_PQ: P(L > eps) - e^eps Q(L > eps)
         p_edge, q_edge, p_far, q_far = _ops_edges(c, eps, idx, 1.0)
-        return (np.logaddexp(log_phi(p_edge), log_phi(-p_far)),
-                np.logaddexp(log_phi(q_edge), log_phi(-q_far)))
+        return _log_beyond(p_edge, p_far), _log_beyond(q_edge, q_far)
 
     def add(eps, idx):  # delta_QP: Q(L < -eps) - e^eps P(L < -eps)
         p_edge, q_edge, p_far, q_far = _ops_edges(c, eps, idx, -1.0)
@@ -332,7 +358,12 @@ def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_res
     eps : ndarray of shape (n_rows,)
         ``inf`` where no finite epsilon exists.
     """
-    n_rows, n_idx = mu.shape
+    # the indices too light to move the result
+    keep, pruned_p, pruned_q = prune_columns(log_p, log_q, float(np.min(delta)))
+    if not keep.all():
+        mu, r, log_p, log_q = (a[:, keep] for a in (mu, r, log_p, log_q))
+        gamma = np.asarray(gamma)[keep]
+    n_rows = mu.shape[0]
     # a row whose target does not move the posterior (mu = 0, no intercept and
     # x = 0) has OPS loss 0: A = B = [eps' < 0]; an infinite leverage or
     # residual reveals the row: A = 1, B = 0
@@ -341,7 +372,8 @@ def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_res
     safe = zero | infinite
     parts = _ops_tails(np.where(safe, 1.0, mu).ravel(), np.where(safe, 0.0, r).ravel(),
                        np.broadcast_to(gamma, mu.shape).ravel())
-    tails = mixture_tails(parts, zero, infinite, log_p, log_q, log_p_rest, log_q_rest)
+    tails = mixture_tails(parts, zero, infinite, log_p, log_q,
+                          np.logaddexp(log_p_rest, pruned_p), np.logaddexp(log_q_rest, pruned_q))
     # First guess: each row's OPS loss under its most likely index, within
     # about 1% of the mixture's for the rows of a fit (the search verifies it)
     modal = np.argmax(log_p, axis=1)
@@ -349,5 +381,9 @@ def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_res
     for k in np.unique(modal):
         rows = np.flatnonzero(modal == k)
         start[rows] = OPSLoss(mu[rows, k], r[rows, k], np.full(rows.size, gamma[k])).epsilon(
-            np.full(rows.size, float(delta)))
-    return epsilon_from_delta(tails, delta, n_rows, start=np.where(np.isfinite(start), start, 0.0))
+            np.broadcast_to(delta, (n_rows,))[rows])
+    start = np.where(np.isfinite(start), start, 0.0)
+    with np.errstate(divide="ignore"):
+        log_target = np.log(np.broadcast_to(delta, (n_rows,)))
+    return _search(tails, None, log_target, n_rows, lambda rows: start[rows],
+                   rtol=_MIXTURE_RTOL)
