@@ -4,6 +4,7 @@ traceback would)."""
 
 import csv
 import json
+import re
 import subprocess
 import sys
 import warnings
@@ -665,7 +666,8 @@ def test_curator_is_told_one_draw_and_when_fewer_columns_would_help(tmp_path, ca
                                         "below": 10 * MEAN_ONLY_RATE, "one_hot": 2}
     assert main(args) == 0
     out = _flat(capsys.readouterr().out)
-    assert "one draw : this model is one draw of a noisy mechanism" in out
+    # the generic sentence, or the spread measured on public data where a cell matches
+    assert re.search(r"one draw : this (model|release) is one draw of a noisy mechanism", out)
     assert ("advice : 4 columns for 750 rows: rows times epsilon per coefficient (slopes "
             "and intercept) is 150, under 1000") in out
     assert "fewer columns would help (2 of them one-hot" in out

@@ -157,6 +157,7 @@ def _report(args, X, y, name, bounds, encoding):
         "published": published,
         "released_bounds": _released_bounds(report.estimator_),
     }
+    one_draw = args.gamma is not None or bool(np.isfinite(args.epsilon))
     curator = {
         # what kind of number each per-instance epsilon below is
         "pdp_kind": pdp_kind(report),
@@ -166,12 +167,12 @@ def _report(args, X, y, name, bounds, encoding):
         "fraction_below_tenth_of_dp": float(np.mean(eps <= s["dp_epsilon"] / 10)),
         **evaluation,
         # the model is one draw of the mechanism's noise (not at epsilon=inf)
-        "one_draw": args.gamma is not None or bool(np.isfinite(args.epsilon)),
+        "one_draw": one_draw,
         "fewer_columns": _crowded(args, X_train.shape[0], one_hot),
         # where another draw could have landed: measured on public data at the
         # release's public n, d and epsilon, never by refitting these rows
         "spread": spread(args.estimator, int(X_train.shape[0]), int(X.shape[1]),
-                         est.get_params()["epsilon"], mean_only),
+                         est.get_params()["epsilon"], mean_only) if one_draw else None,
         "ledger": None,  # with --ledger: this release next to the people's totals
         "read_from_data": bounds_read + [f"categories of {c!r}" for c in categories_read],
         "bounds_warnings": _messages(caught, BoundsWarning),
