@@ -40,7 +40,23 @@ def plain_search(monkeypatch):
     return run
 
 
-def _check(fast, slow, achieved, delta, atol=1e-14):
+def _evaluation_rounding(loss, eps):
+    """Rounding bound of evaluating delta(eps) = A - e^eps B in floating
+    point, per row (the package's own slack on it, :mod:`._search`): where A
+    and e^eps B nearly cancel, an evaluation of the achieved delta is only
+    this accurate, whichever stack computes it."""
+    eps = np.where(np.isfinite(eps), eps, 0.0)
+    out = np.zeros(eps.shape)
+    for tail in loss.directions:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            log_a, log_b = tail(eps, np.arange(eps.size))
+            terms = np.exp(log_a) + np.exp(eps + log_b)
+            scale = (np.abs(log_a) + 3.0 + eps) * np.finfo(float).eps
+            out = np.maximum(out, np.nan_to_num(scale * terms))
+    return out
+
+
+def _check(fast, slow, achieved, delta, atol=1e-14, rounding=0.0):
     assert fast.shape == slow.shape
     # +inf (valid, if useless) where the search passes its limit of 1e6: a
     # root just below it may be reported as either
@@ -54,7 +70,8 @@ def _check(fast, slow, achieved, delta, atol=1e-14):
     # never optimistic: delta at the reported epsilon is verified, in log
     # space (exp of a verified log delta rounds by up to ~|log delta| ulps)
     slack = 4 * np.finfo(float).eps * abs(np.log(delta))
-    assert np.all(achieved[np.isfinite(fast)] <= delta * (1 + slack))
+    ok = achieved <= delta * (1 + slack) + rounding
+    assert np.all(ok[np.isfinite(fast)])
 
 
 def _ops_rows(rng, n):
@@ -119,7 +136,9 @@ def test_ops_single_direction(plain_search, direction):
     mu, r = _ops_rows(rng, 3000)
     fast = ops_epsilon(1e-6, mu, r, 10.0, direction)
     slow = plain_search(ops_epsilon, 1e-6, mu, r, 10.0, direction)
-    _check(fast, slow, ops_delta(fast, mu, r, 10.0, direction), 1e-6)
+    rounding = _evaluation_rounding(OPSLoss(mu, r, np.full(mu.shape, 10.0),
+                                            direction=direction), fast)
+    _check(fast, slow, ops_delta(fast, mu, r, 10.0, direction), 1e-6, rounding=rounding)
 
 
 @pytest.mark.parametrize("delta", [1e-12, 1e-6, 0.1])
