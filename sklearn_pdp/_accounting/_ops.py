@@ -35,9 +35,6 @@ from ._table import _NODE_RTOL
 from ._gaussian import _gaussian_guess
 
 _RATIO_SCALE = 0.1
-# Relative tolerance of a mixture's search: a thousandth of the 1e-6 that a
-# fit's losses are promised to (each step costs all of a row's indices).
-_MIXTURE_RTOL = 1e-9
 # Far edges of the tails beyond this many deviations past the near one
 # are left out of the exact tails (:func:`_log_beyond`).
 _FAR_GAP = 20.0
@@ -385,5 +382,6 @@ def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_res
     start = np.where(np.isfinite(start), start, 0.0)
     with np.errstate(divide="ignore"):
         log_target = np.log(np.broadcast_to(delta, (n_rows,)))
-    return _search(tails, None, log_target, n_rows, lambda rows: start[rows],
-                   rtol=_MIXTURE_RTOL)
+    # the search's own tolerance: a row's loss must not depend on the chunk
+    # or the Dask block it was computed in by more than 1e-10
+    return _search(tails, None, log_target, n_rows, lambda rows: start[rows])
