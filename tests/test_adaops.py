@@ -6,7 +6,7 @@ from scipy.optimize import brentq
 from scipy.special import ndtri
 from sklearn.linear_model import Ridge
 
-from sklearn_pdp import AdaOPSRegressor, FallbackWarning
+from sklearn_pdp import AdaOPSRegressor, BoundsWarning, FallbackWarning
 from sklearn_pdp._accounting import (
     GAUSSIAN_DELTA_SHARE,
     gaussian_delta,
@@ -593,7 +593,8 @@ def test_too_few_samples_for_an_intercept_release_the_mean():
     X, y = _unit_rows(50, 2, 0)
     with pytest.raises(ValueError, match="too few samples"):
         AdaOPSRegressor(epsilon=0.05)._mechanism_guarantee(50, 2)
-    reg = AdaOPSRegressor(epsilon=0.05, **BOUNDS).fit(X, y)
+    with pytest.warns(FallbackWarning, match="released the private label mean alone"):
+        reg = AdaOPSRegressor(epsilon=0.05, **BOUNDS).fit(X, y)
     assert reg.mean_only_ and reg.dp_epsilon_ == 0.05 == reg.dp_guarantee(50, 2)[0]
     assert not AdaOPSRegressor(epsilon=0.05, fit_intercept=False, **BOUNDS).fit(X, y).mean_only_
 
@@ -674,7 +675,9 @@ def test_losses_do_not_depend_on_the_rows_processed_together():
     X = rng.normal(size=(2060, 5))
     y = X @ np.linspace(-1.0, 2.0, 5) + rng.normal(size=2060)
     bounds = dict(data_norm=4.0, y_bound=5.0)
-    reg = AdaOPSRegressor(random_state=1, **bounds).fit(X[:2000], y[:2000])
+    # bounds inside the data's spread: some rows and labels are clipped
+    with pytest.warns(BoundsWarning, match="clip"):
+        reg = AdaOPSRegressor(random_state=1, **bounds).fit(X[:2000], y[:2000])
     training = reg.release_.row_losses()
     Z, ys = DomainScaler(4.0, 5.0, True).scale(X[:60], y[:60])
     alone = np.concatenate([training(Z[i:i + 1], ys[i:i + 1]) for i in range(60)])

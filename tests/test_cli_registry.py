@@ -86,6 +86,8 @@ def test_benchmark_gain_share_of_the_reference(monkeypatch):
     assert "| 0% |" in run.gain_share_section(tiny, ["adassp", "ops"])
 
 
+# the quick benchmark's small data: output perturbation's signal test gives zero slopes
+@pytest.mark.filterwarnings("ignore:.*released zero slopes:sklearn_pdp.exceptions.FallbackWarning")
 def test_benchmark_utility_quick_reports_gain_shares(monkeypatch, capsys):
     """``utility --quick`` on one small table fits the reference even when
     not asked for, prints the shares and writes nothing."""

@@ -136,6 +136,10 @@ def test_threads_inside_a_daemon_process(monkeypatch):
     assert used and set(used) == {2}
 
 
+# 400 rows at epsilon 1 are too few for some mechanisms' slopes (the label
+# mean, or zero slopes); the search keeps its large delta for scikit-learn's checks
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.PrivacyLeakWarning")
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_privacy_numbers_do_not_depend_on_the_draw(estimator):
     """pdp_losses_ and dp_epsilon_ are functions of (mechanism, data set) and
@@ -178,6 +182,8 @@ GUARANTEED = [cls(**params) for name, cls in REGRESSORS.items()
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
+# 300 rows at epsilon 1 are too few for most mechanisms' slopes: the label mean
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
 @pytest.mark.parametrize("estimator", GUARANTEED, ids=repr)
 def test_dp_guarantee_contract(estimator):
     """dp_guarantee is what fit reports, non-decreasing in n_samples with a

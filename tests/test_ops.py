@@ -62,6 +62,8 @@ def test_pdp_epsilon_of_new_targets(make_unbounded_data):
         assert np.all(worst >= reg.pdp_epsilon(X_new, np.full(7, label)) - 1e-12)
 
 
+# the adversarial rows lie outside the bounds on purpose
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
 def test_dp_epsilon_bounds_adversarial_data_sets(make_adversarial_data):
     """The data-independent guarantee holds on data built to be bad: every
     row at norm 1, labels at the bound and of opposite signs to the fit."""
@@ -118,6 +120,9 @@ def test_posterior_draw_has_the_stated_distribution(make_unbounded_data):
     assert np.all(np.abs(z.mean(axis=0)) * np.sqrt(draws) < 4.9)
 
 
+# 60 rows release the label mean; the unit bounds then clip them
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
 def test_missing_bounds_warn_and_are_stored_not_written_back(make_unbounded_data):
     X, y = make_unbounded_data(60)
     reg = OPSRegressor(random_state=0)
@@ -133,6 +138,9 @@ def test_missing_bounds_warn_and_are_stored_not_written_back(make_unbounded_data
         OPSRegressor(data_norm=1.0, y_bound=1.0).fit(X, y)
 
 
+# 60 rows release the label mean; clipping is the subject
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
 def test_out_of_bound_rows_are_clipped_on_a_copy(make_unbounded_data):
     X, y = make_unbounded_data(60)
     X_orig, y_orig = X.copy(), y.copy()

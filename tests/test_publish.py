@@ -310,7 +310,8 @@ def test_model_part_of_the_bound_is_tight(cls):
     Xs, ys, stats, _ = _in_sample_stats(report.estimator_, X, y)
     upper = report.published_.upper_statistics(Xs)
     upper["residual"] = np.abs(ys - Xs @ law.coef) + law.residual_margin(0.025, upper)
-    ratio = law.epsilon(report.estimator_.delta, upper) / report.estimator_.pdp_losses_
+    with np.errstate(divide="ignore"):  # a row of zero loss: an infinite ratio
+        ratio = law.epsilon(report.estimator_.delta, upper) / report.estimator_.pdp_losses_
     assert np.median(ratio) <= 3.0
 
 
@@ -351,6 +352,8 @@ def test_pickle_holds_no_rows():
     assert sizes[0] == sizes[1]
 
 
+# 1000 rows are too few for the projection's slopes: the label mean
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
 @pytest.mark.parametrize("cls, params", LAWS)
 def test_losses_do_not_depend_on_the_draw(cls, params):
     X, y = _squeezable_data(1000, d=3)
@@ -908,6 +911,8 @@ def test_private_ridge_published_bound_coverage(squeeze, runs):
     assert np.all(covered / runs >= 1 - beta - 3 * np.sqrt(beta * (1 - beta) / runs))
 
 
+# zero slopes from the signal test, by design on this data
+@pytest.mark.filterwarnings("ignore:.*released zero slopes:sklearn_pdp.exceptions.FallbackWarning")
 def test_private_ridge_eigen_change_bound_covers_the_exact_change():
     """The published bound on a row's change of lambda_min (removed or
     added) is at least the exact change on the Gram noise's event."""

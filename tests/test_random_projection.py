@@ -15,6 +15,12 @@ from sklearn_pdp._random_projection_release import solve_sketch
 from ._mc import Z_TOL, assert_matches_mc
 
 
+# noisy slopes from a small sketch often fail the signal test: zero slopes by design
+ZERO_SLOPES = pytest.mark.filterwarnings(
+    "ignore:.*released zero slopes:sklearn_pdp.exceptions.FallbackWarning"
+)
+
+
 def _scaled_z(X, y, reg):
     Xs, ys = DomainScaler(reg.data_norm_, reg.y_bound_, reg.fit_intercept).scale(X, y)
     return np.column_stack((Xs, ys))
@@ -159,6 +165,7 @@ def test_chi2_noise_scale_is_tight():
 # ------------------------------------------------------------ estimator ----
 
 
+@ZERO_SLOPES
 @pytest.mark.parametrize("variant", ["dp", "paper"])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_pdp_losses_equal_brute_force_leave_one_out(variant, fit_intercept, make_unbounded_data):
@@ -188,6 +195,7 @@ def test_pdp_losses_equal_brute_force_leave_one_out(variant, fit_intercept, make
         assert reg.dp_epsilon_ == np.inf
 
 
+@ZERO_SLOPES
 def test_dp_calibration_is_tight_at_the_worst_row():
     """A row of norm 1 with |y| = 1 orthogonal to everything else reaches
     tau = 2 / s^2: its loss is the data-independent epsilon, which meets the
@@ -259,6 +267,7 @@ def test_result_does_not_depend_on_chunk_size(variant, make_unbounded_data):
     assert not np.allclose(other_seed.sketch_, fits[-1].sketch_)
 
 
+@ZERO_SLOPES
 def test_n_components_rules(make_unbounded_data):
     # without an intercept: no fallback to the label mean at any size
     X, y = make_unbounded_data(2000, d=2, features="uniform")
@@ -325,6 +334,7 @@ def test_paper_noise_formula_against_hand_computed_values():
     assert reg.dp_epsilon_ == np.inf
 
 
+@ZERO_SLOPES
 def test_erratum_e10_the_paper_sketch_reveals_the_secret_entry():
     """Two columns equal except for the secret entry X[0, 0] in {0, 1}. The
     paper's rule claims 0.1-bit MI-DP with sigma_RP = 0, yet the difference
@@ -444,6 +454,7 @@ def _skewed_noise_ratios():
     return np.mean(ratios)
 
 
+@ZERO_SLOPES
 def test_labels_without_signal_that_vary_little_give_the_mean(monkeypatch):
     """The signal test of the sketch's cross term releases (nearly) the
     label mean where the slopes fitted at the noise's ridge alone cost far
@@ -513,6 +524,7 @@ def test_noise_floor_steadies_nearly_collinear_features(monkeypatch):
     assert floored < 0.9 * error(reg.release_.solve)
 
 
+@ZERO_SLOPES
 def test_no_signal_is_not_worse_than_the_mean():
     """Labels independent of the features (and varying little): the slopes
     are de-biased only where the cross term clearly shows a signal, so the
@@ -532,6 +544,7 @@ def test_no_signal_is_not_worse_than_the_mean():
     assert np.mean(ratios) < 1.02, ratios
 
 
+@ZERO_SLOPES
 def test_quiet_off_centre_label_is_not_worse_than_the_mean():
     """Labels independent of off-centre features, varying little around an
     off-centre mean: the sketch's centred cross term holds the noise's share
@@ -556,6 +569,7 @@ def test_quiet_off_centre_label_is_not_worse_than_the_mean():
     assert np.median(ratios) <= 1 + np.median(margins), (ratios, margins)
 
 
+@ZERO_SLOPES
 def test_noisy_slopes_of_a_quiet_skewed_label_cost_little():
     """Labels independent of the features, skewed and heavy-tailed with a
     small variance (as medical expenditures scaled to their range), and
@@ -580,6 +594,7 @@ def test_noisy_slopes_of_a_quiet_skewed_label_cost_little():
     assert np.mean(costs) < 0.05, costs
 
 
+@ZERO_SLOPES
 def test_mean_alone_is_the_unbiased_label_mean(monkeypatch):
     """With the slopes at 0 the intercept is the label mean's estimate from
     the sketch, never pulled towards 0: the regression of y on the constant
@@ -606,6 +621,7 @@ def test_mean_alone_is_the_unbiased_label_mean(monkeypatch):
     assert abs(error.var(ddof=1) / var - 1) <= Z_TOL * np.sqrt(2 / error.size)
 
 
+@ZERO_SLOPES
 def test_signal_ridge_changes_no_privacy_number(monkeypatch, make_unbounded_data):
     """The ridge is post-processing of the sketch: the losses and the
     guarantee do not depend on it."""
@@ -621,6 +637,7 @@ def test_signal_ridge_changes_no_privacy_number(monkeypatch, make_unbounded_data
         assert other.dp_epsilon_ == fits[0].dp_epsilon_
 
 
+@ZERO_SLOPES
 def test_cross_term_noise_is_estimated_without_bias(monkeypatch):
     """The solve's noise variance of the sketch's centred cross term:
     with centred features and labels orthogonal to them, the cross term is
@@ -659,6 +676,7 @@ def test_cross_term_noise_is_estimated_without_bias(monkeypatch):
 # ------------------------------------------------- the released label mean ----
 
 
+@ZERO_SLOPES
 def test_quiet_label_takes_the_released_label_mean():
     """Labels independent of the features that vary little (variance 4e-4
     of the scaled range, as medical expenditures) on 4500 rows at epsilon
@@ -719,6 +737,7 @@ def test_intercept_rule_takes_the_less_noisy_intercept(n, epsilon, noise, centre
     assert rule < 0.9 * max(own, mixed)
 
 
+@ZERO_SLOPES
 def test_released_label_mean_has_the_calibrated_law():
     """KS test of the released label means against Laplace(mean, b / n),
     b = ``label_noise_scale_``: the noise is the one the losses assume."""

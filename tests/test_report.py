@@ -83,6 +83,8 @@ def test_transform_is_worst_label_epsilon_and_leverage(make_unbounded_data):
         assert np.all(out[:, 0] >= est.pdp_epsilon(X_new, np.full(9, label)) - 1e-12)
 
 
+# unit bounds on unbounded data: the bound must hold on clipped rows too
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
 @pytest.mark.parametrize("data", [unbounded_data(15, d=2), _one_direction_data()])
 def test_worst_label_epsilon_bounds_every_training_rows_loss(data):
     """Row i's in-sample loss is the loss of adding (x_i, y_i) to the data
@@ -156,6 +158,8 @@ def test_pipeline_and_feature_union_and_column_transformer(make_unbounded_data):
     assert_array_equal(out.iloc[:, :2].to_numpy(), direct)
 
 
+# 80 rows are too few for AdaSSP's slopes: the label mean is released
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
 def test_default_estimator_is_adassp_and_warns_about_bounds(make_unbounded_data):
     X, y = make_unbounded_data(80)
     with pytest.warns(PrivacyLeakWarning):
@@ -297,6 +301,8 @@ def test_report_wraps_the_private_search(make_unbounded_data):
     assert_allclose(leverage, best.transform(X[:5])[:, 1])
 
 
+# 80 rows are too few for the projection's slopes: the label mean is released
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
 def test_public_hooks_the_report_uses(make_unbounded_data):
     """design_ridge and law_statistics: H of the scaled training rows (its
     leverages equal a dense solve) and the law's statistics; None where the
@@ -428,6 +434,8 @@ def test_plot_of_a_mean_release_shows_the_label(agg, make_unbounded_data):
     assert_allclose(np.sort(x), np.sort(np.abs(np.clip(y / 5.0, -1, 1))[shown]), atol=1e-12)
 
 
+# fitted on the table, asked about its rows as an array
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names:UserWarning")
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
 @pytest.mark.parametrize("epsilon", [0.5, 30.0])  # candidates of the mean; of slopes
 def test_private_search_on_full_one_hot_encoding(epsilon):

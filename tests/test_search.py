@@ -393,6 +393,8 @@ def test_non_private_estimator_is_refused(make_unbounded_data):
         PrivateGridSearchCV(Ridge(), {"alpha": [1.0]}).fit(X, y)
 
 
+# y_bound=1 clips the label tails of the encoded table
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
 def test_a_pipeline_is_refused_with_the_way_out(make_unbounded_data):
     """A pipeline around a private regressor (the encoding recipe) is
@@ -415,6 +417,8 @@ def test_a_pipeline_is_refused_with_the_way_out(make_unbounded_data):
     assert PrivateGridSearchCV(pipe[-1], grid).fit(encoded, y).best_params_ in ParameterGrid(grid)
 
 
+# delta=0.99 >= 1 / n on purpose: it admits parts of 2 rows out of 10
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.PrivacyLeakWarning")
 def test_empty_validation_part_gives_uniform_choice(make_unbounded_data):
     X, y = make_unbounded_data(10, scale=0.6)
     grid = {"gamma": [1.0, 10.0]}
