@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from sklearn_pdp import AdaSSPRegressor, Schema
-from sklearn_pdp import _domain
+from sklearn_pdp.domain import _scaler as _domain
 from sklearn_pdp.exceptions import BoundsWarning, FallbackWarning
 
 DELTA = 1e-6
@@ -93,7 +93,7 @@ def fit(table, schema, mode, eps, split):
     est.set_params(epsilon=eps, delta=DELTA, random_state=split)
     weight = {"shares x0.5": 0.5, "shares x2": 2.0}.get(mode)
     original = _domain.DomainScaler
-    import sklearn_pdp._base as base
+    import sklearn_pdp.linear_model._base as base
     try:
         if weight is not None:
             base.DomainScaler = weighted(weight)

@@ -25,8 +25,8 @@ from sklearn.model_selection import train_test_split
 
 from run import diabetes_schema, environment, fair_schema, randhie_schema
 from sklearn_pdp import AdaSSPRegressor
-from sklearn_pdp._cli._options import _parser
-from sklearn_pdp._cli._table import _load
+from sklearn_pdp.cli._options import _parser
+from sklearn_pdp.cli._table import _load
 
 SPLITS = 3
 

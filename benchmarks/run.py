@@ -43,7 +43,7 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 from threadpoolctl import threadpool_info  # noqa: E402
 
 import sklearn_pdp  # noqa: E402
-from sklearn_pdp._accounting import ops_gamma  # noqa: E402
+from sklearn_pdp.accounting import ops_gamma  # noqa: E402
 from registry import FACTORIES  # noqa: E402
 
 DOC_DIR = Path(__file__).resolve().parents[1] / "doc" / "benchmarks"
@@ -903,7 +903,7 @@ def _dask_run(args, persist):
     from distributed import Client, LocalCluster, wait
 
     # the exact quantile that PDPReport.summary_ uses, without refitting
-    from sklearn_pdp._dask import quantiles
+    from sklearn_pdp.utils._dask import quantiles
 
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:

@@ -27,8 +27,8 @@ from sklearn.model_selection import train_test_split
 from run import (_statsmodels_data, diabetes_schema, fair_schema, markdown_table,
                  randhie_schema)
 from sklearn_pdp import AdaSSPRegressor, OutputPerturbationRegressor
-from sklearn_pdp import _adaptive_ridge
-from sklearn_pdp._output_perturbation_calibration import output_perturbation_auto_alpha
+from sklearn_pdp.mechanisms.private_ridge import _adaptive as _adaptive_ridge
+from sklearn_pdp.mechanisms.output_perturbation._calibration import output_perturbation_auto_alpha
 
 DELTA = 1e-6
 # margins of the test (standard deviations of the noise's chi-square); -inf

@@ -27,9 +27,9 @@ from sklearn.model_selection import train_test_split
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sklearn_pdp._cli._options import _parser  # noqa: E402
-from sklearn_pdp._cli._spread import COLUMNS, TABLE  # noqa: E402
-from sklearn_pdp._cli._table import _load  # noqa: E402
+from sklearn_pdp.cli._options import _parser  # noqa: E402
+from sklearn_pdp.cli._spread import COLUMNS, TABLE  # noqa: E402
+from sklearn_pdp.cli._table import _load  # noqa: E402
 from sklearn_pdp._registry import REGRESSORS  # noqa: E402
 
 DELTA = 1e-6

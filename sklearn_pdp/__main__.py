@@ -22,12 +22,12 @@ import re
 import sys
 import warnings
 
-from ._cli._ledger_command import strict_json
-from ._cli._options import DataError, _parser
-from ._cli._release import _check_ledger, _record, _report
-from ._cli._schema import apply_schema_file
-from ._cli._table import _load
-from ._cli._text import _layout, _text
+from .cli._ledger_command import strict_json
+from .cli._options import DataError, _parser
+from .cli._release import _check_ledger, _record, _report
+from .cli._schema import apply_schema_file
+from .cli._table import _load
+from .cli._text import _layout, _text
 
 PLOT_HINT = 'pip install matplotlib (or, from a checkout, pip install ".[plot]")'
 
@@ -45,7 +45,7 @@ def main(argv=None):
 
 def _command(argv):
     if (sys.argv[1:] if argv is None else list(argv))[:1] == ["ledger"]:
-        from ._cli._ledger_command import main as ledger_main
+        from .cli._ledger_command import main as ledger_main
         return ledger_main((sys.argv[1:] if argv is None else list(argv))[1:])
     parser = _parser()
     # a value such as -20,40 is not an option (none starts with a digit):

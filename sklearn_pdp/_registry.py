@@ -5,12 +5,12 @@ Every regressor here takes a privacy budget (``epsilon``, ``delta``) and
 meets it with no other parameter. Adding a mechanism is one entry.
 """
 
-from ._adaops import AdaOPSRegressor
-from ._objective_perturbation import ObjPertRegressor
-from ._ops import OPSRegressor
-from ._output_perturbation import OutputPerturbationRegressor
-from ._random_projection import RandomProjectionRegressor
-from ._ssp import AdaSSPRegressor
+from .linear_model._adaops import AdaOPSRegressor
+from .linear_model._objective_perturbation import ObjPertRegressor
+from .linear_model._ops import OPSRegressor
+from .linear_model._output_perturbation import OutputPerturbationRegressor
+from .linear_model._random_projection import RandomProjectionRegressor
+from .linear_model._adassp import AdaSSPRegressor
 
 # short name (the command line's ``--estimator``) -> class
 REGRESSORS = {

@@ -18,9 +18,9 @@ from sklearn_pdp import (
     OutputPerturbationRegressor,
     RandomProjectionRegressor,
 )
-from sklearn_pdp._accounting import gaussian_epsilon
+from sklearn_pdp.accounting import gaussian_epsilon
 from sklearn_pdp.model_selection import PrivateGridSearchCV
-from sklearn_pdp._accounting._exponential import select
+from sklearn_pdp.accounting._exponential import select
 from sklearn_pdp.model_selection._search import selection_epsilon
 
 ALPHA = 1e-6  # false-alarm rate of each audit

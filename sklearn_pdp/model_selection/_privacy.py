@@ -7,10 +7,10 @@ from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .. import _tighten
-from .._guarantee_law import GuaranteeLaw
-from .._public import public_model
-from .._schema import stage_params
+from ..domain import _tighten
+from ..mechanisms._guarantee_law import GuaranteeLaw
+from ..report._public import public_model
+from ..domain._schema import stage_params
 from ._release import SearchRelease
 from ._selection import training_guarantee
 
@@ -136,7 +136,7 @@ class SearchPrivacyMixin:
         the fits, holds ``G`` (at ``n`` and at ``n + 1`` records), the
         selection's ``epsilon`` and the bounds. With privately tightened
         bounds (refit or not), a
-        :class:`~sklearn_pdp._guarantee_law.GuaranteeLaw`: every record's
+        :class:`~sklearn_pdp.mechanisms._guarantee_law.GuaranteeLaw`: every record's
         bound is the search's guarantee, the largest for a removal or an
         addition (:doc:`/mechanisms/tightening`, "Published reports").
 

@@ -1,5 +1,5 @@
 """The private search's release: the selection, the part fits, the refit's
-fits and the tightened bounds, as one :class:`~sklearn_pdp._release.Release`
+fits and the tightened bounds, as one :class:`~sklearn_pdp.mechanisms._release.Release`
 that gives the guarantee, every record's loss both ways and, without refit,
 the law of a published report (:doc:`/mechanisms/tuning`, :doc:`/publish`).
 """
@@ -8,8 +8,8 @@ from functools import reduce
 
 import numpy as np
 
-from .._stage import charged_loss
-from .._release import Release
+from ..domain._stage import charged_loss
+from ..mechanisms._release import Release
 from ._selection import SIZE_SHARE, selection_epsilon, training_guarantee
 
 
@@ -157,7 +157,7 @@ class SearchRelease(Release):
     def _full_fit_losses(self, X, y, add):
         """Per record, the largest of the fits on all the data: their exact
         losses, or with tightened bounds one valid for every released bound
-        (:func:`~sklearn_pdp._stage.charged_loss`)."""
+        (:func:`~sklearn_pdp.domain._stage.charged_loss`)."""
         if not (add or self.tightened) and X.shape[0] != self.n_samples:
             raise ValueError(
                 "The losses of training rows are those of the search's data "
@@ -190,7 +190,7 @@ class SearchRelease(Release):
         draw (the parts, the bounds, the fits): the stages' largest, each
         for a removal or an addition (the selection bound is at most its
         epsilon, each fit on all the data at most
-        :meth:`~sklearn_pdp._stage.DeclaredStage.cap`), composed. A function
+        :meth:`~sklearn_pdp.domain._stage.DeclaredStage.cap`), composed. A function
         of public quantities only."""
         total = 0.0
         if self.full_fits:

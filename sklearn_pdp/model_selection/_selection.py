@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from .._domain import label_range
+from ..domain._scaler import label_range
 
 # One validation record adds at most (2 B)^2 to a candidate's summed squared
 # error when predictions and labels are clipped to [-B, B]; in units of B^2: 4.

@@ -1,0 +1,359 @@
+"""Private tightening of the declared bounds: the release of the bounds
+(:doc:`/mechanisms/tightening`).
+
+Declared ranges are a schema's (what a value can be); the noise of every
+mechanism scales with them. Before the model, a share of epsilon releases
+tighter ranges: for each declared range [a, b] two quantiles by the
+exponential mechanism (:mod:`sklearn_pdp.accounting._exponential`), of the distance
+of the clipped values above a and below b, on a public grid of distances,
+geometric (fine near the data's own end, coarse in a long tail) and
+uniform; for ``data_norm`` one quantile of the row norms. On rows too few
+for all of them, the label's two alone (:func:`label_release`).
+
+Accounting. The quantiles are independent pure-DP releases: the bounds cost
+the sum of their epsilons, and a row's exact pure loss for all of them is
+the larger of the sums over the releases of its largest log-ratio in each
+direction (each a function of the grid cell it falls in,
+:func:`~sklearn_pdp.accounting._exponential.quantile_loss_table`). The model fitted
+on the released bounds, and each row's loss for the whole release, are the
+tightened stage's (:class:`~._stage.TightenedStage`).
+"""
+
+import warnings
+
+import numpy as np
+
+from ..accounting._exponential import quantile_log_proba, quantile_loss_table, select
+from ..utils._arrays import is_dask_array, row_norms
+from ._scaler import label_range
+from ..exceptions import BoundsWarning
+
+# Share of epsilon spent on the bounds by default (chosen on the utility
+# benchmark's declared-schema protocol: see the schema page of the Benchmarks).
+TIGHTEN_SHARE = 0.1
+# Quantile level of each end: the share of rows left beyond a released bound.
+_LEVEL = 0.005
+# The level is raised so that a grid point beyond the data weighs at most
+# G^(-_TAIL_GUARD / 2) of an exact quantile: "The level" in the tightening page.
+_TAIL_GUARD = 4.0
+# Largest level; "auto" does not tighten where the tail guard asks for a level
+# above _AUTO_TAIL (the ends would collapse: "When to tighten", same page).
+_MAX_LEVEL = 0.1
+_AUTO_TAIL = 1.0
+# Where the ends of every range are too many for _AUTO_TAIL, the label's two
+# alone are released if their tail guard asks for a level at most this (a
+# stricter rule: on fewer rows they cost more than they gain; "Too few rows
+# for every range: the label alone" in the tightening page).
+_LABEL_TAIL = 0.35
+# Share of delta kept, for a model that bounds its rows' losses over the
+# plausible released bounds (AdaSSP), for the bounds falling outside them.
+_EVENT_SHARE = 0.1
+# Grid of widths, as fractions of the declared width: geometric from
+# _GRID_FLOOR (fine near the data's own end, for long tails) and uniform
+# (for data in the middle of a wide range), up to the declared width.
+_GRID = np.unique(np.concatenate([np.geomspace(1e-3, 1.0, 48), np.linspace(0.0, 1.0, 33)[1:]]))
+_GRID_POINTS = _GRID.size
+
+
+def tightening_on(estimator):
+    """Whether ``fit`` tightens the bounds (``tighten_bounds``; "auto" is
+    decided later, by :attr:`BoundsRelease.worthwhile`)."""
+    mode = getattr(estimator, "tighten_bounds", False)
+    if not _always(mode) and mode != "auto":
+        return False
+    if getattr(estimator, "epsilon", None) is None:
+        if mode == "auto":
+            return False
+        raise ValueError(
+            "tighten_bounds needs an epsilon budget to spend a share of; this "
+            f"{type(estimator).__name__} has epsilon=None (a raw noise level)."
+        )
+    return True
+
+
+def _always(mode):
+    """``tighten_bounds`` asks for tightening whatever the data size."""
+    return not isinstance(mode, str) and bool(mode)
+
+
+def _share(estimator):
+    share = getattr(estimator, "tighten_share", None)
+    return TIGHTEN_SHARE if share is None else float(share)
+
+
+class BoundsRelease:
+    """The quantiles that tighten the declared bounds: plan, draw and losses.
+
+    Built from public quantities (the declared bounds, the public size, the
+    budget); ``fit`` records the private grid counts. Which ranges are
+    tightened: every feature range of ``bounds_X`` except (0, 1) (indicator
+    and one-hot columns: their values sit at the ends), ``data_norm`` (one
+    upper quantile of the row norms) and ``y_bound``; only declared ones (a
+    bound read from the data stays as read).
+
+    Parameters
+    ----------
+    data_norm, bounds_X, y_bound : declared bounds (None: not declared)
+    n_samples : int
+        The public size (sets the quantile levels).
+    epsilon : float
+        Budget of all the quantiles together (pure DP).
+    """
+
+    def __init__(self, data_norm, bounds_X, y_bound, n_samples, epsilon):
+        self.declared = (data_norm, bounds_X, y_bound)
+        origin, sign, width, source = [], [], [], []
+        if bounds_X is not None:
+            lower, upper = bounds_X
+            for j in np.flatnonzero(~((lower == 0.0) & (upper == 1.0))):
+                for o, s in ((lower[j], 1.0), (upper[j], -1.0)):
+                    origin.append(o), sign.append(s), width.append(upper[j] - lower[j])
+                    source.append(int(j))
+        elif data_norm is not None:
+            origin.append(0.0), sign.append(1.0), width.append(float(data_norm))
+            source.append("norm")
+        if y_bound is not None:
+            low, high = label_range(y_bound)
+            for o, s in ((low, 1.0), (high, -1.0)):
+                origin.append(o), sign.append(s), width.append(high - low)
+                source.append("y")
+        self.origin, self.sign = np.array(origin), np.array(sign)
+        self.width, self.source = np.array(width), source
+        self.n_quantiles = len(source)
+        self.epsilon_q = epsilon / max(self.n_quantiles, 1)
+        self.epsilon = self.epsilon_q * self.n_quantiles
+        self.grid = self.width[:, None] * _GRID
+        self.grid[:, -1] = self.width  # the declared end itself
+        self.tail = _TAIL_GUARD * np.log(_GRID_POINTS) / (self.epsilon_q * n_samples)
+        # "auto" tightens only where the levels stay small (public rule)
+        self.worthwhile = self.n_quantiles > 0 and self.tail <= _AUTO_TAIL
+        self.level = min(max(_LEVEL, self.tail), _MAX_LEVEL)
+
+    def cells(self, X, y):
+        """Grid cell (values rounded up) of each row for each quantile: (n, k)."""
+        cells = np.empty((X.shape[0], self.n_quantiles), dtype=np.intp)
+        norms = None
+        for k, src in enumerate(self.source):
+            if src == "norm":
+                norms = row_norms(X) if norms is None else norms
+                raw = norms
+            else:
+                raw = y if src == "y" else X[:, src]
+            v = np.clip(self.sign[k] * (raw - self.origin[k]), 0.0, self.width[k])
+            cells[:, k] = np.searchsorted(self.grid[k], v, side="left")
+        return np.minimum(cells, _GRID_POINTS - 1)
+
+    def fit(self, X, y):
+        """Record the grid counts of the training rows (private); on Dask,
+        summed from per-block histograms."""
+        if is_dask_array(X):
+            import dask
+
+            parts = [dask.delayed(self._counts)(xb, yb)
+                     for xb, yb in zip(X.to_delayed().ravel(), y.to_delayed())]
+            self.counts_ = sum(dask.compute(*parts))
+        else:
+            self.counts_ = self._counts(X, y)
+        return self
+
+    def _counts(self, X, y):
+        cells = self.cells(X, y)
+        return np.stack([np.bincount(cells[:, k], minlength=_GRID_POINTS)
+                         for k in range(self.n_quantiles)])
+
+    def log_proba(self, counts=None):
+        """Log output probabilities of each quantile, (k, G)."""
+        counts = self.counts_ if counts is None else counts
+        return quantile_log_proba(counts, 1.0 - self.level, self.epsilon_q)
+
+    def draw(self, rng):
+        """Released bounds ``(data_norm, bounds_X, y_bound)``, post-processed.
+
+        A released lower end above the released upper one (only when the
+        column's values are nearly constant) is swapped with it.
+        """
+        picked = self.grid[np.arange(self.n_quantiles), select(self.log_proba(), rng)]
+        ends = self.origin + self.sign * picked
+        data_norm, bounds_X, y_bound = self.declared
+        if bounds_X is not None:
+            lower, upper = (b.copy() for b in bounds_X)
+            cols = np.array([s for s in self.source if s not in ("y", "norm")], dtype=np.intp)
+            if cols.size:
+                a, b = ends[: cols.size: 2], ends[1: cols.size: 2]
+                lo, hi = np.minimum(a, b), np.maximum(a, b)
+                same = lo >= hi  # (not seen: the grids' ends rarely meet)
+                lower[cols[::2]] = np.where(same, bounds_X[0][cols[::2]], lo)
+                upper[cols[::2]] = np.where(same, bounds_X[1][cols[::2]], hi)
+            bounds_X = (lower, upper)
+        elif data_norm is not None:
+            data_norm = float(ends[0])
+        if y_bound is not None:
+            a, b = sorted(ends[-2:])
+            y_bound = (float(a), float(b)) if a < b else y_bound
+        return data_norm, bounds_X, y_bound
+
+    def plausible(self, delta):
+        """``(low, high)`` of each released end over a set of grid points
+        outside which it falls with probability at most ``delta`` over the k
+        quantiles together, on these data and on any neighbour (each
+        quantile is epsilon_q-DP: the set leaves out at most
+        ``delta e^-epsilon_q / k`` of each quantile's mass here); (k, 2)."""
+        budget = delta * np.exp(-self.epsilon_q) / max(self.n_quantiles, 1)
+        p = np.exp(self.log_proba())
+        order = np.argsort(p, axis=1)
+        dropped = np.cumsum(np.take_along_axis(p, order, axis=1), axis=1) <= budget
+        keep = np.empty_like(dropped)
+        np.put_along_axis(keep, order, ~dropped, axis=1)
+        ends = self.origin[:, None] + self.sign[:, None] * self.grid
+        return np.stack([np.where(keep, ends, np.inf).min(axis=1),
+                         np.where(keep, ends, -np.inf).max(axis=1)], axis=1)
+
+    def box(self, ranges):
+        """For released ends within ``ranges`` (:meth:`plausible`), the two
+        corners that bound a scaled value's magnitude: ``(lo, hi)`` arrays of
+        shape (2, m) for the features (bounds_X) then the label, and a mask
+        of the ranges whose released ends may cross (then only |z| <= 1
+        holds). The scaled value of x in [lo, hi] is
+        (clip(x, lo, hi) - mid) / half: over a box of (lo, hi), its
+        magnitude is largest at (lo_min, hi_min) or (lo_max, hi_max) (it is
+        1 outside [lo, hi], and inside it decreases in both ends above the
+        midpoint and increases in both below it)."""
+        data_norm, bounds_X, y_bound = self.declared
+        lows, highs = [], []
+        if bounds_X is not None:
+            lows.append(np.stack([bounds_X[0], bounds_X[0]]))
+            highs.append(np.stack([bounds_X[1], bounds_X[1]]))
+        if y_bound is not None:
+            low, high = label_range(y_bound)
+            lows.append(np.full((2, 1), low))
+            highs.append(np.full((2, 1), high))
+        lo, hi = np.hstack(lows), np.hstack(highs)
+        # pairs of quantiles, after the norm's (alone, first) if any
+        for k in range(int(self.source[:1] == ["norm"]), self.n_quantiles, 2):
+            col = lo.shape[1] - 1 if self.source[k] == "y" else self.source[k]
+            # quantile k releases the upper end, k + 1 the lower one
+            hi[:, col], lo[:, col] = ranges[k], ranges[k + 1]
+        return lo, hi, lo[1] >= hi[0]
+
+    def _tables(self, add):
+        """Per quantile, the (upper, lower) log-ratio extremes by cell: (2, k, G)."""
+        q = 1.0 - self.level
+        out = np.empty((2, self.n_quantiles, _GRID_POINTS))
+        for k in range(self.n_quantiles):
+            out[:, k] = quantile_loss_table(self.counts_[k], q, self.epsilon_q, add=add)
+        return out
+
+    def row_epsilon(self, X, y, add=False):
+        """Exact pure epsilon of the whole bounds release for each row.
+
+        ``add``: the rows as targets added to the training data (``y`` None:
+        the worst label in the declared range); else training rows removed.
+        Lazy, with the row chunks of ``X``, for a Dask array.
+        """
+        if is_dask_array(X):
+            if y is None:
+                return X.map_blocks(lambda b: self.row_epsilon(b, None, add), drop_axis=1,
+                                    dtype=np.float64)
+            return X.map_blocks(lambda b, yb: self.row_epsilon(b, yb[:, 0], add), y[:, None],
+                                drop_axis=1, dtype=np.float64)
+        tables = self._tables(add)
+        cells = self.cells(X, np.zeros(X.shape[0]) if y is None else y)
+        k = np.arange(self.n_quantiles)
+        labels = [i for i, s in enumerate(self.source) if s == "y"]
+        features = np.setdiff1d(k, labels) if y is None else k
+        up = tables[0][features, cells[:, features]].sum(axis=1)
+        down = tables[1][features, cells[:, features]].sum(axis=1)
+        if y is None and labels:
+            # every pair of label cells a value can fall in: the grids' points
+            # (as distances) from both ends, and the gaps between them
+            low, high = label_range(self.declared[2])
+            points = np.sort(np.concatenate([
+                self.origin[i] + self.sign[i] * self.grid[i] for i in labels]))
+            cand = np.concatenate([points, 0.5 * (points[1:] + points[:-1]), [low, high]])
+            ycells = self.cells(np.zeros((cand.size, X.shape[1])), cand)[:, labels]
+            yup = tables[0][labels, ycells].sum(axis=1)
+            ydown = tables[1][labels, ycells].sum(axis=1)
+            return np.max(np.maximum(up[:, None] + yup, down[:, None] + ydown), axis=1)
+        return np.maximum(up, down)
+
+
+def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5):
+    """The :class:`BoundsRelease` of ``estimator``'s declared ranges with its
+    share of the total ``epsilon``, or None where tightening does not apply
+    (too little data, nothing declared; with ``tighten_bounds=True`` the
+    first warns). ``resolved``: the bounds
+    of ``resolve_bounds`` (those read from the data are not tightened).
+
+    Where the rows are too few for the ends of every declared range but
+    enough for the label's two alone (:func:`label_release`), only the
+    label's range is tightened (``tighten_bounds=True`` warns).
+
+    Its ``event_`` is the share of ``delta`` kept, for a model that bounds
+    its rows' losses over the plausible released bounds (AdaSSP), for the
+    bounds falling outside them (0 for the others)."""
+    declared = (
+        None if estimator.data_norm is None else resolved[0],
+        resolved[1],
+        None if estimator.y_bound is None else resolved[2],
+    )
+    budget = _share(estimator) * epsilon
+    release = BoundsRelease(*declared, n_samples, budget)
+    if not release.worthwhile:
+        label = label_release(declared, n_samples, budget, release.n_quantiles)
+        if release.n_quantiles and _always(estimator.tighten_bounds):
+            warnings.warn(
+                f"tighten_bounds=True: {n_samples} rows are too few to tighten the "
+                f"{release.n_quantiles} declared ends with tighten_share "
+                f"{_share(estimator):g} of epsilon={epsilon:g} (each end's epsilon "
+                "times the number of rows must be at least "
+                f"{_TAIL_GUARD * np.log(_GRID_POINTS) / _AUTO_TAIL:.1f}, or the released "
+                "ends fall almost anywhere); "
+                + ("only the label's range is tightened, the features keep their "
+                   "declared bounds. " if label is not None else
+                   "the model is fitted on the declared bounds with the whole budget. ")
+                + "Declare tighter bounds, or raise epsilon or tighten_share.",
+                BoundsWarning, stacklevel=stacklevel)
+        if label is None:
+            return None
+        release = label
+    release.event_ = _EVENT_SHARE * delta if _bounds_its_rows(estimator) else 0.0
+    return release
+
+
+def label_release(declared, n_samples, epsilon, n_quantiles):
+    """The release of the label's two ends alone with the whole ``epsilon``
+    of the bounds, where the ``n_quantiles`` ends of every declared range
+    are too many for the rows and the label's pass the stricter rule
+    ``_LABEL_TAIL``; else None. Its ``declared`` holds the label's range
+    only: the model keeps the declared feature bounds (or ``data_norm``)."""
+    y_bound = declared[2]
+    if y_bound is None or n_quantiles <= 2:
+        return None
+    release = BoundsRelease(None, None, y_bound, n_samples, epsilon)
+    return release if release.tail <= _LABEL_TAIL else None
+
+
+def _bounds_its_rows(estimator):
+    """Whether the estimator's release bounds its rows' losses over the
+    plausible released bounds (``box_epsilon``: AdaSSP), read before it is
+    fitted from its class's ``_release_type``."""
+    return hasattr(getattr(estimator, "_release_type", None), "box_epsilon")
+
+
+def remaining_epsilon(epsilon, spent):
+    """``epsilon - spent``, rounded down so that ``spent`` plus it is at most ``epsilon``."""
+    rest = epsilon - spent
+    while rest + spent > epsilon:  # rounding
+        rest = np.nextafter(rest, 0.0)
+    return float(rest)
+
+
+def released_bounds(drawn, resolved):
+    """The bound parameters of the model stage: the drawn bounds
+    (:meth:`BoundsRelease.draw`), the resolved ones where none was drawn."""
+    data_norm, bounds_X, y_bound = drawn
+    return {
+        "data_norm": (data_norm or resolved[0]) if bounds_X is None else None,
+        "bounds_X": resolved[1] if bounds_X is None else bounds_X,
+        "y_bound": resolved[2] if y_bound is None else y_bound,
+    }

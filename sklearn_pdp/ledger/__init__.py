@@ -1,0 +1,1 @@
+"""The privacy ledger and each person's charges."""

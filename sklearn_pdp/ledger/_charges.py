@@ -1,0 +1,186 @@
+"""What one release charges each person it is about, and the totals an
+individual filter composes (:doc:`/ledger`).
+
+A charge is one row of the ledger's ``charges`` table: the person, their
+number of rows, the family's parameter, the epsilon at the release's delta,
+and the same three for the individual filter.
+"""
+
+import warnings
+
+import numpy as np
+
+from ..accounting import gaussian_epsilon
+from ..utils._arrays import compute
+from ..report._profile import PrivacyProfile, chain, family_epsilon, gaussian_ratio
+
+
+def privacy_profile_of(fitted, X=None, y=None):
+    """The :class:`~sklearn_pdp.report._profile.PrivacyProfile` of a fitted release.
+
+    Its own ``privacy_profile``; for a :class:`PDPReport`, its estimator's
+    (only the report's own epsilons when it published, which adds a pure-DP
+    summary, unless the publication spent nothing: a tightened fit's,
+    ``data_independent``); for anything else with ``pdp_losses_`` (a private search: the
+    selection and the refit together, whose loss is not one Gaussian), its
+    epsilons at ``pdp_delta_``. ``X``: the loss of adding those records
+    instead (``pdp_epsilon``).
+    """
+    if hasattr(fitted, "privacy_profile"):
+        return fitted.privacy_profile(X, y)
+    published = getattr(fitted, "published_", None)
+    if hasattr(fitted, "estimator_") and (published is None or published.law.data_independent):
+        return privacy_profile_of(fitted.estimator_, X, y)
+    for attr in ("pdp_losses_", "dp_epsilon_", "dp_delta_"):
+        if not hasattr(fitted, attr):
+            raise TypeError(
+                f"{type(fitted).__name__} is not a fitted release of sklearn-pdp "
+                f"(no {attr}).")
+    if published is not None:
+        if X is not None:
+            raise ValueError("absent_X is not supported for a published PDPReport: "
+                             "leave it out to charge the release's bound.")
+        delta = published.delta
+    else:
+        delta = fitted.pdp_delta_
+    losses = fitted.pdp_losses_ if X is None else fitted.pdp_epsilon(X, y)
+    return PrivacyProfile(
+        "epsilon_delta", np.asarray(compute(losses)[0], dtype=np.float64), delta=delta,
+        guarantee=fitted.dp_epsilon_, guarantee_delta=fitted.dp_delta_,
+        n_samples=np.asarray(fitted.pdp_losses_).shape[0], mechanism=type(fitted).__name__,
+    )
+
+
+def person_keys(ids, name):
+    """Person keys as a 1-D array of str (``str`` of each Python scalar)."""
+    arr = np.asarray(ids, dtype=object) if not isinstance(ids, np.ndarray) else ids
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape}.")
+    values = arr.tolist()
+    if any(v is None for v in values):
+        raise ValueError(f"{name} must not contain None.")
+    return np.array([str(v) for v in values], dtype=str)
+
+
+def release_guarantee(profile):
+    """The release's (epsilon, delta) guarantee for a training row."""
+    if profile.family == "epsilon_delta":
+        return profile.guarantee, profile.guarantee_delta
+    return float(family_epsilon(profile.family, profile.guarantee, profile.delta)), profile.delta
+
+
+def gaussian_ratio_of(epsilon, delta):
+    """The ratio of a Gaussian mechanism calibrated to (epsilon, delta)."""
+    return float(gaussian_ratio(epsilon, delta)) if delta > 0 else np.inf
+
+
+def present_charges(profile, keys, people, counts):
+    """Charges of the people in the training rows (one per person)."""
+    if not keys.size:
+        return [[] for _ in range(8)]
+    n = profile.n_samples
+    order = np.argsort(keys, kind="stable")
+    rows = profile.values[order]
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    if profile.family == "laplace":
+        # the label sum: a person's rows move it by the sum of their ratios
+        values = np.add.reduceat(rows, starts)
+    else:  # a group's first removal: its smallest own loss
+        values = np.minimum.reduceat(rows, starts)
+    own = profile.own_record and profile.family != "epsilon_delta"
+    filter_values = values if own else np.full(people.size, profile.guarantee)
+    bounds = {k: profile.step_bound(n - k + 1, n - 1) for k in np.unique(counts) if k > 1}
+    extra = [bounds.get(k, 0.0) for k in counts.tolist()]
+    # a person with one row: the loss as the release reported it
+    losses = np.where(counts == 1, profile.losses[order][starts], np.nan)
+    return charge_columns(profile, people, counts, values, filter_values,
+                          np.asarray(extra), losses)
+
+
+def charge_columns(profile, people, counts, values, filter_values, extra, losses=None):
+    """Charge columns (person, rows, value, epsilon, delta, filter value,
+    filter epsilon, filter delta), a group's ``extra`` bound per further row
+    composed in: Gaussian ratios add (triangle inequality), a person's
+    Laplace ratios are already summed (any record's is at most the
+    worst), (epsilon, delta) pairs compose by group privacy. ``losses``:
+    the reported epsilons at the release's delta where known (NaN: from
+    the value)."""
+    family, delta = profile.family, profile.delta
+    counts = np.asarray(counts)
+    values, filter_values = (np.asarray(v, dtype=np.float64) for v in (values, filter_values))
+    if family == "epsilon_delta":
+        eps, dlt, f_eps, f_dlt = np.empty((4, counts.size))
+        for i, (k, more) in enumerate(zip(counts.tolist(), np.asarray(extra).tolist())):
+            steps = [(more, profile.guarantee_delta)] * (k - 1)
+            eps[i], dlt[i] = chain((values[i], delta), steps)
+            f_eps[i], f_dlt[i] = chain((filter_values[i], profile.guarantee_delta), steps)
+        columns = (eps, eps, dlt, f_eps, f_eps, f_dlt)
+    else:
+        if family == "gaussian":
+            values = values + (counts - 1) * extra
+            filter_values = filter_values + (counts - 1) * extra
+        f_delta = delta if family == "gaussian" else 0.0
+        eps = family_epsilon(family, values, delta)
+        if losses is not None:
+            eps = np.where(np.isnan(losses), eps, losses)
+        columns = (values, eps,
+                   np.full(counts.size, delta), filter_values,
+                   family_epsilon(family, filter_values, f_delta),
+                   np.full(counts.size, f_delta))
+    return [people.tolist(), counts.tolist(), *(np.asarray(c, float).tolist() for c in columns)]
+
+
+def join_charges(a, b):
+    """Two sets of charge columns as one."""
+    return [x + y for x, y in zip(a, b)]
+
+
+def filter_total(delta, person, family, value, epsilon, own_delta, n):
+    """Filter totals: one Gaussian where all of a person's charges are,
+    basic composition otherwise."""
+    family = np.asarray(family)
+    gauss = family == "gaussian"
+    all_gauss = np.bincount(person[~gauss], minlength=n) == 0
+    ratio = np.sqrt(np.bincount(person, weights=np.where(gauss, value, 0.0) ** 2, minlength=n))
+    basic = np.bincount(person, weights=epsilon, minlength=n)
+    need = np.bincount(person, weights=own_delta, minlength=n)
+    out = np.where(need <= delta * (1 + 1e-12), basic, np.inf)
+    g = all_gauss & (ratio > 0)
+    if np.any(g) and delta > 0:
+        out[g] = np.minimum(out[g], gaussian_epsilon(delta, ratio[g]))
+    out[all_gauss & (ratio == 0)] = 0.0
+    return out
+
+
+
+def absent_charges(fitted, profile, absent, absent_X, absent_y, present):
+    """Keys and charge columns of the people declared ``absent`` (not among
+    the keys ``present``): the loss of adding their record (``absent_X``,
+    ``absent_y``), or without it the release's bound for any record."""
+    out_keys = person_keys(absent, "absent")
+    if np.unique(out_keys).size != out_keys.size:
+        raise ValueError("absent must not repeat a key.")
+    both = np.intersect1d(out_keys, present)
+    if both.size:
+        raise ValueError(
+            f"absent lists people who are in the training rows: {both[:5].tolist()}")
+    worst = profile.step_bound(profile.n_samples + 1, profile.n_samples + 1)
+    values, losses = np.full(out_keys.size, worst), None
+    if absent_X is not None:
+        added = privacy_profile_of(fitted, absent_X, absent_y)
+        values, losses = added.values, added.losses
+        if values.size != out_keys.size:
+            raise ValueError("absent_X must have one row per key of absent.")
+    elif absent_y is not None:
+        raise ValueError("absent_y needs absent_X.")
+    elif not np.isfinite(worst) and out_keys.size:
+        warnings.warn(
+            f"{profile.mechanism} has no bound on the loss of adding any record "
+            "with this release's noise: the absent people are charged inf. Pass "
+            "their records (absent_X) to charge their own losses.",
+            UserWarning, stacklevel=4)
+    # the filter's charge: any record's bound (a person's added loss
+    # depends on the other rows)
+    return out_keys, charge_columns(
+        profile, out_keys, np.ones(out_keys.size, int), values,
+        np.full(out_keys.size, worst), np.zeros(out_keys.size), losses)

@@ -1,0 +1,1 @@
+"""AdaOPS: the release and its published bounds."""

@@ -1,0 +1,1 @@
+"""AdaSSP: released sufficient statistics."""

@@ -1,0 +1,1 @@
+"""Objective perturbation: the release, its adaptive form and its law."""

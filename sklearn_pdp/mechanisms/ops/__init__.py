@@ -1,0 +1,1 @@
+"""One Posterior Sample."""

@@ -1,0 +1,1 @@
+"""Output perturbation: the release and its calibration."""

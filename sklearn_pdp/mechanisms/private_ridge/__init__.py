@@ -1,0 +1,1 @@
+"""The privately chosen ridge shared by output and objective perturbation."""

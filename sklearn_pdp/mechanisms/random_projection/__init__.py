@@ -1,0 +1,1 @@
+"""Random projection (Gaussian sketch)."""

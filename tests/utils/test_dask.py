@@ -1,0 +1,229 @@
+"""Dask input: the same release and per-instance losses as in memory.
+
+Fits run on a ``distributed.LocalCluster`` of two worker processes, so every
+function that goes to the workers is also checked to survive pickling.
+"""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import dask  # noqa: E402
+
+from sklearn_pdp import (  # noqa: E402
+    AdaOPSRegressor,
+    AdaSSPRegressor,
+    ObjPertRegressor,
+    OPSRegressor,
+    OutputPerturbationRegressor,
+    PDPReport,
+    PrivacyLeakWarning,
+    RandomProjectionRegressor,
+)
+from sklearn_pdp.utils._dask import quantiles  # noqa: E402
+from sklearn_pdp._registry import REGRESSORS  # noqa: E402
+from sklearn_pdp.model_selection import PrivateGridSearchCV  # noqa: E402
+
+N, D = 24_000, 5
+# irregular row chunks (and columns split in two) exercise the block offsets
+ROW_CHUNKS = (500, 1_300, 1, 2_199) + (1_000,) * 20
+BOUNDS = {"data_norm": 4.0, "y_bound": 5.0}
+# coef_ depends on the data only through d x d statistics: equal to rounding
+COEF_RTOL = 1e-10
+# A per-instance epsilon is the root of A(eps) - e^eps B(eps) = delta, with the
+# probabilities A and B evaluated to a few ulp (~1e-16). Rounding in the
+# statistics therefore moves the root by about 1e-16 / (e^eps B) in absolute
+# terms, which dominates near eps = 0 (measured: up to 3.4e-14 for the random
+# projection at eps = 8e-5, 6e-16 for OPS at eps = 1.6e-6, both ~4e-10
+# relative); elsewhere the relative agreement is ~1e-11 (measured).
+LOSS_TOL = {"rtol": 1e-10, "atol": 1e-13}
+# Objective perturbation's losses come from a quadrature whose stopping rule
+# may take one more rule on one side of a rounding difference (measured:
+# 1.9e-10 relative at eps = 1.3e-3): the exactness bar of the package, 1e-9.
+OBJPERT_LOSS_TOL = {"rtol": 1e-9, "atol": 1e-13}
+
+# every registered regressor (the random projection at 40 rows), and output
+# perturbation's constrained variant
+ESTIMATORS = [
+    cls(**BOUNDS, **({"n_components": 40} if cls is RandomProjectionRegressor else {}))
+    for cls in REGRESSORS.values()
+] + [OutputPerturbationRegressor(radius=0.5, noise="laplace", **BOUNDS)]
+# dask targets: four of the mechanisms, to keep the cluster's run short
+TARGET_CHECKED = [OPSRegressor, AdaOPSRegressor, AdaSSPRegressor, ObjPertRegressor]
+
+
+# one cluster for the module, on one test process of a parallel run (the
+# xdist_group mark, with --dist loadgroup): a cluster per process would
+# start two more worker processes on a small machine; BOUNDS' y_bound clips
+# the label tails (about 7%) of every fit here, which Dask must match too
+pytestmark = [
+    pytest.mark.xdist_group("dask"),
+    pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning"),
+]
+
+
+@pytest.fixture(scope="module")
+def client():
+    # dashboard on a free port: None still binds 8787 and warns when it is taken
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    ) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def data(client):
+    # generated on the workers, chunk by chunk, as a large data set would be
+    rng = da.random.RandomState(0)
+    Xd = rng.normal(size=(N, D), chunks=(ROW_CHUNKS, 3))
+    yd = Xd @ np.linspace(-1.0, 2.0, D) + rng.normal(size=N, chunks=(ROW_CHUNKS,))
+    X, y = dask.compute(Xd, yd)
+    return X, y, Xd, yd
+
+
+def _ids(est):
+    return type(est).__name__ + ("-ball" if getattr(est, "radius", None) else "")
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=_ids)
+def test_fit_matches_in_memory(client, data, est):
+    X, y, Xd, yd = data
+    ref = est.__class__(**est.get_params()).set_params(random_state=7).fit(X, y)
+    fit = est.__class__(**est.get_params()).set_params(random_state=7).fit(Xd, yd)
+    assert_allclose(fit.coef_, ref.coef_, rtol=COEF_RTOL)
+    assert fit.intercept_ == pytest.approx(ref.intercept_, rel=COEF_RTOL)
+    assert fit.dp_epsilon_ == pytest.approx(ref.dp_epsilon_, rel=COEF_RTOL)
+    assert fit.noise_scale_ == pytest.approx(ref.noise_scale_, rel=COEF_RTOL)
+    assert fit.n_features_in_ == D
+    # lazy, with the row chunks of X
+    assert isinstance(fit.pdp_losses_, da.Array)
+    assert fit.pdp_losses_.chunks == (ROW_CHUNKS,)
+    tol = OBJPERT_LOSS_TOL if isinstance(est, ObjPertRegressor) else LOSS_TOL
+    assert_allclose(fit.pdp_losses_.compute(), ref.pdp_losses_, **tol)
+    pred = fit.predict(Xd)
+    assert isinstance(pred, da.Array)
+    assert_allclose(pred.compute(), ref.predict(X), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("est", [e for e in ESTIMATORS if type(e) in TARGET_CHECKED], ids=_ids)
+def test_pdp_epsilon_of_dask_targets(client, data, est):
+    X, y, Xd, yd = data
+    fit = est.__class__(**est.get_params()).set_params(random_state=1).fit(X[:2000], y[:2000])
+    for labels, dask_labels in ((None, None), (y[:3_000], yd[:3_000])):
+        lazy = fit.pdp_epsilon(Xd[:3_000], dask_labels)
+        assert isinstance(lazy, da.Array)
+        # equal up to BLAS blocking, which depends on the chunk boundaries
+        assert_allclose(lazy.compute(), fit.pdp_epsilon(X[:3_000], labels), **LOSS_TOL)
+
+
+def test_random_projection_sketch_does_not_depend_on_chunking(client, data):
+    """The sketch is drawn from the Cholesky factor of Sigma, a function of
+    [X y]^T [X y] summed over the blocks: equal up to summation order."""
+    _, _, Xd, yd = data
+    est = RandomProjectionRegressor(n_components=40, random_state=3, **BOUNDS)
+    sketches = [est.fit(Xd, yd).sketch_]
+    for chunks in (5_000, 409):
+        sketches.append(est.fit(Xd.rechunk((chunks, D)), yd.rechunk(chunks)).sketch_)
+    for other in sketches[1:]:
+        assert_allclose(other, sketches[0], rtol=1e-12, atol=1e-12)
+
+
+def test_report_summary_matches_in_memory(client, data):
+    X, y, Xd, yd = data
+    est = OPSRegressor(random_state=0, **BOUNDS)
+    ref = PDPReport(est, thresholds=(1e-3, 0.01)).fit(X, y)
+    report = PDPReport(est, thresholds=(1e-3, 0.01)).fit(Xd, yd)
+    assert isinstance(report.pdp_losses_, da.Array)
+    assert report.summary_.keys() == ref.summary_.keys()
+    for key, value in ref.summary_.items():
+        if key == "below":
+            for t, fraction in value.items():
+                # a loss within rounding of a threshold may fall either side
+                assert abs(report.summary_[key][t] - fraction) <= 5 / N
+        elif isinstance(value, str):  # pdp_kind
+            assert report.summary_[key] == value, key
+        else:
+            expected = pytest.approx(value, rel=LOSS_TOL["rtol"], abs=LOSS_TOL["atol"])
+            assert report.summary_[key] == expected, key
+    out = report.transform(Xd[:500])
+    assert isinstance(out, da.Array)
+    assert_allclose(out.compute(), ref.transform(X[:500]), **LOSS_TOL)
+
+
+def test_bounds_read_from_dask_data_warn(client, data):
+    X, _, Xd, yd = data
+    with pytest.warns(PrivacyLeakWarning, match="data_norm"):
+        fit = OPSRegressor(y_bound=5.0, random_state=0).fit(Xd, yd)
+    assert fit.data_norm_ == pytest.approx(np.linalg.norm(X, axis=1).max(), rel=1e-12)
+
+
+# the refit's delta=1e-2 above 1 / n only has to differ from the first fit's
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.PrivacyLeakWarning")
+def test_lazy_losses_belong_to_their_fit(client, data):
+    X, y, Xd, yd = data
+    est = OPSRegressor(random_state=0, **BOUNDS)
+    lazy = est.fit(Xd[:2_000], yd[:2_000]).pdp_losses_
+    est.set_params(delta=1e-2, epsilon=None, gamma=1e3, alpha=1.0).fit(Xd[:3_000], yd[:3_000])
+    ref = OPSRegressor(random_state=0, **BOUNDS).fit(X[:2_000], y[:2_000])
+    assert_allclose(lazy.compute(), ref.pdp_losses_, **LOSS_TOL)
+
+
+def test_bad_dask_input_is_a_clear_error(client, data):
+    X, _, Xd, yd = data
+    est = OPSRegressor(**BOUNDS)
+    bad = X[:5_000].copy()
+    bad[4_123, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        est.fit(da.from_array(bad, chunks=500), yd[:5_000])
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        est.fit(Xd[Xd[:, 0] > 0], yd[Xd[:, 0] > 0])
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        est.fit(Xd, yd[:-1])
+    with pytest.raises(ValueError, match="requires y"):
+        est.fit(Xd, None)
+    fit = est.fit(Xd[:1000], yd[:1000])
+    with pytest.raises(ValueError, match="features"):
+        fit.predict(Xd[:10, :3])
+    search = PrivateGridSearchCV(est, {"alpha": [1.0, 10.0]})
+    with pytest.raises(TypeError, match="in-memory data"):
+        search.fit(Xd, yd)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 1000, 4097])
+def test_quantiles_are_exact_on_dask(n):
+    rng = np.random.RandomState(n)
+    values = np.concatenate([
+        rng.lognormal(-5, 3, size=n),
+        np.zeros(n // 3),                      # zero losses
+        np.full(n // 5, np.inf),               # unbounded losses
+        np.repeat(rng.lognormal(size=3), n // 7 + 1),  # ties
+    ])
+    rng.shuffle(values)
+    q = [0.0, 0.01, 0.5, 0.9, 0.99, 1.0]
+    lazy = da.from_array(values, chunks=max(len(values) // 7, 1))
+    with dask.config.set(scheduler="threads"):
+        got = quantiles(lazy, q)
+    with np.errstate(invalid="ignore"):  # numpy's inf - inf in interpolation
+        expected = np.quantile(values, q)
+    assert_array_equal(got, expected)
+
+
+def test_clip_shares_are_counted_on_dask(client, data):
+    """The BoundsWarning's shares come from the scaling pass on the workers:
+    the same as in memory, and those of the labels and rows the bounds move."""
+    from sklearn_pdp import BoundsWarning
+
+    X, y, Xd, yd = data
+    messages = []
+    for args in ((X, y), (Xd, yd)):
+        with pytest.warns(BoundsWarning) as record:
+            OPSRegressor(random_state=0, **BOUNDS).fit(*args)
+        messages.append([str(w.message) for w in record if w.category is BoundsWarning])
+    assert messages[0] == messages[1] and len(messages[0]) == 1
+    assert f"{np.mean(np.abs(y) > 5.0):.1%} of the labels" in messages[0][0]
+    # under 5% of the rows are longer than data_norm: not named
+    assert 0 < np.mean(np.linalg.norm(X, axis=1) > 4.0) <= 0.05
+    assert "rows" not in messages[0][0]
