@@ -114,7 +114,8 @@ class DomainScaler:
         Returns the mask of the rows that were scaled down.
         """
         if self.bounds_X is None:
-            np.divide(X, self.data_norm, out=out)
+            with np.errstate(over="ignore"):  # an overflow is a long row: handled below
+                np.divide(X, self.data_norm, out=out)
             # Rows outside the ball (or overflowing: inf and nan fail the
             # test) are rare: only they take the careful path below.
             long = np.flatnonzero(~(np.einsum("ij,ij->i", out, out) <= 1.0))

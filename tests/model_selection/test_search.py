@@ -527,6 +527,8 @@ def test_best_estimator_shows_the_estimators_random_state(refit, own, make_unbou
     assert not np.array_equal(other.best_estimator_.coef_, search.best_estimator_.coef_)
 
 
+# unbounded data against the search's declared bounds: clipping by design
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.BoundsWarning")
 def test_secure_noise_covers_the_split_and_the_selection(make_unbounded_data):
     X, y = make_unbounded_data(200, scale=0.6)
     runs = []
