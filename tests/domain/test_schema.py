@@ -249,16 +249,3 @@ def test_command_line_schema_and_flags_build_the_same_release(tmp_path, capsys):
         main([str(tmp_path / "t.csv"), "--schema", str(tmp_path / "schema.json"),
               "--bounds-x", "0", "1", *common])
     assert "give it without --bounds-x" in capsys.readouterr().err
-
-
-def test_dask_rows_scale_as_numpy_rows():
-    import dask.array as da
-    table = _table(3000)
-    X, y = SCHEMA.encoder().fit_transform(table), table["wage"].to_numpy()
-    local = AdaSSPRegressor(schema=SCHEMA, epsilon=1.0, random_state=0).fit(X, y)
-    lazy = AdaSSPRegressor(schema=SCHEMA, epsilon=1.0, random_state=0).fit(
-        da.from_array(X, chunks=700), da.from_array(y, chunks=700))
-    assert_allclose(lazy.coef_, local.coef_, atol=1e-12)
-    assert_allclose(lazy.pdp_losses_.compute(), local.pdp_losses_, rtol=1e-9)
-    assert_allclose(lazy.pdp_epsilon(da.from_array(X[:40], chunks=20)).compute(),
-                    local.pdp_epsilon(X[:40]), rtol=1e-9)

@@ -24,6 +24,8 @@ from sklearn_pdp import (  # noqa: E402
     RandomProjectionRegressor,
 )
 from sklearn_pdp.utils._dask import quantiles  # noqa: E402
+
+from ..domain.test_schema import SCHEMA, _table  # noqa: E402
 from sklearn_pdp._registry import REGRESSORS  # noqa: E402
 from sklearn_pdp.model_selection import PrivateGridSearchCV  # noqa: E402
 
@@ -227,3 +229,16 @@ def test_clip_shares_are_counted_on_dask(client, data):
     # under 5% of the rows are longer than data_norm: not named
     assert 0 < np.mean(np.linalg.norm(X, axis=1) > 4.0) <= 0.05
     assert "rows" not in messages[0][0]
+
+
+# a schema's structured scaling block by block, as in memory
+def test_dask_rows_scale_as_numpy_rows():
+    table = _table(3000)
+    X, y = SCHEMA.encoder().fit_transform(table), table["wage"].to_numpy()
+    local = AdaSSPRegressor(schema=SCHEMA, epsilon=1.0, random_state=0).fit(X, y)
+    lazy = AdaSSPRegressor(schema=SCHEMA, epsilon=1.0, random_state=0).fit(
+        da.from_array(X, chunks=700), da.from_array(y, chunks=700))
+    assert_allclose(lazy.coef_, local.coef_, atol=1e-12)
+    assert_allclose(lazy.pdp_losses_.compute(), local.pdp_losses_, rtol=1e-9)
+    assert_allclose(lazy.pdp_epsilon(da.from_array(X[:40], chunks=20)).compute(),
+                    local.pdp_epsilon(X[:40]), rtol=1e-9)
