@@ -6,11 +6,12 @@ ledger. The files in ``tests/data`` were written by that release."""
 import json
 import pickle
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 
 import sklearn_pdp
 from sklearn_pdp import PrivacyLedger, PublicLinearModel
@@ -20,6 +21,14 @@ DATA = Path(__file__).resolve().parent / "data"
 
 @pytest.fixture(scope="module")
 def pickled():
+    if not hasattr(np, "_core"):
+        # the file was written with numpy 2, which pickles arrays under
+        # numpy._core; numpy 1 (the lowest supported) names it numpy.core
+        import numpy.core.multiarray
+        import numpy.core.numeric  # noqa: F401
+
+        for name in ("", ".multiarray", ".numeric"):
+            sys.modules.setdefault(f"numpy._core{name}", sys.modules[f"numpy.core{name}"])
     with open(DATA / "fitted_0.1.pkl", "rb") as f:
         return pickle.load(f)
 
@@ -34,9 +43,11 @@ def test_pickle_of_old_paths_predicts_as_before(pickled):
         assert type(fitted) is getattr(sklearn_pdp, type(fitted).__name__, None) or \
             type(fitted).__module__.startswith("sklearn_pdp.model_selection")
         model = getattr(fitted, "estimator_", fitted)
-        assert_array_equal(model.predict(X), expected[f"{key}.predict"])
+        # equal up to the rounding of the stack that runs the tests (the
+        # files were written with numpy 2.4, scipy 1.17)
+        assert_allclose(model.predict(X), expected[f"{key}.predict"], rtol=1e-12, atol=1e-15)
         if f"{key}.pdp_losses_" in expected:
-            assert_array_equal(fitted.pdp_losses_, expected[f"{key}.pdp_losses_"])
+            assert_allclose(fitted.pdp_losses_, expected[f"{key}.pdp_losses_"], rtol=1e-12)
 
 
 def test_old_paths_resolve_to_the_new_objects():
@@ -62,4 +73,6 @@ def test_ledger_file_reads_as_before(tmp_path):
     ids = np.array([f"p{k}" for k in range(300)])
     with PrivacyLedger(path) as ledger:
         assert list(ledger.releases()["name"]) == ["Q1", "Q2"]
-        assert_array_equal(ledger.epsilon(ids, 1e-6), np.load(DATA / "ledger_0.1_epsilon.npy"))
+        # recomposed on the running stack: its special functions' rounding
+        assert_allclose(ledger.epsilon(ids, 1e-6), np.load(DATA / "ledger_0.1_epsilon.npy"),
+                        rtol=1e-9)
