@@ -34,6 +34,7 @@ import numpy as np
 
 from ..utils._arrays import is_dask_array, row_norms
 from ..utils._dask import scaled_data
+from ..utils._people import person_sums
 from ._scaler import resolve_bounds, warn_clipping
 from ..mechanisms._guarantee_law import GuaranteeLaw
 from ..report._profile import PrivacyProfile
@@ -102,6 +103,19 @@ class DeclaredStage:
         (``data``: the rows already scaled)."""
         data = scaled_data(X, y, self.scaler, self.n_jobs) if data is None else data
         return data.map_rows(self.release.row_losses(add=add))
+
+    def dp_epsilon(self, delta):
+        """The data-independent epsilon of the whole release at ``delta``."""
+        return float(self.release.dp_epsilon(delta))
+
+    def group_losses(self, data, codes, sizes, add=False):
+        """Each group's exact loss for removing (adding) its rows together
+        (``codes``: each row's group, -1 for none; ``sizes``: the groups'
+        numbers of rows), or None where the release has no closed form."""
+        exact = getattr(self.release, "person_losses", None)
+        if exact is None:
+            return None
+        return exact(*person_sums(data, codes, sizes.size), sizes, add=add)
 
     def statistics(self):
         return self.release.statistics
@@ -208,6 +222,18 @@ class TightenedStage:
             return X.map_blocks(lambda b, yb: self.model_loss(b, yb[:, 0], add),
                                 y[:, None], drop_axis=1, dtype=np.float64)
         return bounded_loss(self.release, self.rows, X, y, add, self.delta - self.event, epsilon)
+
+    def dp_epsilon(self, delta):
+        """The bounds' pure epsilon plus the model's guarantee at what is
+        left of ``delta`` (``inf`` where nothing is)."""
+        rest = delta - self.event
+        return self.bounds_release.epsilon + float(
+            self.release.dp_epsilon(rest)) if rest > 0 else np.inf
+
+    def group_losses(self, data, codes, sizes, add=False):
+        """None: the model's loss is bounded over the released bounds, row
+        by row; a group's is bounded by group privacy."""
+        return None
 
     def law(self):
         """Every person's published bound is the public :meth:`cap`

@@ -149,6 +149,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         fit_intercept=True,
         random_state=None,
         n_jobs=None,
+        max_records=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -162,6 +163,7 @@ class AdaSSPRegressor(PrivateRegressorMixin):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.max_records = max_records
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -175,6 +177,8 @@ class AdaSSPRegressor(PrivateRegressorMixin):
     _mean_only_rate = 60.0
     # what a privately tightened fit reads its model's box losses from
     _release_type = AdaSSPRelease
+    # its noise is sized for a person's max_records rows (:doc:`/people`)
+    _person_sensitivity = True
 
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         return AdaSSPRelease.budget_guarantee(
@@ -183,4 +187,5 @@ class AdaSSPRegressor(PrivateRegressorMixin):
 
     def _make_release(self, data, scaler):
         return AdaSSPRelease.from_budget(self.epsilon, self.delta, data, scaler=scaler,
-                                         budget_split=self.budget_split)
+                                         budget_split=self.budget_split,
+                                         records=self._person_records())

@@ -27,6 +27,7 @@ from ..domain._scaler import bound_params, fitted_scaler, read_from_data, resolv
 from ..utils._dask import scaled_data
 from ..mechanisms.mean._fallback import FallbackMixin
 from ..domain._stage import resolve_stage
+from ._people import added_people, people_of
 from ..utils._validation import noise_generator, refuse_fit_params, validate_rows, warn_large_delta
 from ..exceptions import FallbackWarning
 
@@ -92,6 +93,7 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         "n_jobs": [Integral, None],
         "tighten_bounds": ["boolean", StrOptions({"auto"})],
         "tighten_share": [Interval(Real, 0, 1, closed="neither"), None],
+        "max_records": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     def __sklearn_tags__(self):
@@ -281,7 +283,7 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         return resolve_bounds(X, y, **bound_params(self), stacklevel=stacklevel)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, **fit_params):
+    def fit(self, X, y, groups=None, **fit_params):
         """Fit the private model.
 
         Parameters
@@ -293,6 +295,11 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
             a lazy Dask array with its row chunks.
         y : array-like or dask array of shape (n_samples,)
             Targets. Values beyond ``y_bound`` are clipped (on a copy).
+        groups : array-like of shape (n_samples,), default=None
+            A person key per row (scikit-learn's group labels, routed by
+            metadata routing: ``set_fit_request(groups=True)``): sets
+            ``person_ids_`` and ``person_losses_``, and ``max_records`` caps
+            each person's rows (:doc:`/people`).
         **fit_params : dict
             Refused with why, ``sample_weight`` too: the guarantee and the
             per-instance losses assume that every row counts once.
@@ -317,9 +324,12 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         """
         refuse_fit_params(self, fit_params)
         X, y = validate_rows(self, X, y, reset=True)
+        people = people_of(self, groups, X.shape[0])
+        X, y = (X, y) if people is None else people.rows(X, y)
+        calibrated = self if people is None else people.calibrated(self)
         rng = noise_generator(self.random_state)
         # the domain: declared, or tightened (its bounds drawn first from rng)
-        stage = resolve_stage(self, X, y, self.resolve_bounds(X, y), rng)
+        stage = resolve_stage(calibrated, X, y, self.resolve_bounds(X, y), rng)
         # a refit keeps no fitted attribute of the previous fit (private
         # attributes, such as those meta-estimators set, are not the fit's)
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")
@@ -330,10 +340,12 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         self.data_norm_, self.bounds_X_, self.y_bound_ = stage.bounds
         warn_large_delta(getattr(self, "delta", None), X.shape[0], stacklevel=3)
         self._scaler = fitted_scaler(self)
-        self.model_rows_ = stage.model_rows  # all rows: the stages are sequential
+        # all rows kept: the stages are sequential
+        self.model_rows_ = stage.model_rows if people is None or people.kept is None \
+            else people.kept
         data = scaled_data(X, y, self._scaler, self.n_jobs)
         # the model's calibration: these parameters at the stage's budget
-        release = clone(self).set_params(**stage.model_params)._choose_release(
+        release = clone(calibrated).set_params(**stage.model_params)._choose_release(
             data, self._scaler)
         self.release_ = release
         theta = release.release(rng)
@@ -344,12 +356,20 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         # why the slopes are 0 or less than asked was released: None when
         # the release is what was asked for
         self.mean_only_reason_ = release.reason
-        self.dp_epsilon_, self.dp_delta_ = stage.guarantee()
+        self.dp_epsilon_, self.dp_delta_ = (stage.guarantee() if people is None
+                                            else people.guarantee(stage))
         self.model_epsilon_, self.model_delta_ = release.guarantee
         self.coef_, self.intercept_ = self._scaler.unscale_coef(theta)
         self.bounds_losses_ = stage.losses
         self.pdp_losses_ = stage.row_losses(X, y, data=data)
         self.pdp_kind_ = stage.kind
+        if people is not None:
+            self.person_ids_ = people.ids
+            self.person_losses_, self.person_deltas_, self.person_pdp_kind_ = people.losses(
+                stage, data, self.pdp_losses_, self.delta,
+                guarantee=None if people.cap is None else self.dp_epsilon_)
+            self.pdp_losses_ = people.record_losses(self.pdp_losses_, stage, self.delta,
+                                                    self.dp_epsilon_)
         for name, value in stage.fitted_attributes().items():
             setattr(self, name, value)
         if self.mean_only_reason_ is not None:
@@ -447,7 +467,7 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
             bounds, self.get_params(), self._stage.clips_rows,
         )
 
-    def pdp_epsilon(self, X, y=None):
+    def pdp_epsilon(self, X, y=None, groups=None):
         """Per-instance epsilon, at ``delta``, of adding new targets.
 
         For each row of ``X`` (with label ``y``), the epsilon that this
@@ -462,12 +482,18 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         y : array-like or dask array of shape (n_samples,), default=None
             Their labels. If None, the worst label in ``[-y_bound_, y_bound_]``
             is used for each row, which needs only ``X``.
+        groups : array-like of shape (n_samples,), default=None
+            Person keys of the rows (people absent from the training data;
+            needs ``y``): the loss of adding each person's rows together.
 
         Returns
         -------
-        epsilon : ndarray or dask array of shape (n_samples,)
-            ``inf`` where no finite epsilon exists (lazy for a Dask array).
+        epsilon : ndarray or dask array of shape (n_samples,) or (n_people,)
+            ``inf`` where no finite epsilon exists (lazy for a Dask array);
+            with ``groups``, one per person of ``np.unique(groups)``: exact
+            where ``person_pdp_kind_`` is, else ``inf`` for several rows.
         """
         check_is_fitted(self)
         X, y = validate_rows(self, X, "no_validation" if y is None else y, reset=False)
-        return self._stage.row_losses(X, y, add=True)
+        losses = self._stage.row_losses(X, y, add=True)
+        return losses if groups is None else added_people(self, X, y, groups, losses)

@@ -164,6 +164,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         fit_intercept=True,
         random_state=None,
         n_jobs=None,
+        max_records=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -178,6 +179,7 @@ class ObjPertRegressor(PrivateRegressorMixin):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.max_records = max_records
 
     def _mechanism_guarantee(self, n_samples, n_features, min_samples=None):
         return ObjPertRelease.dp_guarantee(

@@ -141,6 +141,7 @@ class OPSRegressor(PrivateRegressorMixin):
         fit_intercept=True,
         random_state=None,
         n_jobs=None,
+        max_records=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -155,6 +156,7 @@ class OPSRegressor(PrivateRegressorMixin):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.max_records = max_records
 
     def _private_ridge(self):
         """Whether ``alpha="auto"`` chooses the ridge privately from the data:

@@ -215,6 +215,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         fit_intercept=True,
         random_state=None,
         n_jobs=None,
+        max_records=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -230,6 +231,7 @@ class OutputPerturbationRegressor(PrivateRegressorMixin):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.max_records = max_records
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -229,6 +229,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         fit_intercept=True,
         random_state=None,
         n_jobs=None,
+        max_records=None,
     ):
         self.epsilon = epsilon
         self.n_components = n_components
@@ -243,6 +244,7 @@ class RandomProjectionRegressor(PrivateRegressorMixin):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.max_records = max_records
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

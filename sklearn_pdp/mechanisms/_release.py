@@ -311,19 +311,27 @@ class MeanRelease(Release):
     needs_gram = False
     _private = ("label_sum",)
 
-    def __init__(self, *, label_sum, n_coef, epsilon, **common):
+    def __init__(self, *, label_sum, n_coef, epsilon, records=1, **common):
         super().__init__(alpha=np.inf, guarantee=(epsilon, common["delta"]), **common)
-        self.noise_scale = noise_scale(epsilon, self.delta)
+        # ``records``: the public cap on a person's rows, moving the sum by up to it
+        self.records = int(records)
+        self.noise_scale = self.records * noise_scale(epsilon, self.delta)
         self.budget = (float(epsilon), self.delta)
         self.label_sum = float(label_sum)
         self.n_coef = int(n_coef)
 
     @classmethod
-    def from_budget(cls, epsilon, delta, data, *, scaler):
+    def from_budget(cls, epsilon, delta, data, *, scaler, records=1):
         # the features play no part: only the labels are read (and their clipping counted)
         label_sum = float(data.scan(_label_sum, rows=False))
         return cls(label_sum=label_sum, n_coef=data.n_features, epsilon=epsilon,
-                   delta=delta, scaler=scaler, n_samples=data.n_samples)
+                   delta=delta, scaler=scaler, n_samples=data.n_samples, records=records)
+
+    def person_losses(self, gram, cross, sizes, add=False):
+        """Exact loss of removing (adding) each person's rows together: the
+        Laplace mechanism at the ratio ``|sum y| / b`` (``cross``'s last
+        column: the constant feature is 1)."""
+        return laplace_epsilon(self.delta, np.abs(cross[:, -1]) / self.noise_scale)
 
     def draw(self, rng, size=None):
         noise = rng.laplace(scale=self.noise_scale, size=1 if size is None else size)
@@ -356,9 +364,9 @@ class MeanRelease(Release):
         return at
 
     def _dp(self, delta):
-        # the worst row's ratio is 1 / b; at the fit's delta exactly the budget
+        # the worst person's ratio is records / b; at the fit's delta exactly the budget
         return self.budget[0] if delta == self.budget[1] else laplace_epsilon(
-            delta, 1.0 / self.noise_scale)
+            delta, self.records / self.noise_scale)
 
     def epsilon(self, delta, stats, gaussian_ratio=None):
         return compose_with_gaussian(self._epsilon_at(stats["ysum"] / self.noise_scale),

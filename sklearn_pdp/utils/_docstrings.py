@@ -79,7 +79,17 @@ n_jobs : int, default=None
     thread each meanwhile). ``None`` means 1 unless in a
     :func:`joblib.parallel_config` context, -1 means all processors.
     Results agree up to floating-point rounding. Dask input is parallelised
-    by its scheduler instead.""",
+    by its scheduler instead.
+max_records : int, default=None
+    A public cap on each person's records, with ``fit(X, y, groups=keys)``
+    (an error without ``groups``): rows beyond a person's first
+    ``max_records`` in the order given are dropped (a public rule), and
+    ``dp_epsilon_`` holds for adding or removing a whole person. AdaSSP on
+    the declared bounds sizes its noise for ``max_records`` rows' change;
+    the other fits are calibrated per record at ``(epsilon / k, delta /
+    (k e^((k - 1) epsilon / k)))``, which group privacy turns into
+    ``(epsilon, delta)`` per person (:doc:`/people`). None: a guarantee
+    per record.""",
     "model": """\
 coef_ : ndarray of shape (n_features,)
     Released coefficients, in the units of the input.
@@ -142,6 +152,21 @@ pdp_kind_ : {"exact", "conditional", "bound"}
     kinds, the weakest. With ``tighten_bounds``, "bound" (the model's part
     holds for every released bound); output perturbation with a
     ``radius``, "bound" (its ball sensitivity).
+person_ids_ : ndarray of shape (n_people,)
+    With ``groups``: the distinct person keys, sorted as ``np.unique``
+    sorts them.
+person_losses_ : ndarray of shape (n_people,)
+    With ``groups``: each person's loss at ``delta`` for removing all their
+    records together (:doc:`/people`).
+person_deltas_ : ndarray of shape (n_people,)
+    The delta of each of ``person_losses_``: ``delta``, but for a group
+    privacy bound over a guarantee calibrated at ``delta`` alone (AdaOPS's),
+    the group's ``m e^((m - 1) epsilon) delta`` for m records.
+person_pdp_kind_ : {"exact", "conditional", "bound"}
+    What kind of number ``person_losses_`` are: "exact" where the release
+    has a closed form for a set of rows (AdaSSP on declared bounds, the
+    label mean), else "bound" (group privacy at ``delta`` over the
+    guarantee) for people with several records.
 n_features_in_ : int
     Number of features seen during fit.
 feature_names_in_ : ndarray of shape (`n_features_in_`,)

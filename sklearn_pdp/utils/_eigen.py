@@ -65,6 +65,29 @@ def eigen_max_change(n_samples, intercept):
     return 4.0 * max(n_samples - 1, 0) / n_samples
 
 
+def set_eigen_change(XtX, n_samples, lam, gram, sizes, *, intercept, add=False):
+    """Change of lambda_min (``lam``, of the slopes' matrix of the Gram
+    ``XtX`` of ``n_samples`` rows, as :func:`scatter_eigen`) when the rows
+    of each group are removed together (added, ``add``): ``gram`` holds
+    each group's ``sum z z^T`` (constant last with an intercept), ``sizes``
+    its number of rows. One eigenvalue problem per group, the scatter
+    centred with the data set's own count (empty: 0); rounded up by the
+    rounding of the two eigenvalues."""
+    d = XtX.shape[0] - int(intercept)
+    sign = 1.0 if add else -1.0
+    other = XtX[:d, :d] + sign * gram[:, :d, :d]
+    if intercept:
+        sums = XtX[:d, d] + sign * gram[:, :d, d]
+        count = n_samples + sign * sizes
+        with np.errstate(divide="ignore", invalid="ignore"):
+            centre = np.where(count[:, None, None] > 0, sums[:, :, None] * sums[:, None, :]
+                              / count[:, None, None], other)
+        other = other - centre
+    new = np.linalg.eigvalsh(other)[:, 0]
+    scale = np.abs(other).sum(axis=(1, 2)) + np.abs(XtX[:d, :d]).sum()
+    return np.abs(new - lam) + 4 * d * np.finfo(float).eps * scale
+
+
 def eigen_change(eig, mean, n_samples, x=None, *, intercept, add=False, projected=None):
     """Exact change of lambda_min when the rows ``x`` (features only) are
     removed from (or added to, ``add``) the data set of ``n_samples`` rows

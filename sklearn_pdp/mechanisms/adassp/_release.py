@@ -15,7 +15,7 @@ from ...accounting import (
     feature_powers, gaussian_epsilon, gaussian_noise_scale, gram_change2, gram_max_change,
     gram_noise,
 )
-from ...utils._eigen import eigen_change, eigen_max_change, scatter_eigen
+from ...utils._eigen import eigen_change, eigen_max_change, scatter_eigen, set_eigen_change
 from ...report._profile import PrivacyProfile
 from .._release import GaussianRelease, block_ratio
 from .._signal import signal_ridge
@@ -121,7 +121,9 @@ class AdaSSPRelease(GaussianRelease):
         return float(epsilon), delta
 
     @classmethod
-    def from_budget(cls, epsilon, delta, data, *, scaler, budget_split=None):
+    def from_budget(cls, epsilon, delta, data, *, scaler, budget_split=None, records=1):
+        """``records``: the public cap on a person's rows, whose joint change
+        the noise is sized for (every block's largest change times it)."""
         intercept = bool(scaler.fit_intercept)
         n = data.n_samples
         guarantee = cls.budget_guarantee(epsilon, delta, budget_split=budget_split,
@@ -130,7 +132,7 @@ class AdaSSPRelease(GaussianRelease):
         # a block without a share is not released; one that no row can
         # change (the eigenvalue of a single row's scatter) gets no noise
         noise_scale = {
-            key: float(c / (np.sqrt(w) * ratio))
+            key: float(records * c / (np.sqrt(w) * ratio))
             for key, c, w in zip(_BLOCKS, max_change(n, intercept),
                                  split_weights(budget_split, intercept)) if w > 0
         }
@@ -254,6 +256,27 @@ class AdaSSPRelease(GaussianRelease):
         return _row_changes2(Xs, ys, self.intercept, eigen_change(
             self.eig, self.feature_mean, self.n_samples, x, intercept=self.intercept,
             add=add) ** 2)
+
+    def person_losses(self, gram, cross, sizes, add=False):
+        """Exact loss at ``delta`` of removing (adding, ``add``) each
+        person's rows together, from their sums ``gram`` (``sum z z^T``),
+        ``cross`` (``sum y z``) and numbers of rows ``sizes``: every block
+        moves by the sum of the rows' changes, the eigenvalue to that of the
+        scatter without (with) them (:doc:`/people`)."""
+        d = self.feature_mean.shape[0]
+        entries = gram.copy()
+        if self.intercept:
+            entries[:, d, d] = 0.0  # the public size
+        upper = np.triu_indices(entries.shape[1])
+        changes = {
+            "gram": np.square(entries[:, upper[0], upper[1]]).sum(axis=1),
+            "xy": np.square(cross[:, :d]).sum(axis=1),
+            "ysum": np.square(cross[:, d]) if self.intercept else np.zeros(sizes.size),
+            "eigen": set_eigen_change(
+                self.exact["gram"], self.n_samples, self.exact["eigen"], gram, sizes,
+                intercept=self.intercept, add=add) ** 2,
+        }
+        return gaussian_epsilon(self.delta, block_ratio(self.noise_scale, changes))
 
     def row_ratio(self, Xs, ys, add=False):
         """The privacy ratio s of each row: removing it (or adding, ``add``)."""

@@ -146,10 +146,20 @@ class FallbackMixin:
                 # a function of public quantities (the parameters and n):
                 # what the budget allows is the label mean
                 reason = str(exc).rstrip(".")
-        release = MeanRelease.from_budget(self.epsilon, self.delta, data, scaler=scaler)
+        release = MeanRelease.from_budget(self.epsilon, self.delta, data, scaler=scaler,
+                                          records=self._person_records())
         release.guarantee = self.dp_guarantee(n, d)
         release.reason = reason or fallback_reason(self, n, d)
         return release
+
+    def _person_records(self):
+        """The public cap on a person's rows that a release calibrated by a
+        sensitivity sizes its noise for: ``max_records`` where the estimator
+        calibrates a whole person itself (``_person_sensitivity``), else 1
+        (group privacy covers the person: :doc:`/people`)."""
+        if not getattr(self, "_person_sensitivity", False):
+            return 1
+        return getattr(self, "max_records", None) or 1
 
     def _mean_only_size(self, n_features):
         """The largest size at which :meth:`fit` releases the label mean alone

@@ -140,7 +140,8 @@ class PrivateRidgeLaw(EigenWindowLaw):
         return float(np.hypot(ad.ratio_eigen, ad.ratio_output))
 
     def _gauss_delta(self, delta):
-        return delta - self.adaptive.delta_bound
+        # below the cells' share of delta nothing is left: eps is inf, never 0
+        return max(delta - self.adaptive.delta_bound, 0.0)
 
     def statistics(self, Xs, ys, add=False):
         """Each row's exact model ratio (``ys`` None: the worst label, an end

@@ -1,0 +1,180 @@
+"""A fit with person keys (``groups``): each person's loss for the whole
+release, and person-level privacy with a public cap on a person's records
+(``max_records``; :doc:`/people`).
+
+Each person's loss is that of removing all their rows together (adding
+them, for :meth:`~._base.PrivateRegressorMixin.pdp_epsilon`): exact in
+closed form where the stage's release has one (AdaSSP's noisy sufficient
+statistics, the label mean: the change of the released sums is the sum of
+the rows' changes, the eigenvalue's that of the scatter without the
+rows), else group privacy at the estimator's ``delta`` over the stage's
+guarantee (:func:`~sklearn_pdp.utils._people.group_epsilon`), a bound.
+
+With ``max_records=k``, rows beyond a person's first k (in the order given)
+are dropped, and the budget covers a whole person: AdaSSP (on the declared
+bounds) scales its noise to k rows' change (every released sum moves by at
+most k rows' worth, and the centred eigenvalue by at most k times a row's
+bound, a path of single removals); every other fit is calibrated per record
+at ``(epsilon / k, delta / (k e^((k - 1) epsilon / k)))``, which group
+privacy turns into ``(epsilon, delta)`` per person.
+"""
+
+import numpy as np
+from sklearn.base import clone
+
+from ..domain._tighten import tightening_on
+from ..utils._arrays import compute
+from ..utils._dask import scaled_data
+from ..utils._people import first_records, group_epsilon, person_codes
+
+
+def people_of(estimator, groups, n_samples):
+    """The :class:`People` of a fit given ``groups`` (None without them);
+    ``max_records`` without ``groups`` is a parameter error."""
+    cap = getattr(estimator, "max_records", None)
+    if groups is None:
+        if cap is not None:
+            raise ValueError(
+                f"max_records={cap} caps each person's records, so it needs to know "
+                f"whose records they are: pass the person keys, "
+                f"{type(estimator).__name__}(max_records={cap}).fit(X, y, groups=keys), "
+                "or set max_records=None (a guarantee per record).")
+        return None
+    return People(estimator, groups, n_samples)
+
+
+class People:
+    """The person keys of one fit and how its budget covers people.
+
+    Parameters
+    ----------
+    estimator : PrivateRegressorMixin
+        The estimator being fitted (its parameters only).
+    groups : array-like of shape (n_samples,)
+        One person key per row.
+    n_samples : int
+        Number of rows given.
+    """
+
+    def __init__(self, estimator, groups, n_samples):
+        self.ids, codes, counts = person_codes(groups, n_samples)
+        self.cap = getattr(estimator, "max_records", None)
+        self.truncated = counts > self.cap if self.cap is not None else np.zeros_like(
+            counts, dtype=bool)
+        self.kept = first_records(codes, self.cap) if self.truncated.any() else None
+        self.codes = codes if self.kept is None else codes[self.kept]
+        self.sizes = np.minimum(counts, self.cap) if self.cap is not None else counts
+        self.n_samples = n_samples
+        # the whole person's sensitivity in the release's own calibration
+        self.exact_cap = self.cap is not None and self.cap > 1 and getattr(
+            estimator, "_person_sensitivity", False) and not tightening_on(estimator)
+
+    def rows(self, X, y):
+        """The rows the model sees (a person's first ``max_records``)."""
+        if self.kept is None:
+            return X, y
+        return X[self.kept], y[self.kept]
+
+    def calibrated(self, estimator):
+        """The estimator whose budget the fit is calibrated with: itself,
+        or with ``max_records`` by group privacy, at the per-record budget
+        that ``max_records`` records turn into the estimator's."""
+        k = self.cap
+        if k is None or k == 1 or self.exact_cap:
+            return estimator
+        epsilon = getattr(estimator, "epsilon", None)
+        if epsilon is None:
+            raise ValueError(
+                f"max_records needs an epsilon budget to calibrate a person's "
+                f"{k} records to; this {type(estimator).__name__} has epsilon=None "
+                "(a raw noise level).")
+        if np.isposinf(epsilon):
+            return estimator
+        per_record = epsilon / k
+        return clone(estimator).set_params(
+            epsilon=per_record, delta=estimator.delta / (k * np.exp((k - 1) * per_record)),
+            max_records=None)
+
+    def guarantee(self, stage):
+        """``(dp_epsilon_, dp_delta_)``: per person with ``max_records``."""
+        epsilon, delta = stage.guarantee()
+        k = self.cap
+        if k is None or k == 1 or self.exact_cap:
+            return epsilon, delta
+        return k * epsilon, min(k * np.exp((k - 1) * epsilon) * delta, 1.0)
+
+    def record_losses(self, losses, stage, delta, guarantee):
+        """``pdp_losses_`` for every row given: 0 for a dropped row (removing
+        it changes no row the model sees); for a kept row of a person with
+        dropped rows, at least the loss of removing it, which lets their next
+        row in (two rows' change: within the person guarantee from two
+        records, else group privacy over two)."""
+        if self.kept is None:
+            return losses
+        kept = np.asarray(compute(losses)[0], dtype=np.float64)
+        swap = guarantee
+        if self.cap == 1:
+            swap, at = group_epsilon(lambda d: stage_epsilon(stage, d), 2, delta)
+            swap = swap if at <= delta else np.inf
+        out = np.zeros(self.n_samples)
+        out[self.kept] = np.where(self.truncated[self.codes], np.maximum(kept, swap), kept)
+        return out
+
+    def losses(self, stage, data, row_losses, delta, add=False, guarantee=None):
+        """Each person's loss, its delta and its kind (:func:`person_losses`):
+        removing (adding, ``add``) all their rows together. ``row_losses``: each row's own
+        (a person with one row loses exactly that); ``guarantee``: a cap
+        for a removal (the person-level guarantee, with ``max_records``)."""
+        return person_losses(stage, data, self.codes, self.sizes, row_losses, delta, add,
+                             guarantee)
+
+
+def added_people(estimator, X, y, groups, row_losses):
+    """:meth:`~._base.PrivateRegressorMixin.pdp_epsilon` with ``groups``:
+    each person's loss for adding their rows ``X``, ``y`` (validated) to
+    the fitted ``estimator``'s data, given each row's own."""
+    if y is None:
+        raise ValueError("pdp_epsilon with groups needs the people's labels y.")
+    _, codes, sizes = person_codes(groups, X.shape[0])
+    data = scaled_data(X, y, estimator.domain_scaler(), estimator.n_jobs)
+    return person_losses(estimator.domain_stage(), data, codes, sizes, row_losses,
+                         estimator.delta, add=True)[0]
+
+
+def stage_epsilon(stage, delta):
+    """The stage's data-independent epsilon at ``delta`` (``inf`` without one)."""
+    if not np.isfinite(stage.guarantee()[0]):
+        return np.inf
+    return stage.dp_epsilon(delta)
+
+
+def person_losses(stage, data, codes, sizes, row_losses, delta, add=False, guarantee=None):
+    """Each person's loss for the rows ``data`` (``codes``: each row's
+    person, ``sizes`` their numbers of rows), the delta it holds at
+    (``delta`` but for group privacy over a guarantee that holds at its own
+    delta alone) and its kind:
+    exact where the stage has a closed form (``group_losses``), else group
+    privacy over the stage's guarantee for a removal and ``inf`` for an
+    addition of several rows (the stage's cap holds for a record added to
+    the ``n`` rows, not to ``n`` plus others)."""
+    row_losses = np.asarray(compute(row_losses)[0], dtype=np.float64)
+    out, deltas = np.empty(sizes.size), np.full(sizes.size, float(delta))
+    single = sizes == 1
+    out[codes[single[codes]]] = row_losses[single[codes]]
+    multi = np.flatnonzero(~single)
+    kind = stage.kind
+    if multi.size:
+        index = np.full(sizes.size, -1)
+        index[multi] = np.arange(multi.size)
+        exact = stage.group_losses(data, index[codes], sizes[multi], add=add)
+        if exact is not None:
+            out[multi] = exact
+        else:
+            kind = "bound"
+            for m in np.unique(sizes[multi]):
+                these = multi[sizes[multi] == m]
+                out[these], deltas[these] = (np.inf, delta) if add else group_epsilon(
+                    lambda d: stage_epsilon(stage, d), int(m), delta)
+    if guarantee is not None and not add:
+        out = np.minimum(out, guarantee)
+    return out, deltas, kind
