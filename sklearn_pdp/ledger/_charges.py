@@ -12,7 +12,9 @@ import numpy as np
 
 from ..accounting import gaussian_epsilon
 from ..utils._arrays import compute
-from ..report._profile import PrivacyProfile, chain, family_epsilon, gaussian_ratio
+from ..report._profile import (
+    PrivacyProfile, chain, family_epsilon, gaussian_ratio, laplace_ratio,
+)
 
 
 def privacy_profile_of(fitted, X=None, y=None):
@@ -95,6 +97,32 @@ def present_charges(profile, keys, people, counts):
     losses = np.where(counts == 1, profile.losses[order][starts], np.nan)
     return charge_columns(profile, people, counts, values, filter_values,
                           np.asarray(extra), losses)
+
+
+def person_charges(fitted, profile, people, counts):
+    """The value, epsilon and delta columns of each person's joint loss
+    (the fit's ``person_losses_``, :doc:`/people`), where ``fitted`` was
+    fitted with person keys that group the rows as ``people`` (str keys)
+    and ``counts`` do; None otherwise. Gaussian and Laplace ratios are read
+    from exact joint losses only (a bound at delta is no ratio); an
+    ``"epsilon_delta"`` release takes each person's pair as it is."""
+    ids = getattr(fitted, "person_ids_", None)
+    if ids is None or profile.family == "epsilon_delta" and not hasattr(
+            fitted, "person_deltas_"):
+        return None
+    keys = np.array([str(v) for v in np.asarray(ids, dtype=object).tolist()], dtype=str)
+    order = np.argsort(keys, kind="stable")
+    if not (np.array_equal(keys[order], people)
+            and np.array_equal(np.asarray(fitted._person_rows)[order], counts)):
+        return None
+    losses = np.asarray(fitted.person_losses_, dtype=np.float64)[order]
+    deltas = np.asarray(fitted.person_deltas_, dtype=np.float64)[order]
+    if profile.family == "epsilon_delta":
+        return [losses.tolist(), losses.tolist(), deltas.tolist()]
+    if fitted.person_pdp_kind_ != "exact" or np.any(deltas != profile.delta):
+        return None
+    ratio = gaussian_ratio if profile.family == "gaussian" else laplace_ratio
+    return [np.asarray(ratio(losses, profile.delta)).tolist(), losses.tolist(), deltas.tolist()]
 
 
 def charge_columns(profile, people, counts, values, filter_values, extra, losses=None):

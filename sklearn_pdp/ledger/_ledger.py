@@ -20,6 +20,7 @@ from ._charges import (
     filter_total,
     gaussian_ratio_of,
     join_charges,
+    person_charges,
     person_keys,
     present_charges,
     privacy_profile_of,
@@ -188,7 +189,10 @@ class PrivacyLedger:
         the earlier removals leave, so summing them would not be valid).
         Gaussian ratios add along the path (triangle inequality); Laplace
         ratios of the label sum add exactly; (epsilon, delta) pairs compose
-        by group privacy.
+        by group privacy. A release fitted with person keys that group the
+        rows as ``ids`` do (``fit(X, y, groups=ids)``) charges each person
+        their joint loss instead, ``person_losses_`` (:doc:`/people`): for a
+        Gaussian or Laplace release where it is exact, as its ratio.
         """
         return self._record(fitted, privacy_profile_of(fitted), ids, name, absent,
                             absent_X, absent_y)
@@ -202,6 +206,9 @@ class PrivacyLedger:
                 f"{profile.values.size} rows.")
         people, counts = np.unique(keys, return_counts=True)
         charges = present_charges(profile, keys, people, counts)
+        joint = person_charges(fitted, profile, people, counts)
+        if joint is not None:  # value, epsilon, delta: the joint losses
+            charges[2:5] = joint
         out_keys = np.array([], dtype=str)
         if absent is not None:
             out_keys, absent_columns = absent_charges(fitted, profile, absent, absent_X,

@@ -340,9 +340,8 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         self.data_norm_, self.bounds_X_, self.y_bound_ = stage.bounds
         warn_large_delta(getattr(self, "delta", None), X.shape[0], stacklevel=3)
         self._scaler = fitted_scaler(self)
-        # all rows kept: the stages are sequential
-        self.model_rows_ = stage.model_rows if people is None or people.kept is None \
-            else people.kept
+        # all rows (but those max_records drops): the stages are sequential
+        self.model_rows_ = stage.model_rows if people is None else people.model_rows
         data = scaled_data(X, y, self._scaler, self.n_jobs)
         # the model's calibration: these parameters at the stage's budget
         release = clone(calibrated).set_params(**stage.model_params)._choose_release(
@@ -363,13 +362,9 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         self.bounds_losses_ = stage.losses
         self.pdp_losses_ = stage.row_losses(X, y, data=data)
         self.pdp_kind_ = stage.kind
-        if people is not None:
-            self.person_ids_ = people.ids
-            self.person_losses_, self.person_deltas_, self.person_pdp_kind_ = people.losses(
-                stage, data, self.pdp_losses_, self.delta,
-                guarantee=None if people.cap is None else self.dp_epsilon_)
-            self.pdp_losses_ = people.record_losses(self.pdp_losses_, stage, self.delta,
-                                                    self.dp_epsilon_)
+        for name, value in ({} if people is None else people.fitted_attributes(
+                self, stage, data)).items():
+            setattr(self, name, value)
         for name, value in stage.fitted_attributes().items():
             setattr(self, name, value)
         if self.mean_only_reason_ is not None:

@@ -58,6 +58,7 @@ class People:
 
     def __init__(self, estimator, groups, n_samples):
         self.ids, codes, counts = person_codes(groups, n_samples)
+        self.given = counts  # each person's rows given, before the cap
         self.cap = getattr(estimator, "max_records", None)
         self.truncated = counts > self.cap if self.cap is not None else np.zeros_like(
             counts, dtype=bool)
@@ -68,6 +69,22 @@ class People:
         # the whole person's sensitivity in the release's own calibration
         self.exact_cap = self.cap is not None and self.cap > 1 and getattr(
             estimator, "_person_sensitivity", False) and not tightening_on(estimator)
+
+    @property
+    def model_rows(self):
+        """Boolean mask of the rows the model sees."""
+        return np.ones(self.n_samples, dtype=bool) if self.kept is None else self.kept
+
+    def fitted_attributes(self, estimator, stage, data):
+        """The fit's person attributes (and ``pdp_losses_`` for every row
+        given), once ``estimator`` has its guarantee and its rows' losses."""
+        epsilon = estimator.dp_epsilon_
+        losses, deltas, kind = self.losses(stage, data, estimator.pdp_losses_, estimator.delta,
+                                           guarantee=None if self.cap is None else epsilon)
+        return {"person_ids_": self.ids, "person_losses_": losses, "person_deltas_": deltas,
+                "person_pdp_kind_": kind, "_person_rows": self.given,
+                "pdp_losses_": self.record_losses(estimator.pdp_losses_, stage,
+                                                  estimator.delta, epsilon)}
 
     def rows(self, X, y):
         """The rows the model sees (a person's first ``max_records``)."""

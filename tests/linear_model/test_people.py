@@ -11,7 +11,9 @@ from sklearn.model_selection import GroupKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from sklearn_pdp import AdaSSPRegressor, OPSRegressor, OutputPerturbationRegressor
+from sklearn_pdp import (
+    AdaSSPRegressor, OPSRegressor, OutputPerturbationRegressor, PrivacyLedger,
+)
 from sklearn_pdp.exceptions import FallbackWarning
 
 from ..conftest import UNIT_BOUNDS, regression_data
@@ -201,3 +203,22 @@ def test_groups_are_routed():
         scores = cross_val_score(make_pipeline(FunctionTransformer(), model), X, y,
                                  cv=GroupKFold(3), params={"groups": groups})
     assert scores.shape == (3,)
+
+
+def test_ledger_charges_the_joint_losses():
+    X, y, groups = random_panel(seed=6)
+    est = AdaSSPRegressor(**UNIT_BOUNDS, random_state=0).fit(X, y, groups=groups)
+    path = AdaSSPRegressor(**UNIT_BOUNDS, random_state=1).fit(X, y)
+    with PrivacyLedger() as ledger:
+        joint = ledger.charges(ledger.record(est, groups), est.person_ids_)
+        grouped = ledger.charges(ledger.record(path, groups), est.person_ids_)
+        # the same fit seen through other keys: the group path again
+        renamed = ledger.charges(ledger.record(est, groups + 1000), est.person_ids_ + 1000)
+        total = ledger.epsilon(est.person_ids_, DELTA)
+    np.testing.assert_array_equal(joint[0], est.person_losses_)
+    np.testing.assert_array_equal(joint[1], DELTA)
+    np.testing.assert_array_equal(renamed[0], grouped[0])
+    sizes = np.bincount(np.searchsorted(est.person_ids_, groups))
+    assert np.all(joint[0][sizes > 1] < grouped[0][sizes > 1])
+    # composed with the group path's Gaussian ratio: more than either
+    assert np.all(total >= joint[0])
