@@ -84,7 +84,7 @@ def _main(args, caught):
         except ImportError:
             raise DataError(f"--plot needs matplotlib: {PLOT_HINT}") from None
         matplotlib.use("Agg")
-    report, public, result, split = _report(args, X, y, name, bounds, encoding)
+    report, public, result, split = _report(args, X, y, name, bounds, encoding, ids)
     if args.ledger is not None:  # before anything is written: a release not recorded
         curator = result["curator_only"]
         curator["ledger"], messages = _record(args, report, X, y, ids, split, name)

@@ -173,6 +173,12 @@ def _parser():
         help="column of the CSV with each row's person key (kept out of the "
              "features; a key on several rows is one person); needs --ledger",
     )
+    ledger.add_argument(
+        "--max-records", metavar="K", type=int,
+        help="a public cap on each person's records (needs --id-column): records "
+             "beyond a person's first K in the file are left out, and the guarantee "
+             "holds per person, for all their records",
+    )
     parser.add_argument("--json", action="store_true",
                         help="print a machine-readable JSON report instead of text "
                              '(strict JSON: an infinite epsilon is the string "inf", '

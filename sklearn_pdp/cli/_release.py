@@ -60,6 +60,11 @@ def _estimator(args, bounds, one_hot, encoding=None):
         params["tighten_bounds"] = True if args.tighten_bounds == "yes" else "auto"
     if args.tighten_share is not None:
         params["tighten_share"] = args.tighten_share
+    if args.max_records is not None:
+        if args.id_column is None:
+            raise DataError("--max-records needs --id-column: the cap is on each "
+                            "person's records")
+        params["max_records"] = args.max_records
     if args.gamma is not None:  # a raw noise level instead of a budget
         if args.alpha is None:
             raise DataError("--gamma needs --alpha: without a budget (--gamma replaces "
@@ -87,9 +92,11 @@ def _messages(caught, category):
     return [str(w.message) for w in caught if issubclass(w.category, category)]
 
 
-def _report(args, X, y, name, bounds, encoding):
+def _report(args, X, y, name, bounds, encoding, ids=None):
     """Fit the release on a training split; the numbers of the report, in a
-    publishable block and a block for the curator only."""
+    publishable block and a block for the curator only. With ``--id-column``
+    (``ids``), the fit knows whose records they are: the ledger charges each
+    person their joint loss."""
     names, one_hot, categories_read, model_encoding = encoding
     est = _estimator(args, bounds, one_hot, model_encoding)
     X_train, X_test, y_train, y_test, train, test = _split(args, X, y)
@@ -99,7 +106,8 @@ def _report(args, X, y, name, bounds, encoding):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            report.fit(X_train, y_train)
+            report.fit(X_train, y_train, groups=None if args.id_column is None
+                       else ids[train])
         # invalid parameters, or an estimator that cannot publish its report
         except (ValueError, TypeError, NotImplementedError) as exc:
             raise DataError(str(exc)) from None
@@ -146,6 +154,7 @@ def _report(args, X, y, name, bounds, encoding):
         "n_train": int(X_train.shape[0]),
         # with --id-column a row is a record and a person may have several
         "person_key": args.id_column,
+        "max_records": args.max_records,
         "n_features": int(X.shape[1]),
         "estimator": REGRESSORS[args.estimator].__name__,
         "model": {"feature_names": names, "coef": public.coef_.tolist(),

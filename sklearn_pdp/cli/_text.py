@@ -37,6 +37,8 @@ def _text(r):
     # person with several is protected as a group (public wording: it does not
     # depend on how many records anyone has)
     keyed = p.get("person_key") is not None
+    # with --max-records the guarantee covers a whole person (up to k records)
+    capped = p.get("max_records")
     rows = [
         ("MAY BE PUBLISHED", "the released model and its guarantee"),
         ("data", f"{p['data']}: {p['n_train']} {'records' if keyed else 'people'} in the "
@@ -50,11 +52,13 @@ def _text(r):
     rows += [(f"  {name}", _number(coef)) for name, coef in zip(m["feature_names"], m["coef"])]
     rows.append(("guarantee", f"DP epsilon {p['dp_epsilon']:.3g} at delta "
                               f"{p['dp_delta']:.2g}: for every "
-                              f"{'record' if keyed else 'person'}, any conclusion "
-                              "drawn from the model is at most "
+                              f"{'record' if keyed and not capped else 'person'}, any "
+                              "conclusion drawn from the model is at most "
                               f"e^{p['dp_epsilon']:.3g} times more likely with "
-                              f"{'it' if keyed else 'their data'} than without it (except "
-                              "with probability delta)" + (
+                              f"{'it' if keyed and not capped else 'their data'} than "
+                              "without it (except with probability delta)" + (
+                                  f"; each person's records beyond their first {capped} "
+                                  "were left out" if capped else
                                   "; a person with k records is protected as a group: "
                                   "their epsilon is up to k times this one, their delta "
                                   "larger (group privacy)" if keyed else "")))

@@ -106,6 +106,9 @@ def person_charges(fitted, profile, people, counts):
     and ``counts`` do; None otherwise. Gaussian and Laplace ratios are read
     from exact joint losses only (a bound at delta is no ratio); an
     ``"epsilon_delta"`` release takes each person's pair as it is."""
+    published = getattr(fitted, "published_", None)
+    if hasattr(fitted, "estimator_") and (published is None or published.law.data_independent):
+        fitted = fitted.estimator_  # a report whose profile is its estimator's
     ids = getattr(fitted, "person_ids_", None)
     if ids is None or profile.family == "epsilon_delta" and not hasattr(
             fitted, "person_deltas_"):

@@ -200,7 +200,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
 
     # the wrapped estimator validates its own parameters
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, **fit_params):
+    def fit(self, X, y, groups=None, **fit_params):
         """Fit the private estimator and record its privacy report.
 
         Parameters
@@ -209,6 +209,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             Training data.
         y : array-like of shape (n_samples,)
             Targets.
+        groups : array-like of shape (n_samples,), default=None
+            A person key per row, for the estimator's fit (its
+            ``person_losses_``, which the ledger charges; :doc:`/people`).
         **fit_params : dict
             Refused with why, ``sample_weight`` too: the guarantee and the
             per-instance losses assume that every row counts once.
@@ -242,7 +245,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         est = clone(AdaSSPRegressor() if self.estimator is None else self.estimator)
         if self.delta is not None:
             est.set_params(delta=self.delta)
-        self.estimator_ = est.fit(X, y)
+        self.estimator_ = est.fit(X, y, groups=groups)
         # computed once and kept where they live: the summary takes a few passes
         self.pdp_losses_ = persist(est.pdp_losses_)
         self.dp_epsilon_ = float(est.dp_epsilon_)

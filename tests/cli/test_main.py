@@ -16,6 +16,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder
 
 import sklearn_pdp
+from sklearn_pdp import PrivacyLedger
 from sklearn_pdp.__main__ import main
 from sklearn_pdp.accounting import gaussian_epsilon
 from sklearn_pdp.cli import _release
@@ -1077,3 +1078,27 @@ def test_curator_block_gives_the_spread_of_one_draw_from_public_data(capsys, tmp
     assert slopes["mean_only"] is False
     assert slopes["r2_min"] <= slopes["r2_median"] <= slopes["r2_max"] < 1
     assert spread("adassp", 19582, 10, None, False) is None
+
+
+def test_id_column_charges_joint_losses_and_max_records(tmp_path, capsys):
+    """With --id-column the fit knows each person's records: the ledger
+    charges their joint loss (below the group path); --max-records makes the
+    guarantee per person (doc/people.rst)."""
+    csv, path = tmp_path / "panel.csv", tmp_path / "ledger.sqlite"
+    _table(csv, n=400, ids=[f"P{i // 4}" for i in range(400)])
+    assert main([str(csv), *TABLE_ARGS, "--ledger", str(path), "--id-column", "person",
+                 "--test-size", "0", "--random-state", "0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    with PrivacyLedger(str(path)) as ledger:
+        charged, deltas = ledger.charges(1, [f"P{i}" for i in range(100)])
+    # the release's guarantee is per record: four records cost less than four times it
+    assert out["publishable"]["max_records"] is None
+    assert np.all(charged < 4 * out["publishable"]["dp_epsilon"])
+    assert np.all(deltas == out["publishable"]["dp_delta"])
+    assert main([str(csv), *TABLE_ARGS, "--ledger", str(tmp_path / "capped.sqlite"),
+                 "--id-column", "person", "--max-records", "4", "--test-size", "0",
+                 "--random-state", "0"]) == 0
+    text = _flat(capsys.readouterr().out)
+    assert "for every person" in text and "beyond their first 4 were left out" in text
+    _assert_one_line_error(capsys, [str(csv), *TABLE_ARGS, "--max-records", "4"],
+                           "--max-records needs --id-column")
