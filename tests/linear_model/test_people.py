@@ -222,3 +222,12 @@ def test_ledger_charges_the_joint_losses():
     assert np.all(joint[0][sizes > 1] < grouped[0][sizes > 1])
     # composed with the group path's Gaussian ratio: more than either
     assert np.all(total >= joint[0])
+
+
+def test_dask_people_match_in_memory():
+    da = pytest.importorskip("dask.array")
+    X, y, groups = random_panel(seed=3)
+    here = AdaSSPRegressor(**UNIT_BOUNDS, random_state=0).fit(X, y, groups=groups)
+    there = AdaSSPRegressor(**UNIT_BOUNDS, random_state=0).fit(
+        da.from_array(X, chunks=100), da.from_array(y, chunks=100), groups=groups)
+    np.testing.assert_allclose(there.person_losses_, here.person_losses_, rtol=1e-9)
