@@ -148,11 +148,17 @@ class People:
 
 def added_people(estimator, X, y, groups, row_losses):
     """:meth:`~._base.PrivateRegressorMixin.pdp_epsilon` with ``groups``:
-    each person's loss for adding their rows ``X``, ``y`` (validated) to
-    the fitted ``estimator``'s data, given each row's own."""
+    each person's loss for adding their rows ``X``, ``y`` (validated; with
+    ``max_records``, their first ones) to the fitted ``estimator``'s data,
+    given each row's own."""
     if y is None:
         raise ValueError("pdp_epsilon with groups needs the people's labels y.")
     _, codes, sizes = person_codes(groups, X.shape[0])
+    if estimator.max_records is not None:  # the public rule applies to them too
+        kept = first_records(codes, estimator.max_records)
+        X, y, codes = X[kept], y[kept], codes[kept]
+        row_losses = np.asarray(compute(row_losses)[0])[kept]
+        sizes = np.minimum(sizes, estimator.max_records)
     data = scaled_data(X, y, estimator.domain_scaler(), estimator.n_jobs)
     return person_losses(estimator.domain_stage(), data, codes, sizes, row_losses,
                          estimator.delta, add=True)[0]

@@ -231,3 +231,14 @@ def test_dask_people_match_in_memory():
     there = AdaSSPRegressor(**UNIT_BOUNDS, random_state=0).fit(
         da.from_array(X, chunks=100), da.from_array(y, chunks=100), groups=groups)
     np.testing.assert_allclose(there.person_losses_, here.person_losses_, rtol=1e-9)
+
+
+def test_added_people_are_capped_like_training_people():
+    X, y, groups = random_panel(n_people=300, seed=7)
+    out = np.isin(groups, np.arange(10))
+    est = AdaSSPRegressor(**UNIT_BOUNDS, max_records=2, random_state=0).fit(
+        X[~out], y[~out], groups=groups[~out])
+    Xo, yo, go = X[out], y[out], groups[out]
+    first = np.concatenate([np.flatnonzero(go == key)[:2] for key in np.unique(go)])
+    np.testing.assert_array_equal(est.pdp_epsilon(Xo, yo, groups=go),
+                                  est.pdp_epsilon(Xo[first], yo[first], groups=go[first]))
