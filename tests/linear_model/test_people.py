@@ -242,3 +242,18 @@ def test_added_people_are_capped_like_training_people():
     first = np.concatenate([np.flatnonzero(go == key)[:2] for key in np.unique(go)])
     np.testing.assert_array_equal(est.pdp_epsilon(Xo, yo, groups=go),
                                   est.pdp_epsilon(Xo[first], yo[first], groups=go[first]))
+
+
+def test_label_mean_person_losses_are_exact():
+    """The label mean (Laplace noise on the label sum): a person's loss is
+    the Laplace mechanism's at |their labels' sum| / b, in closed form."""
+    X, y, groups = random_panel(n_people=40, seed=8)
+    with pytest.warns(FallbackWarning, match="label mean alone"):
+        est = AdaSSPRegressor(**UNIT_BOUNDS, random_state=0).fit(X, y, groups=groups)
+    b = est.release_.noise_scale
+    ys = est.domain_scaler().scale_labels(y)
+    for k, key in enumerate(est.person_ids_):
+        shift = abs(ys[groups == key].sum()) / b
+        # pure Laplace: delta(eps) = 1 - e^((eps - shift) / 2) below the shift
+        exact = max(0.0, shift + 2 * np.log1p(-DELTA))
+        assert exact - 1e-12 <= est.person_losses_[k] <= exact * (1 + 1e-6) + 1e-12
