@@ -81,8 +81,14 @@ class People:
         epsilon = estimator.dp_epsilon_
         losses, deltas, kind = self.losses(stage, data, estimator.pdp_losses_, estimator.delta,
                                            guarantee=None if self.cap is None else epsilon)
-        return {"person_ids_": self.ids, "person_losses_": losses, "person_deltas_": deltas,
-                "person_pdp_kind_": kind, "_person_rows": self.given,
+        attributes = {}
+        if self.cap is not None and self.cap > 1 and not self.exact_cap:
+            # calibrated per record at a smaller delta: the losses hold at it,
+            # upper bounds at the estimator's delta
+            kind = attributes["pdp_kind_"] = "bound"
+        return {**attributes, "person_ids_": self.ids, "person_losses_": losses,
+                "person_deltas_": deltas, "person_pdp_kind_": kind,
+                "_person_rows": self.given,
                 "pdp_losses_": self.record_losses(estimator.pdp_losses_, stage,
                                                   estimator.delta, epsilon)}
 
@@ -196,8 +202,13 @@ def person_losses(stage, data, codes, sizes, row_losses, delta, add=False, guara
             kind = "bound"
             for m in np.unique(sizes[multi]):
                 these = multi[sizes[multi] == m]
-                out[these], deltas[these] = (np.inf, delta) if add else group_epsilon(
-                    lambda d: stage_epsilon(stage, d), int(m), delta)
+                out[these], deltas[these] = np.inf, delta
+                if not add:
+                    try:
+                        out[these], deltas[these] = group_epsilon(
+                            lambda d: stage_epsilon(stage, d), int(m), delta)
+                    except ValueError:  # a guarantee calibrated at another delta alone
+                        pass
     if guarantee is not None and not add:
         out = np.minimum(out, guarantee)
     return out, deltas, kind

@@ -257,3 +257,15 @@ def test_label_mean_person_losses_are_exact():
         # pure Laplace: delta(eps) = 1 - e^((eps - shift) / 2) below the shift
         exact = max(0.0, shift + 2 * np.log1p(-DELTA))
         assert exact - 1e-12 <= est.person_losses_[k] <= exact * (1 + 1e-6) + 1e-12
+
+
+def test_group_calibration_with_a_guarantee_at_its_delta_alone():
+    """OPS's private ridge (AdaOPS's release) states its guarantee at its own
+    delta only: with max_records, a person is charged the person guarantee."""
+    X, y, groups = random_panel(n_people=600, seed=3)
+    est = OPSRegressor(**UNIT_BOUNDS, max_records=3, random_state=0).fit(X, y, groups=groups)
+    assert not est.mean_only_
+    assert est.dp_epsilon_ <= 1.0 + 1e-12 and est.dp_delta_ <= 1e-6 * (1 + 1e-12)
+    # calibrated per record at a smaller delta: every number is a bound at delta
+    assert est.pdp_kind_ == est.person_pdp_kind_ == "bound"
+    assert np.all(est.person_losses_ <= est.dp_epsilon_)
