@@ -245,7 +245,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         est = clone(AdaSSPRegressor() if self.estimator is None else self.estimator)
         if self.delta is not None:
             est.set_params(delta=self.delta)
-        self.estimator_ = est.fit(X, y, groups=groups)
+        # a private search takes no person keys (it splits records)
+        self.estimator_ = est.fit(X, y) if groups is None else est.fit(X, y, groups=groups)
         # computed once and kept where they live: the summary takes a few passes
         self.pdp_losses_ = persist(est.pdp_losses_)
         self.dp_epsilon_ = float(est.dp_epsilon_)
