@@ -64,10 +64,18 @@ def test_registry_holds_every_public_regressor():
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
-@parametrize_with_checks(
-    DEFAULTS + [e for e in ESTIMATORS if repr(e) not in {repr(d) for d in DEFAULTS}]
-)
+@parametrize_with_checks(DEFAULTS)
 def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+# the expert configurations differ from the defaults by their parameters
+# only: the audit runs every check on them too
+@pytest.mark.audit
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
+@parametrize_with_checks([e for e in ESTIMATORS if repr(e) not in {repr(d) for d in DEFAULTS}])
+def test_sklearn_compatible_expert_configurations(estimator, check):
     check(estimator)
 
 
