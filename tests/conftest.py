@@ -98,6 +98,25 @@ def diabetes_bounds():
     return dict(DIABETES_BOUNDS)
 
 
+# objective perturbation fits for tens of seconds where a tightened fit, a
+# search or a huge epsilon multiply its per-row searches: contracts checked on
+# every regressor run there under the audit marker (``every_regressor``)
+SLOW_IN_DEFAULT_RUN = {"objpert"}
+
+
+def audit_if_slow(name):
+    """The ``marks`` of a parametrize case of the registry's regressor
+    ``name``: ``audit`` if it is in :data:`SLOW_IN_DEFAULT_RUN`."""
+    return pytest.mark.audit if name in SLOW_IN_DEFAULT_RUN else ()
+
+
+def every_regressor():
+    """The registry's regressor classes as parametrize cases (id: the
+    registry's name), the slow ones under the audit marker."""
+    return [pytest.param(cls, id=name, marks=audit_if_slow(name))
+            for name, cls in REGRESSORS.items()]
+
+
 @pytest.fixture(params=list(REGRESSORS.values()), ids=list(REGRESSORS))
 def regressor_class(request):
     """Every regressor class of the package (the registry's), one test each."""

@@ -1,6 +1,6 @@
-"""The command-line report: the main job in a subprocess, as a user runs it;
-error handling in-process (an uncaught exception fails the test as a
-traceback would)."""
+"""The command-line report: the main job and a ledger release in a
+subprocess, as a user runs them; the other reports and the error handling
+in-process (an uncaught exception fails the test as a traceback would)."""
 
 import csv
 import json
@@ -39,6 +39,18 @@ def _run(*args):
     )
 
 
+def _report_of(capsys, *args):
+    """The ``--json`` report of the command run in-process on ``args``."""
+    assert main([*args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _text_of(capsys, *args):
+    """The text report of the command run in-process on ``args``, lines joined."""
+    assert main(list(args)) == 0
+    return _flat(capsys.readouterr().out)
+
+
 def _flat(text):
     """The text report with its lines joined: long values wrap."""
     return " ".join(text.split())
@@ -72,7 +84,7 @@ def _weather_fit(seed):
     return est, X_train, X_test, y_train, y_test
 
 
-def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path):
+def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path, capsys):
     plot = tmp_path / "report.png"
     res = _run("--plot", str(plot))
     assert res.returncode == 0, res.stderr
@@ -88,7 +100,7 @@ def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path):
     assert "WARNING" not in res.stdout and "read from the data" not in _flat(res.stdout)
     assert plot.read_bytes()[:8] == PNG_SIGNATURE and plot.stat().st_size > 5000
     # the JSON numbers are those of the same fit in-process
-    report = json.loads(_run("--json", "--random-state", "0").stdout)
+    report = _report_of(capsys, "--random-state", "0")
     public, curator = report["publishable"], report["curator_only"]
     est, X_train, X_test, y_train, y_test = _weather_fit(0)
     eps = est.pdp_losses_
@@ -115,8 +127,8 @@ def test_bundled_data_report_is_a_release_at_the_default_budget(tmp_path):
 
 # the reference fit: diabetes at epsilon 1 releases the label mean
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
-def test_diabetes_option_releases_the_label_mean_and_says_why(diabetes):
-    report = json.loads(_run(*DIABETES, "--json", "--random-state", "0").stdout)
+def test_diabetes_option_releases_the_label_mean_and_says_why(diabetes, capsys):
+    report = _report_of(capsys, *DIABETES, "--random-state", "0")
     public, curator = report["publishable"], report["curator_only"]
     X, y = diabetes
     X_train, X_test, y_train, y_test = train_test_split(
@@ -131,7 +143,7 @@ def test_diabetes_option_releases_the_label_mean_and_says_why(diabetes):
     assert 0.3 < curator["test_r2_least_squares"] < 0.6
     # 331 rows at epsilon 1: the fit falls back to the private label mean, and says so
     assert public["mean_only"] is est.mean_only_ is True
-    assert "the private label mean alone" in _flat(_run(*DIABETES, "--random-state", "0").stdout)
+    assert "the private label mean alone" in _text_of(capsys, *DIABETES, "--random-state", "0")
 
 
 def test_dataset_option_needs_no_csv(capsys, tmp_path):
@@ -314,12 +326,11 @@ TABLE_DOMAIN = dict(y_bound=(-20, 40), schema=sklearn_pdp.Schema(
     order=["a", "colour", "b"]))
 
 
-def test_csv_release_with_text_columns_is_loaded_and_predicts_bit_for_bit(tmp_path):
+def test_csv_release_with_text_columns_is_loaded_and_predicts_bit_for_bit(tmp_path, capsys):
     path, model = tmp_path / "table.csv", tmp_path / "model.json"
     X, y = _table(path)
-    res = _run(str(path), *TABLE_ARGS, "--epsilon", "1", "--save-model", str(model), "--json")
-    assert res.returncode == 0, res.stderr
-    report = json.loads(res.stdout)
+    report = _report_of(capsys, str(path), *TABLE_ARGS, "--epsilon", "1",
+                        "--save-model", str(model))
     public = report["publishable"]
     names = ["a", "colour_green", "colour_blue", "b"]
     assert public["model"]["feature_names"] == names
@@ -417,21 +428,21 @@ def test_undeclared_categories_are_read_and_said_once(tmp_path, capsys):
     assert encoding["read_from_data"] == ["colour"]
 
 
-def test_bounds_read_from_the_data_are_reported(tmp_path):
+def test_bounds_read_from_the_data_are_reported(tmp_path, capsys):
     path = tmp_path / "data.csv"
     rng = np.random.default_rng(1)
     np.savetxt(path, rng.normal(size=(100, 3)), delimiter=",", header="a,b,label",
                comments="")
-    report = json.loads(_run(str(path), "--target", "label", "--json").stdout)
+    report = _report_of(capsys, str(path), "--target", "label")
     assert report["curator_only"]["read_from_data"] == ["data_norm", "y_bound"]
     # said once, in read_from_data, not again among the fit's warnings
     assert not any("was not given" in w for w in report["curator_only"]["warnings"])
     # once each, also with tightening that finds nothing declared to tighten
-    text = _flat(_run(str(path), "--target", "label", "--tighten-bounds").stdout)
+    text = _text_of(capsys, str(path), "--target", "label", "--tighten-bounds")
     assert "note : data_norm, y_bound read from the data:" in text
     # the undeclared bound alone; another leak (a large delta) is still a warning
-    report = json.loads(_run(str(path), "--target", "label", "--bounds-x", "-5,-5", "5,5",
-                             "--delta", "0.1", "--json").stdout)
+    report = _report_of(capsys, str(path), "--target", "label", "--bounds-x", "-5,-5", "5,5",
+                        "--delta", "0.1")
     assert report["curator_only"]["read_from_data"] == ["y_bound"]
     assert [w for w in report["curator_only"]["warnings"] if w.startswith("delta=0.1")]
 
@@ -836,9 +847,7 @@ def test_two_csv_releases_into_one_ledger(tmp_path, capsys):
     combined = np.hypot([ratios[0][key] for key in both], [ratios[1][key] for key in both])
     np.testing.assert_allclose(after[400:800], gaussian_epsilon(1e-6, combined), rtol=1e-6)
     # the command's summary of the ledger reads the same file
-    res = _run("ledger", str(path), "--json")
-    assert res.returncode == 0, res.stderr
-    summary = json.loads(res.stdout)
+    summary = _report_of(capsys, "ledger", str(path))
     assert summary["people"] == 1200 and len(summary["releases"]) == 2
     assert summary["delta"] == 2e-6
     with sklearn_pdp.PrivacyLedger(path) as ledger:

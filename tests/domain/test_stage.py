@@ -15,6 +15,8 @@ from sklearn_pdp import OutputPerturbationRegressor, PDPReport
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
+from ..conftest import every_regressor
+
 ESTIMATORS = sorted(REGRESSORS.values(), key=lambda cls: cls.__name__)
 # Small data keep these tests fast: some mechanisms release the label mean
 # there (random projection always), which is what their fallback says. The
@@ -36,7 +38,7 @@ def _tightened(cls, **params):
                random_state=0, **params)
 
 
-@pytest.mark.parametrize("cls", ESTIMATORS)
+@pytest.mark.parametrize("cls", every_regressor())
 def test_tightening_fits_inside_meta_estimators(cls):
     """A tightened estimator fits inside a Pipeline, scikit-learn's
     GridSearchCV and cross_val_score (which set private attributes around
@@ -60,7 +62,7 @@ def test_tightening_fits_inside_meta_estimators(cls):
 # the candidates are fitted on the released bounds, which clip the tails
 # by design (a share of the rows up to the quantiles' level)
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
-@pytest.mark.parametrize("cls", ESTIMATORS)
+@pytest.mark.parametrize("cls", every_regressor())
 def test_private_search_tightens_every_estimator(cls):
     X, y = _data(800)
     search = PrivateGridSearchCV(_tightened(cls), {"fit_intercept": [True, False]},

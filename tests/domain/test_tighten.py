@@ -23,6 +23,8 @@ from sklearn_pdp.domain._tighten import BoundsRelease
 from sklearn_pdp.domain._stage import added_guarantee, bounded_loss, charged_loss
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
+from ..conftest import audit_if_slow
+
 # small budgets and few rows (the tightening's share taken) release the label
 # mean (or zero slopes), or a candidate's fallback, by design
 MEAN_RELEASED = pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
@@ -491,7 +493,9 @@ def test_command_line_reports_the_released_bounds(tmp_path, capsys):
 
 # every registered regressor at its defaults, and OPS and output
 # perturbation at a numeric ridge (their fixed-ridge releases)
-PUBLISHED = [pytest.param(cls, {}, id=name) for name, cls in REGRESSORS.items()] + [
+PUBLISHED = [pytest.param(cls, {}, id=name,
+                          marks=audit_if_slow(name))
+             for name, cls in REGRESSORS.items()] + [
     pytest.param(OPSRegressor, {"alpha": 300.0}, id="ops-alpha"),
     pytest.param(OutputPerturbationRegressor, {"alpha": 1e4}, id="output-alpha"),
 ]

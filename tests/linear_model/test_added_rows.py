@@ -16,7 +16,7 @@ from sklearn_pdp.mechanisms.adaops._release import AdaOPSRelease
 from sklearn_pdp.utils._eigen import scatter_eigen
 from sklearn_pdp._registry import REGRESSORS
 
-from ..conftest import adversarial_data, regression_data
+from ..conftest import adversarial_data, audit_if_slow, regression_data
 from ..domain.test_tighten import _assemble
 
 
@@ -90,8 +90,11 @@ def test_adaops_added_row_at_the_corner(n, d, fit_intercept):
         published.dp_epsilon + cap - est.dp_epsilon_, rel=1e-12)
 
 
+# (the 20000-row cases take 6 s each: under audit)
 @pytest.mark.parametrize("n, d, fit_intercept, split", [
-    (2000, 3, True, None), (20000, 5, True, None), (20000, 5, False, None),
+    (2000, 3, True, None),
+    pytest.param(20000, 5, True, None, marks=pytest.mark.audit),
+    pytest.param(20000, 5, False, None, marks=pytest.mark.audit),
     (500, 1, True, (0.2, 0.0, 0.8)),
 ])
 def test_adaops_added_sample_epsilon_covers_every_pair_of_cells(n, d, fit_intercept, split):
@@ -125,7 +128,8 @@ def test_adaops_added_sample_epsilon_covers_every_pair_of_cells(n, d, fit_interc
 # guarantee covers additions; output perturbation's sensitivity at alpha 1e4
 # does not grow from n to n + 1 rows: the intercept's 1/(n - 1) falls)
 _GROWS = {"adaops": True, "ops": True, "objpert": True, "output": True, "projection": False}
-TIGHTENED = [pytest.param(cls, {}, _GROWS.get(name), id=name)
+TIGHTENED = [pytest.param(cls, {}, _GROWS.get(name), id=name,
+                          marks=audit_if_slow(name))
              for name, cls in REGRESSORS.items()] + [
     pytest.param(OPSRegressor, {"alpha": 300.0}, True, id="ops-alpha"),
     pytest.param(OutputPerturbationRegressor, {"alpha": 1e4}, False, id="output-alpha"),

@@ -33,7 +33,7 @@ from sklearn_pdp import (
     config_context,
 )
 
-from ..conftest import unbounded_data
+from ..conftest import audit_if_slow, unbounded_data
 from .test_common import ESTIMATORS
 
 DATA_NORM, Y_BOUND = 3.0, 2.0
@@ -254,7 +254,8 @@ def test_degenerate_data_gives_a_valid_release(estimator, case):
     _check_valid(est, X, y)
 
 
-@pytest.mark.parametrize("name", list(REGRESSORS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=audit_if_slow(name))
+                                  for name in REGRESSORS])
 def test_identical_rows_at_a_size_that_fits_slopes(name):
     """Thousands of copies of one row (every statistic degenerate, every
     row's loss 0 or its cap): a valid release and no numpy warning."""

@@ -14,6 +14,8 @@ from sklearn_pdp.accounting import gaussian_epsilon
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
+from ..conftest import audit_if_slow
+
 # what a user gets: the default-constructed estimators (scikit-learn's
 # checks fit 10 to 200 rows, where budgets are met by falling back to the
 # label mean, a larger ridge or a choice without data, with a FallbackWarning)
@@ -64,10 +66,18 @@ def test_registry_holds_every_public_regressor():
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
-@parametrize_with_checks(
-    DEFAULTS + [e for e in ESTIMATORS if repr(e) not in {repr(d) for d in DEFAULTS}]
-)
+@parametrize_with_checks(DEFAULTS)
 def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+# the expert configurations differ from the defaults by their parameters
+# only: the audit runs every check on them too
+@pytest.mark.audit
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
+@parametrize_with_checks([e for e in ESTIMATORS if repr(e) not in {repr(d) for d in DEFAULTS}])
+def test_sklearn_compatible_expert_configurations(estimator, check):
     check(estimator)
 
 
@@ -177,14 +187,17 @@ GUARANTEE_PARAMS = {
     "objpert": [{}, dict(epsilon=None, sigma=2.0, alpha=50.0)],
     "projection": [dict(n_components=5), dict(variant="paper")],
 }
-GUARANTEED = [cls(**params) for name, cls in REGRESSORS.items()
-              for params in GUARANTEE_PARAMS[name]]
+# the second configuration of a slow regressor (objective perturbation's
+# raw noise level: 12 s) under the audit marker
+GUARANTEED = [pytest.param(est, id=repr(est), marks=audit_if_slow(name) if second else ())
+              for name, cls in REGRESSORS.items()
+              for second, est in enumerate(cls(**params) for params in GUARANTEE_PARAMS[name])]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
 # 300 rows at epsilon 1 are too few for most mechanisms' slopes: the label mean
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
-@pytest.mark.parametrize("estimator", GUARANTEED, ids=repr)
+@pytest.mark.parametrize("estimator", GUARANTEED)
 def test_dp_guarantee_contract(estimator):
     """dp_guarantee is what fit reports, non-decreasing in n_samples with a
     constant delta, and the sizes it refuses (with fit's error) lie below

@@ -65,9 +65,16 @@ def _fallback_size(cls, eps, delta, d):
         s2 = chi2_noise_scale(eps, delta, k, 3.0) ** 2
         return s2 * (n + s2) / (n**2 * (k - 2)) - 2 * (_laplace_scale(eps, delta) / n) ** 2
 
-    while excess(size + 1) > 1e-4:
-        size += 1
-    return size
+    # the first size whose next row brings the excess within 1e-4, by
+    # bisection: the excess decreases in n (checked row by row at the sizes and
+    # budgets of the tests here)
+    low, high = size, size
+    while excess(high + 1) > 1e-4:
+        low, high = high, 2 * high
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (middle + 1, high) if excess(middle + 1) > 1e-4 else (low, middle)
+    return low
 
 
 @MEAN_RELEASED

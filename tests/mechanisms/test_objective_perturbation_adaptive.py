@@ -103,7 +103,8 @@ def _fit(fit_intercept, seed=0):
     return reg, X, y
 
 
-@pytest.mark.parametrize("fit_intercept", [False, True])
+# with an intercept, 1500 refits by brute force (minutes): under the audit marker
+@pytest.mark.parametrize("fit_intercept", [False, pytest.param(True, marks=pytest.mark.audit)])
 def test_losses_equal_brute_force_refits_in_both_directions(fit_intercept):
     """Every row's loss is the Gaussian epsilon of its exact eigenvalue
     change plus objective perturbation's loss at the worst of its exact
