@@ -372,13 +372,14 @@ def ops_mixture_epsilon(delta, mu, r, gamma, log_p, log_q, log_p_rest, log_q_res
     tails = mixture_tails(parts, zero, infinite, log_p, log_q,
                           np.logaddexp(log_p_rest, pruned_p), np.logaddexp(log_q_rest, pruned_q))
     # First guess: each row's OPS loss under its most likely index, within
-    # about 1% of the mixture's for the rows of a fit (the search verifies it)
+    # about 1% of the mixture's for the rows of a fit (the search verifies
+    # it, so the OPS table's value serves, unverified)
     modal = np.argmax(log_p, axis=1)
     start = np.zeros(n_rows)
     for k in np.unique(modal):
         rows = np.flatnonzero(modal == k)
-        start[rows] = OPSLoss(mu[rows, k], r[rows, k], np.full(rows.size, gamma[k])).epsilon(
-            np.broadcast_to(delta, (n_rows,))[rows])
+        start[rows] = OPSLoss(mu[rows, k], r[rows, k], np.full(rows.size, gamma[k])
+                              ).rough_epsilon(np.broadcast_to(delta, (n_rows,))[rows])
     start = np.where(np.isfinite(start), start, 0.0)
     with np.errstate(divide="ignore"):
         log_target = np.log(np.broadcast_to(delta, (n_rows,)))
