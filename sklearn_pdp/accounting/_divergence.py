@@ -6,7 +6,7 @@ delta(eps) = A(eps) - e^eps B(eps) (see :doc:`/mechanisms/accounting`).
 """
 
 import numpy as np
-from scipy.special import log_ndtr, logsumexp, ndtr
+from scipy.special import log_ndtr, ndtr
 
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 # Indices of a mixture whose masses together stay below this fraction of
@@ -27,6 +27,29 @@ def _log1mexp(a):
         np.log(-np.expm1(a, where=near, out=out), where=near, out=out)
         np.log1p(-np.exp(a, where=~near, out=out), where=~near, out=out)
     return out
+
+
+def log_sum_rows(a):
+    """log(sum(exp(a), axis=1)) of a 2-d array: the largest term of each row
+    factored out and the others summed through log1p (as scipy's
+    ``logsumexp``, without its generic overhead: the mixture's tails call it
+    on every step of the search)."""
+    if a.shape[1] == 1:
+        return a[:, 0].copy()
+    if a.shape[1] == 2:  # the common mixture of two cells: one ufunc
+        with np.errstate(invalid="ignore"):
+            return np.logaddexp(a[:, 0], a[:, 1])
+    top = np.argmax(a, axis=1)[:, None]
+    m = np.take_along_axis(a, top, axis=1)
+    finite = np.isfinite(m)
+    m = np.where(finite, m, 0.0)
+    with np.errstate(invalid="ignore"):
+        terms = np.exp(a - m)
+    np.put_along_axis(terms, top, 0.0, axis=1)
+    out = np.log1p(terms.sum(axis=1))
+    out += m[:, 0]
+    # a row whose largest term is infinite (or all -inf) is that term
+    return np.where(finite[:, 0], out, np.take_along_axis(a, top, axis=1)[:, 0])
 
 
 def log_gauss_mass(lo, hi):
@@ -125,6 +148,7 @@ def mixture_tails(parts, zero, infinite, log_p, log_q, log_p_rest, log_q_rest):
     void = np.isneginf(log_p) & np.isneginf(log_q)
     with np.errstate(invalid="ignore"):
         log_ratio = np.where(void, 0.0, log_p - log_q)
+    special = bool(np.any(zero) or np.any(infinite))
 
     def mixture(direction, log_a_weight, log_b_weight, log_rest, sign):
         def tail(eps, idx):
@@ -132,12 +156,12 @@ def mixture_tails(parts, zero, infinite, log_p, log_q, log_p_rest, log_q_rest):
             cells = (idx[:, None] * n_idx + np.arange(n_idx)).ravel()
             log_a, log_b = (v.reshape(shift.shape)
                             for v in parts[direction](shift.ravel(), cells))
-            below = np.where(shift < 0, 0.0, -np.inf)
-            log_a = np.where(zero[idx], below, np.where(infinite[idx], 0.0, log_a))
-            log_b = np.where(zero[idx], below, np.where(infinite[idx], -np.inf, log_b))
-            log_a = logsumexp(log_a + log_a_weight[idx], axis=1)
-            return np.logaddexp(log_a, log_rest[idx]), logsumexp(log_b + log_b_weight[idx],
-                                                               axis=1)
+            if special:  # (a fit's rows seldom have any: four passes saved)
+                below = np.where(shift < 0, 0.0, -np.inf)
+                log_a = np.where(zero[idx], below, np.where(infinite[idx], 0.0, log_a))
+                log_b = np.where(zero[idx], below, np.where(infinite[idx], -np.inf, log_b))
+            log_a = log_sum_rows(log_a + log_a_weight[idx])
+            return np.logaddexp(log_a, log_rest[idx]), log_sum_rows(log_b + log_b_weight[idx])
         return tail
 
     return [mixture("remove", log_p, log_q, log_p_rest, 1.0),
@@ -159,5 +183,5 @@ def prune_columns(log_p, log_q, delta, share=_PRUNED_SHARE):
     if keep.all():
         empty = np.full(log_p.shape[0], -np.inf)
         return keep, empty, empty
-    return keep, logsumexp(log_p[:, ~keep], axis=1), logsumexp(log_q[:, ~keep], axis=1)
+    return keep, log_sum_rows(log_p[:, ~keep]), log_sum_rows(log_q[:, ~keep])
 

@@ -48,12 +48,15 @@ def _exact_step(tail, x, idx, target, log_target, lo, tols):
     tolerance of Newton's estimate of the root, the next point (aimed half
     a tolerance above the estimate, so that it is, most likely, a verified
     upper end) and the tolerance, ``tols = (rtol, atol)`` relative to the
-    lower end.
+    larger of x and the lower end (not to the lower end alone: a start above
+    the root leaves it at 0 until a step lands below, and an absolute
+    tolerance of 1e-16 kept the rows that Newton had already put within
+    rounding of the root stepping on, two more steps a row on AdaOPS).
     """
     log_a, log_b = tail(x, idx)
     ld = _log_delta(x, log_a, log_b)
     above = ld > log_target
-    tol = tols[0] * lo + tols[1]
+    tol = tols[0] * np.maximum(lo, x) + tols[1]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         q = ndtri_exp(np.minimum(ld, 0.0))
         log_slope = x + log_b + 0.5 * q**2 + _LOG_SQRT_2PI

@@ -7,7 +7,7 @@ their own."""
 import numpy as np
 import pytest
 from scipy import stats
-from scipy.special import chdtr, chdtrc, erfinv, ndtr
+from scipy.special import chdtr, chdtrc, erfinv, logsumexp, ndtr
 
 from sklearn_pdp.accounting import _engine, _search, _table
 from sklearn_pdp.accounting import (
@@ -15,7 +15,7 @@ from sklearn_pdp.accounting import (
     ops_delta, ops_epsilon,
 )
 from sklearn_pdp.accounting._chi2 import Chi2Loss
-from sklearn_pdp.accounting._divergence import normal_tail_bounds
+from sklearn_pdp.accounting._divergence import log_sum_rows, normal_tail_bounds
 from sklearn_pdp.accounting._gaussian import GaussianLoss
 from sklearn_pdp.accounting._objpert import ObjPertLoss
 from sklearn_pdp.accounting._ops import OPSLoss
@@ -370,3 +370,41 @@ def test_quick_stages_match_monte_carlo():
     est = np.mean(-np.expm1(np.minimum(eps - loss_p, 0.0)) * (loss_p > eps))
     se = stats.sem(-np.expm1(np.minimum(eps - loss_p, 0.0)) * (loss_p > eps))
     assert abs(est - 0.01) <= 4.9 * se
+
+
+@pytest.mark.parametrize("columns", [1, 2, 3, 16])
+def test_log_sum_rows_is_logsumexp(columns):
+    # the mixture's own log-sum-exp: scipy's to rounding, -inf rows and
+    # terms, NaN kept
+    rng = np.random.default_rng(columns)
+    a = 30.0 * rng.standard_normal((2000, columns))
+    a[::7, 0] = -np.inf
+    a[::11] = -np.inf
+    a[5, -1] = np.nan
+    with np.errstate(invalid="ignore"):
+        got, expected = log_sum_rows(a), logsumexp(a, axis=1)
+    assert np.array_equal(np.isnan(got), np.isnan(expected))
+    assert np.array_equal(np.isneginf(got), np.isneginf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=1e-15, atol=1e-14)
+
+
+def test_exact_search_from_above_stops_once_newton_is_within_tolerance():
+    # a start above the root leaves the bracket's lower end at 0: the
+    # tolerance must still be relative (to the point), or the rows Newton
+    # has put within rounding of the root step on until the bracket closes
+    s = np.geomspace(0.05, 20.0, 200)
+    delta = 1e-6
+    root = gaussian_epsilon(delta, s)
+    calls = np.zeros(s.size, dtype=int)
+    tail = GaussianLoss(s).directions[0]
+
+    def counted(eps, idx):
+        calls[idx] += 1
+        return tail(eps, idx)
+
+    out = _search._exact_search([counted], np.full(s.size, np.log(delta)), np.arange(s.size),
+                                root * 1.01)
+    assert calls.max() <= 4  # (41 with the tolerance relative to the lower end)
+    assert np.all(gaussian_delta(out, s) <= delta)
+    np.testing.assert_allclose(out, root, rtol=1e-10)
