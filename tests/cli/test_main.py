@@ -330,7 +330,7 @@ def test_csv_release_with_text_columns_is_loaded_and_predicts_bit_for_bit(tmp_pa
     path, model = tmp_path / "table.csv", tmp_path / "model.json"
     X, y = _table(path)
     report = _report_of(capsys, str(path), *TABLE_ARGS, "--epsilon", "1",
-                        "--save-model", str(model))
+                        "--random-state", "0", "--save-model", str(model))
     public = report["publishable"]
     names = ["a", "colour_green", "colour_blue", "b"]
     assert public["model"]["feature_names"] == names
@@ -346,7 +346,8 @@ def test_csv_release_with_text_columns_is_loaded_and_predicts_bit_for_bit(tmp_pa
     assert loaded.bounds["y_bound"] == [-20.0, 40.0]
     assert loaded.params["epsilon"] == 1.0 and "random_state" not in loaded.params
     assert loaded.mechanism_ == "AdaSSPRegressor"
-    # the green and blue effects are found with the right signs
+    # the green and blue effects are found with the right signs (on one
+    # seeded draw: an unseeded one flips them now and then)
     coef = dict(zip(names, loaded.coef_))
     assert coef["colour_green"] > 0 > coef["colour_blue"]
 
