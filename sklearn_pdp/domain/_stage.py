@@ -39,7 +39,8 @@ from ..mechanisms._guarantee_law import GuaranteeLaw
 from ..report._profile import PrivacyProfile
 from ..mechanisms._release import MeanRelease
 from ._schema import estimator_layout
-from ._tighten import plan_release, released_bounds, remaining_epsilon, tightening_on
+from ._tighten import (plan_release, released_bounds, remaining_epsilon, tighten_share,
+                       tightening_on)
 from ._tighten_joint import label_alone, label_joint_loss
 
 
@@ -52,10 +53,14 @@ def resolve_stage(estimator, X, y, resolved, rng):
     epsilon, delta = getattr(estimator, "epsilon", None), estimator.delta
     if tightening_on(estimator):
         # stack of its warning: plan_release, here, fit, its wrapper, the user
-        release = plan_release(estimator, resolved, X.shape[0], epsilon, delta, stacklevel=5)
+        release = plan_release(estimator, resolved, X.shape[0], epsilon, delta, stacklevel=5,
+                               split=True)
         if release is not None:
-            return TightenedStage(release, resolved, X, y, rng, epsilon, delta,
-                                  estimator.n_jobs, estimator_layout(estimator))
+            from ._split import SplitStage  # it extends TightenedStage
+
+            return SplitStage(release, resolved, X, y, rng, epsilon, delta,
+                              tighten_share(estimator), estimator.n_jobs,
+                              estimator_layout(estimator))
     return DeclaredStage(resolved, X.shape[0], estimator.n_jobs)
 
 
@@ -81,6 +86,10 @@ class DeclaredStage:
         self.n_jobs = n_jobs
         self.model_rows = np.ones(n_samples, dtype=bool)
         self.losses = np.zeros(n_samples)
+
+    def model_part(self, X, y):
+        """The rows the model is fitted on: all of them."""
+        return X, y
 
     def fit_model(self, release, scaler, X):
         """Bind the drawn model ``release`` and its ``scaler`` (training rows ``X``)."""
@@ -143,10 +152,13 @@ class TightenedStage:
 
     kind = "bound"
     clips_rows = True  # predictions clip rows to the released bounds
+    model_part = DeclaredStage.model_part
 
     def __init__(self, bounds_release, resolved, X, y, rng, epsilon, delta, n_jobs=None,
-                 layout=None):
-        self.bounds_release = bounds_release.fit(X, y)
+                 layout=None, rows=None):
+        # ``rows``: the mask of the rows the bounds are fitted on (all by default)
+        self.bounds_release = bounds_release.fit(*((X, y) if rows is None else
+                                                   (X[rows], y[rows])))
         self.declared = resolved
         released = released_bounds(bounds_release.draw(rng), resolved)
         if layout is not None:  # a schema's indicators keep their (0, 1)
@@ -157,7 +169,7 @@ class TightenedStage:
                              "delta": delta - self.event, "tighten_bounds": False}
         self.model_rows = np.ones(X.shape[0], dtype=bool)
         self.losses = bounds_release.row_epsilon(X, y)
-        self.n_jobs = n_jobs
+        self.n_jobs, self.n_samples = n_jobs, X.shape[0]
 
     def fit_model(self, release, scaler, X):
         """Bind the drawn model ``release`` and its ``scaler``; for AdaSSP,
@@ -212,7 +224,7 @@ class TightenedStage:
     def law(self):
         """Every person's published bound is the public :meth:`cap`
         (:class:`~sklearn_pdp.mechanisms._guarantee_law.GuaranteeLaw`)."""
-        return GuaranteeLaw(scaler=self.scaler, n_samples=self.release.n_samples,
+        return GuaranteeLaw(scaler=self.scaler, n_samples=self.n_samples,
                             delta=self.delta, guarantee=self.guarantee(), cap=self.cap())
 
     def statistics(self):
@@ -222,7 +234,7 @@ class TightenedStage:
         """Bounds and model: only the composed epsilons."""
         epsilon, delta = self.guarantee()
         return PrivacyProfile("epsilon_delta", losses, delta=self.delta, guarantee=epsilon,
-                              guarantee_delta=delta, n_samples=self.release.n_samples,
+                              guarantee_delta=delta, n_samples=self.n_samples,
                               mechanism=mechanism)
 
     def clip(self, X):

@@ -57,11 +57,12 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
     at the stage's model budget and draw it; compose each row's losses
     with the stage's; store the fitted attributes. A stage
     (:class:`~sklearn_pdp.domain._stage.DeclaredStage`,
-    :class:`~sklearn_pdp.domain._stage.TightenedStage`) answers through one
+    :class:`~sklearn_pdp.domain._split.SplitStage`) answers through one
     interface:
 
     - ``bounds``: the released domain ``(data_norm, bounds_X, y_bound)``;
-      ``model_rows``: the boolean mask of the rows the model sees;
+      ``model_rows``: the boolean mask of the rows the model sees, and
+      ``model_part(X, y)`` those rows;
       ``model_params``: the model's budget, as parameters (``epsilon``,
       ``delta``); ``losses``: each row's loss for the stage itself;
     - ``fit_model(release, scaler, X)``: binds the drawn release;
@@ -330,14 +331,15 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         self.data_norm_, self.bounds_X_, self.y_bound_ = stage.bounds
         warn_large_delta(getattr(self, "delta", None), X.shape[0], stacklevel=3)
         self._scaler = fitted_scaler(self)
-        self.model_rows_ = stage.model_rows  # all rows: the stages are sequential
-        data = scaled_data(X, y, self._scaler, self.n_jobs)
+        self.model_rows_ = stage.model_rows
+        X_model, y_model = stage.model_part(X, y)
+        data = scaled_data(X_model, y_model, self._scaler, self.n_jobs)
         # the model's calibration: these parameters at the stage's budget
         release = clone(self).set_params(**stage.model_params)._choose_release(
             data, self._scaler)
         self.release_ = release
         theta = release.release(rng)
-        stage.fit_model(release, self._scaler, X)
+        stage.fit_model(release, self._scaler, X_model)
         for name, value in release.fitted_attributes().items():
             setattr(self, name, value)
         self.mean_only_ = isinstance(release, MeanRelease)
@@ -390,7 +392,7 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
 
         Returns
         -------
-        stage : DeclaredStage or TightenedStage
+        stage : DeclaredStage or SplitStage
         """
         check_is_fitted(self)
         return self._stage
