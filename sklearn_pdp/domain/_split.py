@@ -21,9 +21,9 @@ Each row's loss (kind ``"conditional"``):
   model's own per-instance loss at them (a valid guarantee conditional on
   a released quantity the row cannot influence). It may differ between
   ``random_state`` s through the released bounds. The stage's profile
-  (:meth:`~._stage.TightenedStage.profile`) is of the family
-  ``"epsilon_delta"``, for which the ledger's individual filters charge the
-  release's guarantee, never these conditional numbers.
+  (:meth:`SplitStage.profile`) is of the family ``"epsilon_delta"``, for
+  which the ledger's individual filters charge the release's guarantee,
+  never these conditional numbers.
 
 Sizes. The bounds' plan (quantile level, whether tightening is worthwhile)
 uses the public ``tighten_share`` times the public n, never the realised
@@ -37,10 +37,33 @@ import hashlib
 
 import numpy as np
 
+from ..mechanisms._guarantee_law import GuaranteeLaw
+from ..report._profile import PrivacyProfile
 from ..utils._arrays import is_dask_array
 from ..utils._dask import scaled_data
-from ..report._profile import PrivacyProfile
-from ._stage import TightenedStage, added_guarantee
+from ._scaler import resolve_bounds
+from ._schema import estimator_layout
+from ._stage import DeclaredStage, added_guarantee
+from ._tighten import plan_release, released_bounds, tighten_share, tightening_on
+
+
+def resolve_stage(estimator, X, y, resolved, rng):
+    """The stage of a fit of ``estimator`` (its parameters only) on the
+    validated ``X``, ``y``: the :class:`SplitStage` where its
+    ``tighten_bounds`` applies (the bounds drawn from ``rng``, before the
+    model's noise), else the :class:`~._stage.DeclaredStage` of
+    ``resolved`` (the bounds of
+    :meth:`~sklearn_pdp.linear_model._base.PrivateRegressorMixin.resolve_bounds`)."""
+    epsilon, delta = getattr(estimator, "epsilon", None), estimator.delta
+    if tightening_on(estimator):
+        # stack of its warning: plan_release, here, fit, its wrapper, the user
+        release = plan_release(estimator, resolved, X.shape[0], epsilon, delta, stacklevel=5,
+                               split=True)
+        if release is not None:
+            return SplitStage(release, resolved, X, y, rng, epsilon, delta,
+                              tighten_share(estimator), estimator.n_jobs,
+                              estimator_layout(estimator))
+    return DeclaredStage(resolved, X.shape[0], estimator.n_jobs)
 
 
 def row_hash(X, y=None, keys=None):
@@ -85,7 +108,7 @@ def bounds_part(X, y, share, keys=None):
     return row_hash(X, y, keys) < threshold
 
 
-class SplitStage(TightenedStage):
+class SplitStage:
     """The declared bounds tightened on one part of the rows, the model
     fitted on the other (see the module docstring).
 
@@ -103,19 +126,29 @@ class SplitStage(TightenedStage):
         The whole budget, for each part.
     share : float
         The public share of the rows in the bounds part.
-    n_jobs, layout : as :class:`~._stage.TightenedStage`
+    n_jobs : int or None
+        Threads of a pass over rows held in memory.
+    layout : FeatureLayout or None
+        A schema's columns: its indicators keep their (0, 1).
     """
 
     kind = "conditional"
+    clips_rows = True  # predictions clip rows to the released bounds
 
     def __init__(self, bounds_release, resolved, X, y, rng, epsilon, delta, share,
                  n_jobs=None, layout=None):
-        self.share, part = share, bounds_part(X, y, share)
-        super().__init__(bounds_release, resolved, X, y, rng, epsilon, delta, n_jobs,
-                         layout, rows=part)
+        self.share, self.delta, self.n_jobs = share, delta, n_jobs
+        self.n_samples, self.declared = X.shape[0], resolved
+        part = bounds_part(X, y, share)
         self.part, self.model_rows = part, ~part
+        self.bounds_release = bounds_release.fit(X[part], y[part])
+        released = released_bounds(bounds_release.draw(rng), resolved)
+        if layout is not None:
+            released["bounds_X"] = layout.restore_indicators(released["bounds_X"])
+        self.bounds = resolve_bounds(X, y, **released)
         self.model_params = {"epsilon": epsilon, "delta": delta, "tighten_bounds": False}
-        self.losses = np.where(self.part, self.losses, 0.0)
+        # a model-part row falls in cells the bounds part may not hold: 0
+        self.losses = np.where(part, bounds_release.row_epsilon(X, y), 0.0)
 
     def model_part(self, X, y):
         """The model part's rows (on Dask, with their block sizes computed)."""
@@ -125,7 +158,8 @@ class SplitStage(TightenedStage):
         return Xm, ym
 
     def fit_model(self, release, scaler, X):
-        self.release, self.scaler, self.rows = release, scaler, None
+        """Bind the drawn model ``release`` and its ``scaler`` (model rows ``X``)."""
+        self.release, self.scaler = release, scaler
         return self
 
     def guarantee(self):
@@ -133,6 +167,10 @@ class SplitStage(TightenedStage):
         model's delta (the bounds are pure)."""
         epsilon, delta = self.release.guarantee
         return max(self.bounds_release.epsilon, float(epsilon)), delta
+
+    def fitted_attributes(self):
+        return {"declared_bounds_": self.declared, "bounds_release_": self.bounds_release,
+                "bounds_epsilon_": self.bounds_release.epsilon}
 
     def row_losses(self, X, y, add=False, data=None):
         """Each row's loss given the released bounds: a bounds-part row's
@@ -152,12 +190,44 @@ class SplitStage(TightenedStage):
             return np.maximum(bounds, model)
         return np.where(bounds_part(X, y, self.share), bounds, model)
 
+    def law(self):
+        """Every person's published bound is the public :meth:`cap`
+        (:class:`~sklearn_pdp.mechanisms._guarantee_law.GuaranteeLaw`): a
+        published report states no number that depends on the draw."""
+        return GuaranteeLaw(scaler=self.scaler, n_samples=self.n_samples,
+                            delta=self.delta, guarantee=self.guarantee(), cap=self.cap())
+
+    def statistics(self):
+        return self.law().statistics
+
+    def profile(self, losses, mechanism):
+        """The per-row epsilons (family ``"epsilon_delta"``), whose
+        individual filter charges the guarantee: a conditional loss is not
+        fixed before the release."""
+        epsilon, delta = self.guarantee()
+        return PrivacyProfile("epsilon_delta", losses, delta=self.delta, guarantee=epsilon,
+                              guarantee_delta=delta, n_samples=self.n_samples,
+                              mechanism=mechanism)
+
     def cap(self):
         """The largest loss of anyone removed or added over every draw: the
         bounds' pure guarantee or the model's cap (whichever part the row
         falls in), a function of public quantities."""
         return max(self.bounds_release.epsilon, self.release.guarantee[0],
                    added_guarantee(self.release))
+
+    def clip(self, X):
+        """``X`` clipped to the released bounds, as the training rows were."""
+        clip = self.scaler.clip
+        return X.map_blocks(clip, dtype=np.float64) if is_dask_array(X) else clip(X)
+
+    def box_rows(self, bounds_release, X):
+        """None: a model that tightened its own bounds charges its cap."""
+        return None
+
+    def warn_clipping(self, clipped, stacklevel):
+        """Silent: the released bounds clip the tails by design (up to 2
+        ``_MAX_LEVEL`` of :mod:`._tighten`)."""
 
 
 def _scatter(mask, values, fill):

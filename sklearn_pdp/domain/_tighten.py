@@ -16,7 +16,7 @@ the larger of the sums over the releases of its largest log-ratio in each
 direction (each a function of the grid cell it falls in,
 :func:`~sklearn_pdp.accounting._exponential.quantile_loss_table`). The model fitted
 on the released bounds, and each row's loss for the whole release, are the
-tightened stage's (:class:`~._stage.TightenedStage`).
+stage's (:class:`~._split.SplitStage`).
 """
 
 import warnings

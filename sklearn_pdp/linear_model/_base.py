@@ -26,7 +26,7 @@ from ..utils._arrays import compute
 from ..domain._scaler import bound_params, fitted_scaler, read_from_data, resolve_bounds
 from ..utils._dask import scaled_data
 from ..mechanisms.mean._fallback import FallbackMixin
-from ..domain._stage import resolve_stage
+from ..domain._split import resolve_stage
 from ..utils._validation import noise_generator, refuse_fit_params, validate_rows, warn_large_delta
 from ..exceptions import FallbackWarning
 
