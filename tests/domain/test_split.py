@@ -11,18 +11,9 @@ from sklearn_pdp import AdaSSPRegressor, ObjPertRegressor, OPSRegressor, Privacy
 from sklearn_pdp.domain._split import bounds_part, row_hash
 from sklearn_pdp.domain._tighten import BoundsRelease
 
+from .test_tighten import _table  # a heavy-tailed column, a normal one, an indicator
+
 MODELS = [AdaSSPRegressor, OPSRegressor, ObjPertRegressor]
-
-
-def _table(n, seed=0):
-    """A heavy-tailed column, a normal one and an indicator, in loose
-    declared ranges."""
-    rng = np.random.RandomState(seed)
-    X = np.column_stack([np.minimum(2 * rng.lognormal(0, 0.8, n), 59),
-                         rng.normal(50, 10, n), rng.randint(0, 2, n)])
-    y = 0.5 * X[:, 0] - 0.1 * X[:, 1] + 2 * X[:, 2] + rng.randn(n)
-    bounds = (np.array([0.0, 0.0, 0.0]), np.array([60.0, 100.0, 1.0]))
-    return X, y, bounds, (-60.0, 60.0)
 
 
 def _fit(cls, X, y, bounds, y_bound, **params):
