@@ -2,8 +2,10 @@
 (:doc:`/mechanisms/tightening`).
 
 Declared ranges are a schema's (what a value can be); the noise of every
-mechanism scales with them. Before the model, a share of epsilon releases
-tighter ranges: for each declared range [a, b] two quantiles by the
+mechanism scales with them. Before the model, tighter ranges are released
+(in a fit from a public share of the rows with the whole epsilon,
+:mod:`._split`; in a private search from every row with a share of
+epsilon): for each declared range [a, b] two quantiles by the
 exponential mechanism (:mod:`sklearn_pdp.accounting._exponential`), of the distance
 of the clipped values above a and below b, on a public grid of distances,
 geometric (fine near the data's own end, coarse in a long tail) and
