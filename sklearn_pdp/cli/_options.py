@@ -115,13 +115,14 @@ def _parser():
                         help="range of the label: B for [-B, B], or LOW,HIGH")
     bounds.add_argument(
         "--tighten-bounds", nargs="?", const="yes", choices=("yes", "auto"),
-        help="spend a share of the budget on releasing tighter bounds than the "
-             "declared ones first, where the data suffice (a public rule; 'yes' "
-             "warns where they do not, 'auto' is silent); the released bounds "
-             "are reported",
+        help="release tighter bounds than the declared ones first, from a public "
+             "share of the rows (chosen by a hash of each row) with the whole "
+             "budget, the model fitted on the other rows, where the data suffice "
+             "(a public rule; 'yes' warns where they do not, 'auto' is silent); "
+             "the released bounds are reported",
     )
     bounds.add_argument("--tighten-share", type=float, metavar="SHARE",
-                        help="share of epsilon for the bounds (default: 0.1)")
+                        help="share of the rows for the bounds (default: 0.1)")
     expert = parser.add_argument_group("expert options (the budget is met without them)")
     expert.add_argument("--gamma", type=float,
                         help="ops: posterior scaling instead of --epsilon (no "

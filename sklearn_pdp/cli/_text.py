@@ -71,8 +71,9 @@ def _text(r):
         ranges = (f"features in [{', '.join(f'{v:.4g}' for v in b['bounds_X'][0])}] to "
                   f"[{', '.join(f'{v:.4g}' for v in b['bounds_X'][1])}]"
                   if "bounds_X" in b else f"rows of norm at most {b['data_norm']:.4g}")
-        rows.append(("bounds", f"tightened privately (epsilon {b['epsilon']:.3g} of the "
-                               f"guarantee): {ranges}; label in [{b['y_bound'][0]:.4g}, "
+        rows.append(("bounds", f"tightened privately at epsilon {b['epsilon']:.3g} on a "
+                               "public share of the rows, the model fitted on the others: "
+                               f"{ranges}; label in [{b['y_bound'][0]:.4g}, "
                                f"{b['y_bound'][1]:.4g}]"))
     rows.append(("noise", r["noise"]))
     if p["published"] is not None and not p["published"]["spent"]:

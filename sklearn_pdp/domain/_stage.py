@@ -5,29 +5,18 @@ A stage answers, for one fit, on which domain, on which rows and with which
 budget the model is fitted, and what each row's loss for the whole release
 is, with the kind of that number. Two stages:
 
-- :class:`DeclaredStage`: the declared bounds (or those read from the
-  data); nothing is released before the model, which has the whole budget,
-  and each row's loss is the release's own.
-- :class:`TightenedStage`: the declared bounds privately tightened first
-  (:mod:`._tighten`), the model fitted on the released ones with the rest
-  of the budget (sequential composition: every row is seen by both).
+- :class:`DeclaredStage` (here): the declared bounds (or those read from
+  the data); nothing is released before the model, which has the whole
+  budget, and each row's loss is the release's own.
+- :class:`~._split.SplitStage`: the declared bounds privately tightened on
+  one part of the rows, the model fitted on the other part at the released
+  bounds (parallel composition); chosen by
+  :func:`~._split.resolve_stage`.
 
-Accounting of the tightened stage. The model is chosen by the released
-bounds (adaptive composition); its per-instance loss at the released
-bounds would condition on the draw. Whatever bounds are released, the
-model's rows lie in the unit ball of its privacy domain, so its
-data-independent guarantee bounds every row's loss for every outcome, and
-its cap for a person added (:func:`added_guarantee`) every added row's;
-AdaSSP charges instead its largest per-row loss over the bounds released
-with non-negligible probability (:class:`_BoxRows`), keeping a share of
-delta for the others. A row's loss for the whole release is the sum (an
-upper bound: kind "bound"); with the label's range alone released,
-AdaSSP's is the exact loss of the pair where smaller
-(:mod:`._tighten_joint`).
-
-A stage reads the estimator's parameters (:func:`resolve_stage`) and,
-once the release is drawn, the release and the scaler it is given
-(``fit_model``): it never calls back into the estimator.
+Also here: what a model fitted on bounds released elsewhere (the private
+search's, which tightens once for all its fits and composes sequentially)
+charges each row whatever bounds were released (:func:`charged_loss`,
+:class:`_BoxRows`).
 """
 
 import numpy as np
@@ -35,29 +24,8 @@ import numpy as np
 from ..utils._arrays import is_dask_array, row_norms
 from ..utils._dask import scaled_data
 from ..utils._people import person_sums
-from ._scaler import resolve_bounds, warn_clipping
-from ..mechanisms._guarantee_law import GuaranteeLaw
-from ..report._profile import PrivacyProfile
+from ._scaler import warn_clipping
 from ..mechanisms._release import MeanRelease
-from ._schema import estimator_layout
-from ._tighten import plan_release, released_bounds, remaining_epsilon, tightening_on
-from ._tighten_joint import label_alone, label_joint_loss
-
-
-def resolve_stage(estimator, X, y, resolved, rng):
-    """The stage of a fit of ``estimator`` (its parameters only) on the
-    validated ``X``, ``y``: the :class:`TightenedStage` where its
-    ``tighten_bounds`` applies (the bounds drawn from ``rng``, before the
-    model's noise), else the :class:`DeclaredStage` of ``resolved`` (the
-    bounds of :meth:`~sklearn_pdp.linear_model._base.PrivateRegressorMixin.resolve_bounds`)."""
-    epsilon, delta = getattr(estimator, "epsilon", None), estimator.delta
-    if tightening_on(estimator):
-        # stack of its warning: plan_release, here, fit, its wrapper, the user
-        release = plan_release(estimator, resolved, X.shape[0], epsilon, delta, stacklevel=5)
-        if release is not None:
-            return TightenedStage(release, resolved, X, y, rng, epsilon, delta,
-                                  estimator.n_jobs, estimator_layout(estimator))
-    return DeclaredStage(resolved, X.shape[0], estimator.n_jobs)
 
 
 class DeclaredStage:
@@ -82,6 +50,10 @@ class DeclaredStage:
         self.n_jobs = n_jobs
         self.model_rows = np.ones(n_samples, dtype=bool)
         self.losses = np.zeros(n_samples)
+
+    def model_part(self, X, y):
+        """The rows the model is fitted on: all of them."""
+        return X, y
 
     def fit_model(self, release, scaler, X):
         """Bind the drawn model ``release`` and its ``scaler`` (training rows ``X``)."""
@@ -143,135 +115,6 @@ class DeclaredStage:
 
     def warn_clipping(self, clipped, stacklevel):
         warn_clipping(clipped, stacklevel=stacklevel + 1)
-
-
-class TightenedStage:
-    """The declared bounds tightened privately before the model.
-
-    Fits the bounds' quantiles (:class:`~._tighten.BoundsRelease`) on the
-    rows, draws the released bounds from ``rng``, and leaves the model the
-    rest of the budget: ``epsilon`` less the bounds', ``delta`` less the
-    share the release keeps (``event_``). ``losses``: each row's exact pure
-    loss for the bounds.
-    """
-
-    kind = "bound"
-    clips_rows = True  # predictions clip rows to the released bounds
-
-    def __init__(self, bounds_release, resolved, X, y, rng, epsilon, delta, n_jobs=None,
-                 layout=None):
-        self.bounds_release = bounds_release.fit(X, y)
-        self.declared = resolved
-        released = released_bounds(bounds_release.draw(rng), resolved)
-        if layout is not None:  # a schema's indicators keep their (0, 1)
-            released["bounds_X"] = layout.restore_indicators(released["bounds_X"])
-        self.bounds = resolve_bounds(X, y, **released)
-        self.delta, self.event = delta, bounds_release.event_
-        self.model_params = {"epsilon": remaining_epsilon(epsilon, bounds_release.epsilon),
-                             "delta": delta - self.event, "tighten_bounds": False}
-        self.model_rows = np.ones(X.shape[0], dtype=bool)
-        self.losses = bounds_release.row_epsilon(X, y)
-        self.n_jobs = n_jobs
-
-    def fit_model(self, release, scaler, X):
-        """Bind the drawn model ``release`` and its ``scaler``; for AdaSSP,
-        record its training rows' box (:class:`_BoxRows`)."""
-        self.release, self.scaler = release, scaler
-        self.rows = box_rows(self.bounds_release, release, scaler, X)
-        return self
-
-    def guarantee(self):
-        epsilon, delta = self.release.guarantee
-        return self.bounds_release.epsilon + epsilon, delta + self.event
-
-    def fitted_attributes(self):
-        return {"declared_bounds_": self.declared, "bounds_release_": self.bounds_release,
-                "bounds_epsilon_": self.bounds_release.epsilon}
-
-    def row_losses(self, X, y, add=False, data=None):
-        """Each row's loss for the whole release: the bounds' exact pure
-        loss plus the model's part (:meth:`model_loss`); for AdaSSP on the
-        label's range alone and a row with its label, the exact loss of the
-        pair where smaller (:func:`~._tighten_joint.label_joint_loss`).
-        Without ``add``, ``X`` and ``y`` are the training rows."""
-        own = self.bounds_release.row_epsilon(X, y, add=True) if add else self.losses
-        total = own + self.model_loss(X, y, add)
-        if y is None or self.rows is None or not label_alone(self.bounds_release):
-            return total
-        if is_dask_array(X):
-            joint = X.map_blocks(lambda b, yb: label_joint_loss(self, b, yb[:, 0], add),
-                                 y[:, None], drop_axis=1, dtype=np.float64)
-        else:
-            joint = label_joint_loss(self, X, y, add)
-        return np.minimum(total, joint)
-
-    def model_loss(self, X, y, add):
-        """The model's part of each row's loss: its guarantee for a training
-        row and its cap for a row added (:func:`added_guarantee`), or for a
-        model whose release has ``box_epsilon`` (AdaSSP) its largest per-row
-        loss over the plausible released bounds (at the model's delta; the
-        bounds fall outside them with probability at most the rest of
-        delta)."""
-        epsilon = self.release.guarantee[0]
-        if self.rows is None:
-            return added_guarantee(self.release) if add else epsilon
-        if is_dask_array(X):
-            if y is None:
-                return X.map_blocks(lambda b: self.model_loss(b, None, add),
-                                    drop_axis=1, dtype=np.float64)
-            return X.map_blocks(lambda b, yb: self.model_loss(b, yb[:, 0], add),
-                                y[:, None], drop_axis=1, dtype=np.float64)
-        return bounded_loss(self.release, self.rows, X, y, add, self.delta - self.event, epsilon)
-
-    def dp_epsilon(self, delta):
-        """The bounds' pure epsilon plus the model's guarantee at what is
-        left of ``delta`` (``inf`` where nothing is)."""
-        rest = delta - self.event
-        return self.bounds_release.epsilon + float(
-            self.release.dp_epsilon(rest)) if rest > 0 else np.inf
-
-    def group_losses(self, data, codes, sizes, add=False):
-        """None: the model's loss is bounded over the released bounds, row
-        by row; a group's is bounded by group privacy."""
-        return None
-
-    def law(self):
-        """Every person's published bound is the public :meth:`cap`
-        (:class:`~sklearn_pdp.mechanisms._guarantee_law.GuaranteeLaw`)."""
-        return GuaranteeLaw(scaler=self.scaler, n_samples=self.release.n_samples,
-                            delta=self.delta, guarantee=self.guarantee(), cap=self.cap())
-
-    def statistics(self):
-        return self.law().statistics
-
-    def profile(self, losses, mechanism):
-        """Bounds and model: only the composed epsilons."""
-        epsilon, delta = self.guarantee()
-        return PrivacyProfile("epsilon_delta", losses, delta=self.delta, guarantee=epsilon,
-                              guarantee_delta=delta, n_samples=self.release.n_samples,
-                              mechanism=mechanism)
-
-    def clip(self, X):
-        """``X`` clipped to the released bounds, as the training rows were."""
-        clip = self.scaler.clip
-        return X.map_blocks(clip, dtype=np.float64) if is_dask_array(X) else clip(X)
-
-    def cap(self):
-        """:meth:`DeclaredStage.cap` over every bound the release could
-        produce, with the bounds' pure guarantee. A function of public
-        quantities only; AdaSSP's charge over the plausible bounds
-        (:func:`bounded_loss`) is at most it, since every scaled row it
-        bounds lies in the unit ball."""
-        return self.bounds_release.epsilon + max(self.release.guarantee[0],
-                                                 added_guarantee(self.release))
-
-    def box_rows(self, bounds_release, X):
-        """None: a model that tightened its own bounds charges its cap."""
-        return None
-
-    def warn_clipping(self, clipped, stacklevel):
-        """Silent: the released bounds clip the tails by design (up to 2
-        ``_MAX_LEVEL`` of :mod:`._tighten`)."""
 
 
 def added_guarantee(release):

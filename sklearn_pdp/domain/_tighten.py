@@ -2,8 +2,10 @@
 (:doc:`/mechanisms/tightening`).
 
 Declared ranges are a schema's (what a value can be); the noise of every
-mechanism scales with them. Before the model, a share of epsilon releases
-tighter ranges: for each declared range [a, b] two quantiles by the
+mechanism scales with them. Before the model, tighter ranges are released
+(in a fit from a public share of the rows with the whole epsilon,
+:mod:`._split`; in a private search from every row with a share of
+epsilon): for each declared range [a, b] two quantiles by the
 exponential mechanism (:mod:`sklearn_pdp.accounting._exponential`), of the distance
 of the clipped values above a and below b, on a public grid of distances,
 geometric (fine near the data's own end, coarse in a long tail) and
@@ -16,7 +18,7 @@ the larger of the sums over the releases of its largest log-ratio in each
 direction (each a function of the grid cell it falls in,
 :func:`~sklearn_pdp.accounting._exponential.quantile_loss_table`). The model fitted
 on the released bounds, and each row's loss for the whole release, are the
-tightened stage's (:class:`~._stage.TightenedStage`).
+stage's (:class:`~._split.SplitStage`).
 """
 
 import warnings
@@ -76,7 +78,8 @@ def _always(mode):
     return not isinstance(mode, str) and bool(mode)
 
 
-def _share(estimator):
+def tighten_share(estimator):
+    """The estimator's ``tighten_share`` (None: ``TIGHTEN_SHARE``)."""
     share = getattr(estimator, "tighten_share", None)
     return TIGHTEN_SHARE if share is None else float(share)
 
@@ -277,7 +280,7 @@ class BoundsRelease:
         return np.maximum(up, down)
 
 
-def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5):
+def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5, split=False):
     """The :class:`BoundsRelease` of ``estimator``'s declared ranges with its
     share of the total ``epsilon``, or None where tightening does not apply
     (too little data, nothing declared; with ``tighten_bounds=True`` the
@@ -290,22 +293,29 @@ def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5):
 
     Its ``event_`` is the share of ``delta`` kept, for a model that bounds
     its rows' losses over the plausible released bounds (AdaSSP), for the
-    bounds falling outside them (0 for the others)."""
+    bounds falling outside them (0 for the others).
+
+    ``split``: the bounds are released from the public share
+    ``tighten_share`` of the rows with the whole ``epsilon``
+    (:class:`~._split.SplitStage`), rather than from every row with that
+    share of ``epsilon``; the levels and the rule are the same (each end's
+    epsilon times its number of rows), and nothing of ``delta`` is kept."""
     declared = (
         None if estimator.data_norm is None else resolved[0],
         resolved[1],
         None if estimator.y_bound is None else resolved[2],
     )
-    budget = _share(estimator) * epsilon
-    release = BoundsRelease(*declared, n_samples, budget)
+    share = tighten_share(estimator)
+    n_rows, budget = (share * n_samples, epsilon) if split else (n_samples, share * epsilon)
+    release = BoundsRelease(*declared, n_rows, budget)
     if not release.worthwhile:
-        label = label_release(declared, n_samples, budget, release.n_quantiles)
+        label = label_release(declared, n_rows, budget, release.n_quantiles)
         if release.n_quantiles and _always(estimator.tighten_bounds):
             warnings.warn(
                 f"tighten_bounds=True: {n_samples} rows are too few to tighten the "
                 f"{release.n_quantiles} declared ends with tighten_share "
-                f"{_share(estimator):g} of epsilon={epsilon:g} (each end's epsilon "
-                "times the number of rows must be at least "
+                f"{share:g} at epsilon={epsilon:g} (each end's epsilon times the "
+                "number of rows it is released from must be at least "
                 f"{_TAIL_GUARD * np.log(_GRID_POINTS) / _AUTO_TAIL:.1f}, or the released "
                 "ends fall almost anywhere); "
                 + ("only the label's range is tightened, the features keep their "
@@ -316,7 +326,7 @@ def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5):
         if label is None:
             return None
         release = label
-    release.event_ = _EVENT_SHARE * delta if _bounds_its_rows(estimator) else 0.0
+    release.event_ = _EVENT_SHARE * delta if _bounds_its_rows(estimator) and not split else 0.0
     return release
 
 

@@ -26,7 +26,7 @@ from ..utils._arrays import compute
 from ..domain._scaler import bound_params, fitted_scaler, read_from_data, resolve_bounds
 from ..utils._dask import scaled_data
 from ..mechanisms.mean._fallback import FallbackMixin
-from ..domain._stage import resolve_stage
+from ..domain._split import resolve_stage
 from ._people import added_people, people_of
 from ..utils._validation import noise_generator, refuse_fit_params, validate_rows, warn_large_delta
 from ..exceptions import FallbackWarning
@@ -58,11 +58,12 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
     at the stage's model budget and draw it; compose each row's losses
     with the stage's; store the fitted attributes. A stage
     (:class:`~sklearn_pdp.domain._stage.DeclaredStage`,
-    :class:`~sklearn_pdp.domain._stage.TightenedStage`) answers through one
+    :class:`~sklearn_pdp.domain._split.SplitStage`) answers through one
     interface:
 
     - ``bounds``: the released domain ``(data_norm, bounds_X, y_bound)``;
-      ``model_rows``: the boolean mask of the rows the model sees;
+      ``model_rows``: the boolean mask of the rows the model sees, and
+      ``model_part(X, y)`` those rows;
       ``model_params``: the model's budget, as parameters (``epsilon``,
       ``delta``); ``losses``: each row's loss for the stage itself;
     - ``fit_model(release, scaler, X)``: binds the drawn release;
@@ -340,15 +341,17 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         self.data_norm_, self.bounds_X_, self.y_bound_ = stage.bounds
         warn_large_delta(getattr(self, "delta", None), X.shape[0], stacklevel=3)
         self._scaler = fitted_scaler(self)
-        # all rows (but those max_records drops): the stages are sequential
-        self.model_rows_ = stage.model_rows if people is None else people.model_rows
-        data = scaled_data(X, y, self._scaler, self.n_jobs)
+        # the rows the model sees: a split's model part (of a person's first
+        # max_records rows)
+        self.model_rows_ = stage.model_rows if people is None else people.model_rows_of(stage)
+        X_model, y_model = stage.model_part(X, y)
+        data = scaled_data(X_model, y_model, self._scaler, self.n_jobs)
         # the model's calibration: these parameters at the stage's budget
         release = clone(calibrated).set_params(**stage.model_params)._choose_release(
             data, self._scaler)
         self.release_ = release
         theta = release.release(rng)
-        stage.fit_model(release, self._scaler, X)
+        stage.fit_model(release, self._scaler, X_model)
         for name, value in release.fitted_attributes().items():
             setattr(self, name, value)
         self.mean_only_ = isinstance(release, MeanRelease)
@@ -405,7 +408,7 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
 
         Returns
         -------
-        stage : DeclaredStage or TightenedStage
+        stage : DeclaredStage or SplitStage
         """
         check_is_fitted(self)
         return self._stage

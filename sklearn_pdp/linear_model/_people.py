@@ -75,6 +75,15 @@ class People:
         """Boolean mask of the rows the model sees."""
         return np.ones(self.n_samples, dtype=bool) if self.kept is None else self.kept
 
+    def model_rows_of(self, stage):
+        """Boolean mask over the rows given of those the model sees: the
+        kept rows (:attr:`model_rows`) in the ``stage``'s model part."""
+        if self.kept is None:
+            return stage.model_rows
+        rows = self.kept.copy()
+        rows[rows] = compute(stage.model_rows)[0]
+        return rows
+
     def fitted_attributes(self, estimator, stage, data):
         """The fit's person attributes (and ``pdp_losses_`` for every row
         given), once ``estimator`` has its guarantee and its rows' losses."""

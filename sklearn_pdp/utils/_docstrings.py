@@ -46,20 +46,24 @@ schema : Schema, default=None
     categories (:doc:`/preprocessing`).""",
     "tighten": """\
 tighten_bounds : bool or "auto", default=False
-    Spend ``tighten_share`` of ``epsilon`` on releasing tighter bounds
-    before the model: two private quantiles (exponential mechanism on a
-    public grid) of each declared range of ``bounds_X`` but the (0, 1) ones
-    of indicator columns, one of the row norms for ``data_norm``, two of
-    ``y_bound``. The model is fitted and calibrated on the released bounds
-    with the rest of the budget; ``dp_epsilon_`` and ``pdp_losses_`` cover
-    both stages, and predictions clip new rows to the released bounds
-    (:doc:`/mechanisms/tightening`). Both tighten only where n times each
-    quantile's epsilon is at least 4 log(79) (a public rule; measured never
-    worse than the declared bounds); elsewhere the model takes the declared
-    bounds and the whole budget, silently with "auto", with a
-    ``BoundsWarning`` saying why with True. Needs an epsilon budget.
+    Release tighter bounds before the model, from the rows of a public
+    share ``tighten_share`` (each row's part a public hash of its content,
+    so adding or removing a row moves no other): two private quantiles
+    (exponential mechanism on a public grid) of each declared range of
+    ``bounds_X`` but the (0, 1) ones of indicator columns, one of the row
+    norms for ``data_norm``, two of ``y_bound``. The model is fitted and
+    calibrated on the other rows at the released bounds. Each part has the
+    whole budget (parallel composition): ``dp_epsilon_`` is the larger of
+    the two, and each row's ``pdp_losses_`` is its part's, given the
+    released bounds (``pdp_kind_`` "conditional"); predictions clip new
+    rows to the released bounds (:doc:`/mechanisms/tightening`). Both
+    tighten only where each quantile's epsilon times the rows it is
+    released from is at least 4 log(79) (a public rule); elsewhere the
+    model takes the declared bounds and the whole budget, silently with
+    "auto", with a ``BoundsWarning`` saying why with True. Needs an epsilon
+    budget.
 tighten_share : float in (0, 1), default=None
-    Share of ``epsilon`` spent on the bounds; None means 0.1.""",
+    Share of the rows the bounds are released from; None means 0.1.""",
     "fit_intercept": """\
 fit_intercept : bool, default=True
     Fit an intercept: a constant feature 1 inside the privacy analysis that
@@ -134,23 +138,29 @@ declared_bounds_ : tuple
     (``data_norm_``, ``bounds_X_`` and ``y_bound_`` are then the released
     ones, which the model used).
 bounds_epsilon_ : float
-    With ``tighten_bounds``: the (pure) epsilon of the bounds release;
-    ``dp_epsilon_`` is it plus ``model_epsilon_``.
+    With ``tighten_bounds``: the (pure) epsilon of the bounds release, on
+    the rows of the bounds part; ``dp_epsilon_`` is the larger of it and
+    ``model_epsilon_``.
 model_epsilon_, model_delta_ : float
-    The model's own guarantee (at the budget left by the bounds release
-    with ``tighten_bounds``; else ``dp_epsilon_`` and ``dp_delta_``).
+    The model's own guarantee, on the rows of ``model_rows_`` (with
+    ``tighten_bounds``; else ``dp_epsilon_`` and ``dp_delta_``).
 bounds_losses_ : ndarray of shape (n_samples,)
-    Each training row's (pure) loss for the bounds release; 0 where the
-    bounds were declared and not tightened.
+    Each training row's exact (pure) loss for the bounds release: 0 for a
+    row outside the bounds part, and where the bounds were declared and not
+    tightened.
 model_rows_ : ndarray of bool of shape (n_samples,)
-    The rows the model was fitted on (every row: the bounds and the model
-    see the same rows, and their losses add up).
+    The rows the model was fitted on: every row, or with
+    ``tighten_bounds`` those outside the bounds part (a public hash of each
+    row; a lazy Dask array for Dask input).
 pdp_kind_ : {"exact", "conditional", "bound"}
     What kind of number each of ``pdp_losses_`` (and :meth:`pdp_epsilon`)
     is: the exact per-instance loss, exact given released quantities the
     row cannot influence, or a valid upper bound; for rows of different
-    kinds, the weakest. With ``tighten_bounds``, "bound" (the model's part
-    holds for every released bound); output perturbation with a
+    kinds, the weakest. With ``tighten_bounds``, "conditional": a row of
+    the bounds part loses exactly its bounds loss, a row of the model part
+    its model loss given the released bounds (which may differ between
+    ``random_state`` s through those bounds; the ledger's individual
+    filters charge the guarantee instead). Output perturbation with a
     ``radius``, "bound" (its ball sensitivity).
 person_ids_ : ndarray of shape (n_people,)
     With ``groups``: the distinct person keys, sorted as ``np.unique``

@@ -2,6 +2,7 @@
 subprocess, as a user runs them; the other reports and the error handling
 in-process (an uncaught exception fails the test as a traceback would)."""
 
+import copy
 import csv
 import json
 import re
@@ -649,9 +650,13 @@ def test_every_per_instance_epsilon_says_what_kind_of_number_it_is(tmp_path, cap
         assert main(tightened) == 0
         out = _flat(capsys.readouterr().out)
     assert report["publishable"]["released_bounds"] is not None
-    assert report["curator_only"]["pdp_kind"] == "bound"
+    assert report["curator_only"]["pdp_kind"] == "conditional"
     q = report["curator_only"]["pdp_epsilon"]
     assert "computed from their own record" not in out
+    assert f"median : {q['median']:.3g} given the released bounds" in out
+    bound = copy.deepcopy(report)
+    bound["curator_only"]["pdp_kind"] = "bound"
+    out = _flat(_layout(_text(bound)))
     assert "at most these numbers: an upper bound on each person's per-instance" in out
     assert f"median : at most {q['median']:.3g}" in out
     assert f"most exposed : at most {q['max']:.3g}" in out

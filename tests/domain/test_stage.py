@@ -91,8 +91,9 @@ def test_tightened_fit_keeps_feature_names(cls):
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_pdp_kind_and_the_stage_attributes(cls):
     """Declared bounds: the mechanisms' losses are exact, the model has the
-    whole budget and no row pays for bounds. Tightened: upper bounds, the
-    bounds' exact losses per row, the model's guarantee beside them."""
+    whole budget and no row pays for bounds. Tightened: the rows split
+    between the bounds and the model, each row's loss its part's given the
+    released bounds (conditional)."""
     X, y = _data()
     declared = cls(epsilon=2.0, data_norm=2.0, y_bound=5.0, random_state=0).fit(X, y)
     assert declared.pdp_kind_ == "exact"
@@ -103,13 +104,14 @@ def test_pdp_kind_and_the_stage_attributes(cls):
     assert not hasattr(declared, "bounds_release_")
 
     est = _tightened(cls).fit(X, y)
-    assert est.pdp_kind_ == "bound"
-    rel = est.bounds_release_
-    assert est.dp_epsilon_ == rel.epsilon + est.model_epsilon_
-    assert est.dp_delta_ == est.model_delta_ + rel.event_
-    assert np.array_equal(est.bounds_losses_, rel.row_epsilon(X, y))
-    assert np.all(est.pdp_losses_ >= est.bounds_losses_)
-    assert est.model_rows_.shape == (X.shape[0],) and est.model_rows_.all()
+    assert est.pdp_kind_ == "conditional"
+    rel, rows = est.bounds_release_, est.model_rows_
+    assert est.dp_epsilon_ == max(rel.epsilon, est.model_epsilon_) <= 2.0
+    assert est.dp_delta_ == est.model_delta_ and rel.event_ == 0.0
+    assert rows.shape == (X.shape[0],) and rows.dtype == bool and 0 < rows.sum() < X.shape[0]
+    assert np.array_equal(est.bounds_losses_[~rows], rel.row_epsilon(X, y)[~rows])
+    assert np.array_equal(est.bounds_losses_[rows], np.zeros(rows.sum()))
+    assert np.array_equal(est.pdp_losses_[~rows], est.bounds_losses_[~rows])
     # the released ranges are those the model used
     assert est.data_norm_ < 2.0 and est.y_bound_ != 5.0
     assert est.domain_scaler().data_norm == est.data_norm_
@@ -133,8 +135,15 @@ def test_report_summary_and_plot_say_the_kind():
     X, y = _data()
     cls = REGRESSORS["ops"]
     exact = PDPReport(cls(epsilon=2.0, data_norm=2.0, y_bound=5.0, random_state=0)).fit(X, y)
-    bound = PDPReport(_tightened(cls)).fit(X, y)
-    assert exact.summary_["pdp_kind"] == "exact" and bound.summary_["pdp_kind"] == "bound"
+    given = PDPReport(_tightened(cls)).fit(X, y)
+    assert exact.summary_["pdp_kind"] == "exact"
+    assert given.summary_["pdp_kind"] == "conditional"
+    ax = given.plot()
+    assert "given the released bounds" in ax.get_ylabel()
+    plt.close(ax.figure)
+    bound = PDPReport(OutputPerturbationRegressor(
+        epsilon=2.0, alpha=1.0, radius=0.5, data_norm=20.0, y_bound=40.0,
+        random_state=0)).fit(X, y)
     ax = bound.plot()
     assert "at most" in ax.get_ylabel()
     plt.close(ax.figure)

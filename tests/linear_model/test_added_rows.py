@@ -15,6 +15,7 @@ from sklearn_pdp.accounting._adaops import conditioning
 from sklearn_pdp.mechanisms.adaops._release import AdaOPSRelease
 from sklearn_pdp.utils._eigen import scatter_eigen
 from sklearn_pdp._registry import REGRESSORS
+from sklearn_pdp.domain._split import bounds_part
 
 from ..conftest import adversarial_data, audit_if_slow, regression_data
 from ..domain.test_tighten import _assemble
@@ -141,36 +142,35 @@ TIGHTENED = [pytest.param(cls, {}, _GROWS.get(name), id=name,
 @pytest.mark.parametrize("cls, params, grows", TIGHTENED)
 def test_tightened_added_row_at_the_corner(cls, params, grows):
     """A tightened fit's value for a person added at the declared domain's
-    corners (every feature at an end, the label at an end): the bounds'
-    exact loss of adding them plus a model part at least the exact added
-    loss of the model fitted on any released bounds (the released ones, the
-    ends of the plausible ranges); the model part is the model's cap for a
-    person added (not its removal guarantee), the same for every released
-    bound, or AdaSSP's largest over the plausible ones."""
+    corners (every feature at an end, the label at an end): in the part
+    its row's hash gives, the bounds' exact loss of adding them or the
+    model's exact added loss at the released bounds (a fit declared there
+    on the model rows). The stage's cap covers both, and the model's exact
+    added loss at any plausible released bound: it is the model's cap for a
+    person added (not its removal guarantee), the same for every bound."""
     rng = np.random.default_rng(0)
     n, d = 4000, 3
     X = rng.uniform(-1, 1, size=(n, d))
     y = np.clip(0.3 + X @ [0.5, -0.3, 0.2] + 0.2 * rng.normal(size=n), -1.5, 1.5)
     declared = {"bounds_X": (-2.0 * np.ones(d), 2.0 * np.ones(d)), "y_bound": 2.0}
     est = cls(epsilon=2.0, tighten_bounds=True, random_state=0, **declared, **params).fit(X, y)
-    rel = est.bounds_release_
+    rel, rows = est.bounds_release_, est.model_rows_
     corners = 2.0 * np.array(list(itertools.product((-1.0, 1.0), repeat=d)))
     targets = np.repeat(corners, 2, axis=0)
     labels = np.tile([-2.0, 2.0], corners.shape[0])
     reported = est.pdp_epsilon(targets, labels)
-    bounds_part = rel.row_epsilon(targets, labels, add=True)
-    model_part = reported - bounds_part
     assert np.all(est.pdp_epsilon(targets) >= reported - 1e-12)  # the worst label
-    boxed = rel.event_ > 0
-    if not boxed:
-        model = est.release_
-        assert_allclose(model_part, model.cap_epsilon(model.delta), rtol=1e-12)
-        assert np.all(model_part > est.model_epsilon_ if grows
-                      else model_part == est.model_epsilon_)
-    ranges = rel.plausible(rel.event_ if boxed else 1e-7)
+    into_bounds = bounds_part(targets, labels, 0.1)
+    assert_allclose(reported[into_bounds],
+                    rel.row_epsilon(targets, labels, add=True)[into_bounds], rtol=1e-12)
+    cap = est.domain_stage().cap()
+    model_cap = est.release_.cap_epsilon(est.release_.delta)
+    assert cap == max(rel.epsilon, est.model_epsilon_, model_cap)
+    if grows is not None:
+        assert model_cap > est.model_epsilon_ if grows else model_cap == est.model_epsilon_
+    ranges = rel.plausible(1e-7)
     ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
-    released = {"bounds_X": est.bounds_X_, "y_bound": est.y_bound_}
-    trials = [released]
+    trials = [{"bounds_X": est.bounds_X_, "y_bound": est.y_bound_}]
     for side in (0, 1):  # the tightest and the widest plausible bounds
         pick = []
         for k in range(rel.n_quantiles):
@@ -179,15 +179,16 @@ def test_tightened_added_row_at_the_corner(cls, params, grows):
             pick.append(ends[k, inside[0 if tight else -1]])
         _, bounds_X, y_bound = _assemble(rel, np.array(pick))
         trials.append({"bounds_X": bounds_X, "y_bound": y_bound})
-    for bounds in trials:
-        model = cls(epsilon=est.model_epsilon_, delta=est.delta - rel.event_, random_state=0,
-                    **bounds, **params).fit(X, y)
+    for trial, bounds in enumerate(trials):
+        model = cls(epsilon=est.model_epsilon_, delta=est.model_delta_, random_state=0,
+                    **bounds, **params).fit(X[rows], y[rows])
         assert not model.mean_only_
         exact = model.pdp_epsilon(targets, labels)
-        assert np.all(model_part >= exact * (1 - 1e-9))
-        assert np.all(reported >= bounds_part + exact * (1 - 1e-9))
-        if not boxed:  # the cap is the same whatever the bounds
-            assert_allclose(model.release_.cap_epsilon(model.release_.delta), model_part,
+        assert np.all(cap >= exact * (1 - 1e-9))
+        if trial == 0:  # at the released bounds: the model part's own loss
+            assert_allclose(reported[~into_bounds], exact[~into_bounds], rtol=1e-10)
+        if grows is not None:  # the cap is the same whatever the bounds
+            assert_allclose(model.release_.cap_epsilon(model.release_.delta), model_cap,
                             rtol=1e-12)
 
 

@@ -136,8 +136,8 @@ def test_tightened_public_model_without_declared_row_bounds_predicts():
         est = AdaSSPRegressor(y_bound=5.0, tighten_bounds=True, random_state=0).fit(X, y)
     public = est.public_model()
     assert public.clip and public.bounds["data_norm"] is None
-    # the share the bounds spent, not the default's None
-    assert public.params["tighten_share"] == pytest.approx(est.bounds_epsilon_ / est.epsilon)
+    # the share of the rows the bounds were released from, not the default's None
+    assert public.params["tighten_share"] == pytest.approx(0.1)
     assert public.to_json().count(f'"tighten_share": {public.params["tighten_share"]!r}') == 1
     assert_allclose(public.predict(X[:10]), est.predict(X[:10]), rtol=1e-12)
     far = 10.0 * X[:10]  # beyond the private norm: not clipped to it

@@ -1,0 +1,254 @@
+"""Tightening by parallel composition: the rows split between the bounds
+release and the model (:doc:`/mechanisms/tightening`, "Two parts of the
+rows").
+
+Each row goes to the *bounds part* or to the *model part* by a public
+function of that row alone (:func:`row_hash`), so adding or removing a row
+moves no other. The bounds' quantiles (:class:`~._tighten.BoundsRelease`)
+are fitted on the bounds part with the whole epsilon, the model on the
+model part at the released bounds with the whole ``(epsilon, delta)``:
+under adding or removing one row the release is ``(max, max)``-DP of the
+two (parallel composition; under replacing one row a row may change parts,
+and the guarantee doubles).
+
+Each row's loss (kind ``"conditional"``):
+
+- a row of the bounds part: its exact pure loss for the bounds
+  (:meth:`~._tighten.BoundsRelease.row_epsilon`); the model, fitted on
+  other rows, is a post-processing of the bounds for it;
+- a row of the model part: the released bounds have the same distribution
+  with and without it, so its loss *given the released bounds* is the
+  model's own per-instance loss at them (a valid guarantee conditional on
+  a released quantity the row cannot influence). It may differ between
+  ``random_state`` s through the released bounds. The stage's profile
+  (:meth:`SplitStage.profile`) is of the family ``"epsilon_delta"``, for
+  which the ledger's individual filters charge the release's guarantee,
+  never these conditional numbers.
+
+Sizes. The bounds' plan (quantile level, whether tightening is worthwhile)
+uses the public ``tighten_share`` times the public n, never the realised
+part size; each quantile's target is the q-th rank of its own part's
+values, whose change by one row the exponential mechanism's sensitivity
+covers. The model is calibrated as a fit on its own rows (their number
+public, as every fit's n).
+"""
+
+import hashlib
+
+import numpy as np
+
+from ..mechanisms._guarantee_law import GuaranteeLaw
+from ..report._profile import PrivacyProfile
+from ..utils._arrays import is_dask_array
+from ..utils._dask import scaled_data
+from ._scaler import resolve_bounds
+from ._schema import estimator_layout
+from ._stage import DeclaredStage, added_guarantee
+from ._tighten import plan_release, released_bounds, tighten_share, tightening_on
+
+
+def resolve_stage(estimator, X, y, resolved, rng):
+    """The stage of a fit of ``estimator`` (its parameters only) on the
+    validated ``X``, ``y``: the :class:`SplitStage` where its
+    ``tighten_bounds`` applies (the bounds drawn from ``rng``, before the
+    model's noise), else the :class:`~._stage.DeclaredStage` of
+    ``resolved`` (the bounds of
+    :meth:`~sklearn_pdp.linear_model._base.PrivateRegressorMixin.resolve_bounds`)."""
+    epsilon, delta = getattr(estimator, "epsilon", None), estimator.delta
+    if tightening_on(estimator):
+        # stack of its warning: plan_release, here, fit, its wrapper, the user
+        release = plan_release(estimator, resolved, X.shape[0], epsilon, delta, stacklevel=5,
+                               split=True)
+        if release is not None:
+            return SplitStage(release, resolved, X, y, rng, epsilon, delta,
+                              tighten_share(estimator), estimator.n_jobs,
+                              estimator_layout(estimator))
+    return DeclaredStage(resolved, X.shape[0], estimator.n_jobs)
+
+
+def row_hash(X, y=None, keys=None):
+    """The public, unsalted 64-bit hash of each row that assigns it a part.
+
+    Encoding: for row i, the little-endian IEEE-754 float64 bytes of
+    ``X[i, 0], ..., X[i, d-1], y[i]`` (the validated row, as the estimator
+    received it; -0.0 read as 0.0), hashed by BLAKE2b with an 8-byte digest,
+    read as a little-endian unsigned integer. With ``keys`` (one person key
+    per row), the UTF-8 bytes of ``str`` of each key instead, so that all
+    of a person's rows fall in one part.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,), default=None
+        Required without ``keys``.
+    keys : array-like of shape (n_samples,), default=None
+
+    Returns
+    -------
+    hashes : ndarray of uint64 of shape (n_samples,)
+    """
+    if keys is not None:
+        items = [str(k).encode("utf-8") for k in np.asarray(keys, dtype=object).tolist()]
+    else:
+        rows = np.column_stack([X, y]).astype("<f8") + 0.0  # -0.0 -> 0.0
+        data = np.ascontiguousarray(rows).view(np.uint8).reshape(rows.shape[0], -1)
+        items = [bytes(r) for r in data]
+    return np.array([int.from_bytes(hashlib.blake2b(b, digest_size=8).digest(), "little")
+                     for b in items], dtype=np.uint64)
+
+
+def bounds_part(X, y, share, keys=None):
+    """Whether each row belongs to the bounds part: its :func:`row_hash`
+    below ``share`` of the 64-bit range (so a share ``share`` of the rows on
+    average, whatever the data). Lazy, per block, for a Dask array."""
+    if is_dask_array(X):
+        return X.map_blocks(lambda b, yb: bounds_part(b, yb[:, 0], share), y[:, None],
+                            drop_axis=1, dtype=bool)
+    threshold = np.uint64(min(int(share * 2.0**64), 2**64 - 1))
+    return row_hash(X, y, keys) < threshold
+
+
+class SplitStage:
+    """The declared bounds tightened on one part of the rows, the model
+    fitted on the other (see the module docstring).
+
+    Parameters
+    ----------
+    bounds_release : BoundsRelease
+        Planned with the whole epsilon for ``share`` times n rows
+        (:func:`~._tighten.plan_release` with ``split=True``).
+    resolved : tuple
+        The resolved ``(data_norm, bounds_X, y_bound)``.
+    X, y : validated training rows
+    rng : Generator
+        Draws the released bounds (before the model's noise).
+    epsilon, delta : float
+        The whole budget, for each part.
+    share : float
+        The public share of the rows in the bounds part.
+    n_jobs : int or None
+        Threads of a pass over rows held in memory.
+    layout : FeatureLayout or None
+        A schema's columns: its indicators keep their (0, 1).
+    """
+
+    kind = "conditional"
+    clips_rows = True  # predictions clip rows to the released bounds
+
+    def __init__(self, bounds_release, resolved, X, y, rng, epsilon, delta, share,
+                 n_jobs=None, layout=None):
+        self.share, self.delta, self.n_jobs = share, delta, n_jobs
+        self.n_samples, self.declared = X.shape[0], resolved
+        part = bounds_part(X, y, share)
+        self.part, self.model_rows = part, ~part
+        self.bounds_release = bounds_release.fit(X[part], y[part])
+        released = released_bounds(bounds_release.draw(rng), resolved)
+        if layout is not None:
+            released["bounds_X"] = layout.restore_indicators(released["bounds_X"])
+        self.bounds = resolve_bounds(X, y, **released)
+        self.model_params = {"epsilon": epsilon, "delta": delta, "tighten_bounds": False}
+        # a model-part row falls in cells the bounds part may not hold: 0
+        self.losses = np.where(part, bounds_release.row_epsilon(X, y), 0.0)
+
+    def model_part(self, X, y):
+        """The model part's rows (on Dask, with their block sizes computed)."""
+        Xm, ym = X[self.model_rows], y[self.model_rows]
+        if is_dask_array(X):
+            Xm, ym = Xm.compute_chunk_sizes(), ym.compute_chunk_sizes()
+        return Xm, ym
+
+    def fit_model(self, release, scaler, X):
+        """Bind the drawn model ``release`` and its ``scaler`` (model rows ``X``)."""
+        self.release, self.scaler = release, scaler
+        return self
+
+    def guarantee(self):
+        """Parallel composition: the larger epsilon of the two parts, the
+        model's delta (the bounds are pure)."""
+        epsilon, delta = self.release.guarantee
+        return max(self.bounds_release.epsilon, float(epsilon)), delta
+
+    def dp_epsilon(self, delta):
+        """The larger of the bounds' pure epsilon and the model's guarantee
+        at ``delta``."""
+        return max(self.bounds_release.epsilon, float(self.release.dp_epsilon(delta)))
+
+    def group_losses(self, data, codes, sizes, add=False):
+        """None: a person's rows may fall in both parts (each row's part is
+        its own hash), so a group's loss is bounded by group privacy."""
+        return None
+
+    def fitted_attributes(self):
+        return {"declared_bounds_": self.declared, "bounds_release_": self.bounds_release,
+                "bounds_epsilon_": self.bounds_release.epsilon}
+
+    def row_losses(self, X, y, add=False, data=None):
+        """Each row's loss given the released bounds: a bounds-part row's
+        exact bounds loss, a model-part row's model loss at the released
+        bounds. Without ``add``, the training rows (``data``: the model
+        part scaled); with it, rows added, each to the part its hash gives
+        (without labels, the larger of the two, as its part is unknown)."""
+        if not add:
+            if data is None:
+                data = scaled_data(*self.model_part(X, y), self.scaler, self.n_jobs)
+            return _scatter(self.model_rows, data.map_rows(self.release.row_losses()),
+                            self.losses)
+        model = scaled_data(X, y, self.scaler, self.n_jobs).map_rows(
+            self.release.row_losses(add=True))
+        bounds = self.bounds_release.row_epsilon(X, y, add=True)
+        if y is None:
+            return np.maximum(bounds, model)
+        return np.where(bounds_part(X, y, self.share), bounds, model)
+
+    def law(self):
+        """Every person's published bound is the public :meth:`cap`
+        (:class:`~sklearn_pdp.mechanisms._guarantee_law.GuaranteeLaw`): a
+        published report states no number that depends on the draw."""
+        return GuaranteeLaw(scaler=self.scaler, n_samples=self.n_samples,
+                            delta=self.delta, guarantee=self.guarantee(), cap=self.cap())
+
+    def statistics(self):
+        return self.law().statistics
+
+    def profile(self, losses, mechanism):
+        """The per-row epsilons (family ``"epsilon_delta"``), whose
+        individual filter charges the guarantee: a conditional loss is not
+        fixed before the release."""
+        epsilon, delta = self.guarantee()
+        return PrivacyProfile("epsilon_delta", losses, delta=self.delta, guarantee=epsilon,
+                              guarantee_delta=delta, n_samples=self.n_samples,
+                              mechanism=mechanism)
+
+    def cap(self):
+        """The largest loss of anyone removed or added over every draw: the
+        bounds' pure guarantee or the model's cap (whichever part the row
+        falls in), a function of public quantities."""
+        return max(self.bounds_release.epsilon, self.release.guarantee[0],
+                   added_guarantee(self.release))
+
+    def clip(self, X):
+        """``X`` clipped to the released bounds, as the training rows were."""
+        clip = self.scaler.clip
+        return X.map_blocks(clip, dtype=np.float64) if is_dask_array(X) else clip(X)
+
+    def box_rows(self, bounds_release, X):
+        """None: a model that tightened its own bounds charges its cap."""
+        return None
+
+    def warn_clipping(self, clipped, stacklevel):
+        """Silent: the released bounds clip the tails by design (up to 2
+        ``_MAX_LEVEL`` of :mod:`._tighten`)."""
+
+
+def _scatter(mask, values, fill):
+    """``fill`` with ``values`` (one per True of ``mask``) in the True
+    places; on Dask block by block (``values`` has one block per block of
+    ``mask``, as a boolean selection gives)."""
+    if not is_dask_array(mask):
+        out = np.array(fill, dtype=np.float64)
+        out[mask] = values
+        return out
+    import dask.array as da
+
+    return da.blockwise(_scatter, "i", mask, "i", values, "i", fill, "i",
+                        align_arrays=False, concatenate=True, dtype=np.float64)
