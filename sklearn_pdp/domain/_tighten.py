@@ -45,6 +45,12 @@ _AUTO_TAIL = 1.0
 # stricter rule: on fewer rows they cost more than they gain; "Too few rows
 # for every range: the label alone" in the tightening page).
 _LABEL_TAIL = 0.35
+# Each end of the label's range is released twice, at its level and at
+# _INNER times it, and extrapolated from the two as an exponential tail to
+# the level 1 / n (the largest of n rows), within the declared range: a
+# quantile end clips a long-tailed label where its error is ("The label's
+# ends" in the tightening page).
+_INNER = 4.0
 # Share of delta kept, for a model that bounds its rows' losses over the
 # plausible released bounds (AdaSSP), for the bounds falling outside them.
 _EVENT_SHARE = 0.1
@@ -113,13 +119,17 @@ class BoundsRelease:
             origin.append(0.0), sign.append(1.0), width.append(float(data_norm))
             source.append("norm")
         if y_bound is not None:
+            # the inner quantiles first: the label's two ends are the last
             low, high = label_range(y_bound)
-            for o, s in ((low, 1.0), (high, -1.0)):
+            for o, s in ((low, 1.0), (high, -1.0)) * 2:
                 origin.append(o), sign.append(s), width.append(high - low)
                 source.append("y")
         self.origin, self.sign = np.array(origin), np.array(sign)
         self.width, self.source = np.array(width), source
         self.n_quantiles = len(source)
+        inner = np.zeros(self.n_quantiles, dtype=bool)
+        if y_bound is not None:
+            inner[-4:-2] = True
         self.epsilon_q = epsilon / max(self.n_quantiles, 1)
         self.epsilon = self.epsilon_q * self.n_quantiles
         self.grid = self.width[:, None] * _GRID
@@ -128,6 +138,10 @@ class BoundsRelease:
         # "auto" tightens only where the levels stay small (public rule)
         self.worthwhile = self.n_quantiles > 0 and self.tail <= _AUTO_TAIL
         self.level = min(max(_LEVEL, self.tail), _MAX_LEVEL)
+        self.inner = inner
+        self.levels = np.where(inner, _INNER * self.level, self.level)
+        # the label's ends: extrapolated over log_INNER(level n) inner spacings
+        self.stretch = max(np.log(self.level * n_samples) / np.log(_INNER), 0.0)
 
     def cells(self, X, y):
         """Grid cell (values rounded up) of each row for each quantile: (n, k)."""
@@ -164,7 +178,7 @@ class BoundsRelease:
     def log_proba(self, counts=None):
         """Log output probabilities of each quantile, (k, G)."""
         counts = self.counts_ if counts is None else counts
-        return quantile_log_proba(counts, 1.0 - self.level, self.epsilon_q)
+        return quantile_log_proba(counts, 1.0 - self.levels[:, None], self.epsilon_q)
 
     def draw(self, rng):
         """Released bounds ``(data_norm, bounds_X, y_bound)``, post-processed.
@@ -173,7 +187,7 @@ class BoundsRelease:
         column's values are nearly constant) is swapped with it.
         """
         picked = self.grid[np.arange(self.n_quantiles), select(self.log_proba(), rng)]
-        ends = self.origin + self.sign * picked
+        ends = self.origin + self.sign * self._extrapolated(picked, picked)
         data_norm, bounds_X, y_bound = self.declared
         if bounds_X is not None:
             lower, upper = (b.copy() for b in bounds_X)
@@ -204,9 +218,24 @@ class BoundsRelease:
         dropped = np.cumsum(np.take_along_axis(p, order, axis=1), axis=1) <= budget
         keep = np.empty_like(dropped)
         np.put_along_axis(keep, order, ~dropped, axis=1)
-        ends = self.origin[:, None] + self.sign[:, None] * self.grid
-        return np.stack([np.where(keep, ends, np.inf).min(axis=1),
-                         np.where(keep, ends, -np.inf).max(axis=1)], axis=1)
+        near = np.where(keep, self.grid, np.inf).min(axis=1)
+        far = np.where(keep, self.grid, -np.inf).max(axis=1)
+        # the extrapolated distance grows with the end's and falls with the
+        # inner quantile's (:meth:`_extrapolated`)
+        near, far = self._extrapolated(near, far), self._extrapolated(far, near)
+        ends = self.origin[:, None] + self.sign[:, None] * np.stack([near, far], axis=1)
+        return np.sort(ends, axis=1)
+
+    def _extrapolated(self, distances, inner):
+        """The distances of the released ends from their origins, the
+        label's two extrapolated from the inner quantiles' distances in
+        ``inner`` (the label's end moves ``stretch`` times its spacing from
+        the inner quantile, within the declared range)."""
+        out = np.array(distances, dtype=np.float64)
+        if self.source[-1:] == ["y"]:
+            spacing = np.maximum(out[-2:] - inner[-4:-2], 0.0)
+            out[-2:] = np.minimum(out[-2:] + self.stretch * spacing, self.width[-2:])
+        return out
 
     def box(self, ranges):
         """For released ends within ``ranges`` (:meth:`plausible`), the two
@@ -228,8 +257,11 @@ class BoundsRelease:
             lows.append(np.full((2, 1), low))
             highs.append(np.full((2, 1), high))
         lo, hi = np.hstack(lows), np.hstack(highs)
-        # pairs of quantiles, after the norm's (alone, first) if any
+        # pairs of quantiles, after the norm's (alone, first) if any; the
+        # label's inner quantiles are in its ends' ranges
         for k in range(int(self.source[:1] == ["norm"]), self.n_quantiles, 2):
+            if self.inner[k]:
+                continue
             col = lo.shape[1] - 1 if self.source[k] == "y" else self.source[k]
             # quantile k releases the upper end, k + 1 the lower one
             hi[:, col], lo[:, col] = ranges[k], ranges[k + 1]
@@ -237,10 +269,10 @@ class BoundsRelease:
 
     def _tables(self, add):
         """Per quantile, the (upper, lower) log-ratio extremes by cell: (2, k, G)."""
-        q = 1.0 - self.level
         out = np.empty((2, self.n_quantiles, _GRID_POINTS))
         for k in range(self.n_quantiles):
-            out[:, k] = quantile_loss_table(self.counts_[k], q, self.epsilon_q, add=add)
+            out[:, k] = quantile_loss_table(self.counts_[k], 1.0 - self.levels[k],
+                                            self.epsilon_q, add=add)
         return out
 
     def row_epsilon(self, X, y, add=False):
@@ -291,10 +323,13 @@ def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5):
     Its ``event_`` is the share of ``delta`` kept, for a model that bounds
     its rows' losses over the plausible released bounds (AdaSSP), for the
     bounds falling outside them (0 for the others)."""
+    schema = getattr(estimator, "schema", None)
+    label_declared = estimator.y_bound is not None or (
+        schema is not None and schema.label_range is not None)
     declared = (
         None if estimator.data_norm is None else resolved[0],
         resolved[1],
-        None if estimator.y_bound is None else resolved[2],
+        resolved[2] if label_declared else None,
     )
     budget = _share(estimator) * epsilon
     release = BoundsRelease(*declared, n_samples, budget)
@@ -327,7 +362,7 @@ def label_release(declared, n_samples, epsilon, n_quantiles):
     ``_LABEL_TAIL``; else None. Its ``declared`` holds the label's range
     only: the model keeps the declared feature bounds (or ``data_norm``)."""
     y_bound = declared[2]
-    if y_bound is None or n_quantiles <= 2:
+    if y_bound is None or n_quantiles <= 4:
         return None
     release = BoundsRelease(None, None, y_bound, n_samples, epsilon)
     return release if release.tail <= _LABEL_TAIL else None
