@@ -114,11 +114,12 @@ def _parser():
     bounds.add_argument("--y-bound", type=_numbers, metavar="B or LOW,HIGH",
                         help="range of the label: B for [-B, B], or LOW,HIGH")
     bounds.add_argument(
-        "--tighten-bounds", nargs="?", const="yes", choices=("yes", "auto"),
+        "--tighten-bounds", nargs="?", const="yes", choices=("yes", "auto", "no"),
         help="spend a share of the budget on releasing tighter bounds than the "
              "declared ones first, where the data suffice (a public rule; 'yes' "
-             "warns where they do not, 'auto' is silent); the released bounds "
-             "are reported",
+             "warns where they do not, 'auto', the default, is silent, 'no' fits "
+             "on the declared bounds with the whole budget and exact per-instance "
+             "losses); the released bounds are reported",
     )
     bounds.add_argument("--tighten-share", type=float, metavar="SHARE",
                         help="share of epsilon for the bounds (default: 0.1)")

@@ -40,11 +40,6 @@ _TAIL_GUARD = 4.0
 # above _AUTO_TAIL (the ends would collapse: "When to tighten", same page).
 _MAX_LEVEL = 0.1
 _AUTO_TAIL = 1.0
-# Where the ends of every range are too many for _AUTO_TAIL, the label's two
-# alone are released if their tail guard asks for a level at most this (a
-# stricter rule: on fewer rows they cost more than they gain; "Too few rows
-# for every range: the label alone" in the tightening page).
-_LABEL_TAIL = 0.35
 # Each end of the label's range is released twice, at its level and at
 # _INNER times it, and extrapolated from the two as an exponential tail to
 # the level 1 / n (the largest of n rows), within the declared range: a
@@ -59,6 +54,11 @@ _EVENT_SHARE = 0.1
 # (for data in the middle of a wide range), up to the declared width.
 _GRID = np.unique(np.concatenate([np.geomspace(1e-3, 1.0, 48), np.linspace(0.0, 1.0, 33)[1:]]))
 _GRID_POINTS = _GRID.size
+
+
+def _tail(epsilon_q, n_samples):
+    """The tail guard's level for quantiles of ``epsilon_q`` each on ``n_samples`` rows."""
+    return _TAIL_GUARD * np.log(_GRID_POINTS) / (epsilon_q * n_samples)
 
 
 def tightening_on(estimator):
@@ -118,8 +118,10 @@ class BoundsRelease:
         elif data_norm is not None:
             origin.append(0.0), sign.append(1.0), width.append(float(data_norm))
             source.append("norm")
-        if y_bound is not None:
-            # the inner quantiles first: the label's two ends are the last
+        if y_bound is not None and _tail(epsilon / (len(source) + 4), n_samples) <= _MAX_LEVEL:
+            # only where its level is the guard's (uncapped): the ends are
+            # extrapolated from a spacing, which noise would stretch; the
+            # inner quantiles first: the label's two ends are the last
             low, high = label_range(y_bound)
             for o, s in ((low, 1.0), (high, -1.0)) * 2:
                 origin.append(o), sign.append(s), width.append(high - low)
@@ -128,13 +130,15 @@ class BoundsRelease:
         self.width, self.source = np.array(width), source
         self.n_quantiles = len(source)
         inner = np.zeros(self.n_quantiles, dtype=bool)
-        if y_bound is not None:
+        if source[-1:] == ["y"]:
             inner[-4:-2] = True
+        else:  # the label keeps its declared range
+            self.declared = (data_norm, bounds_X, None)
         self.epsilon_q = epsilon / max(self.n_quantiles, 1)
         self.epsilon = self.epsilon_q * self.n_quantiles
         self.grid = self.width[:, None] * _GRID
         self.grid[:, -1] = self.width  # the declared end itself
-        self.tail = _TAIL_GUARD * np.log(_GRID_POINTS) / (self.epsilon_q * n_samples)
+        self.tail = _tail(self.epsilon_q, n_samples)
         # "auto" tightens only where the levels stay small (public rule)
         self.worthwhile = self.n_quantiles > 0 and self.tail <= _AUTO_TAIL
         self.level = min(max(_LEVEL, self.tail), _MAX_LEVEL)
@@ -356,16 +360,16 @@ def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5):
 
 
 def label_release(declared, n_samples, epsilon, n_quantiles):
-    """The release of the label's two ends alone with the whole ``epsilon``
-    of the bounds, where the ``n_quantiles`` ends of every declared range
-    are too many for the rows and the label's pass the stricter rule
-    ``_LABEL_TAIL``; else None. Its ``declared`` holds the label's range
-    only: the model keeps the declared feature bounds (or ``data_norm``)."""
-    y_bound = declared[2]
-    if y_bound is None or n_quantiles <= 4:
+    """The release of the label's range alone with the whole ``epsilon`` of
+    the bounds, where the ``n_quantiles`` ends of every declared range are
+    too many for the rows and the label's level with the whole budget is
+    the guard's (uncapped, as everywhere for the label); else None. Its
+    ``declared`` holds the label's range only: the model keeps the declared
+    feature bounds (or ``data_norm``)."""
+    if declared[2] is None or not n_quantiles:
         return None
-    release = BoundsRelease(None, None, y_bound, n_samples, epsilon)
-    return release if release.tail <= _LABEL_TAIL else None
+    release = BoundsRelease(None, None, declared[2], n_samples, epsilon)
+    return release if release.n_quantiles else None
 
 
 def _bounds_its_rows(estimator):

@@ -45,19 +45,23 @@ schema : Schema, default=None
     column takes one share of the row norm whatever its number of
     categories (:doc:`/preprocessing`).""",
     "tighten": """\
-tighten_bounds : bool or "auto", default=False
+tighten_bounds : bool or "auto", default="auto"
     Spend ``tighten_share`` of ``epsilon`` on releasing tighter bounds
     before the model: two private quantiles (exponential mechanism on a
-    public grid) of each declared range of ``bounds_X`` but the (0, 1) ones
-    of indicator columns, one of the row norms for ``data_norm``, two of
-    ``y_bound``. The model is fitted and calibrated on the released bounds
+    public grid) of each declared range of ``bounds_X`` (or of a schema)
+    but the (0, 1) ones of indicator columns and a schema's categorical
+    blocks, one of the row norms for ``data_norm``, four of the label's
+    range (``y_bound`` or the schema's ``label_range``: each end
+    extrapolated from two quantiles, for long tails). False fits on the
+    declared bounds with the whole budget (the exact per-instance losses). The model is fitted and calibrated on the released bounds
     with the rest of the budget; ``dp_epsilon_`` and ``pdp_losses_`` cover
     both stages, and predictions clip new rows to the released bounds
     (:doc:`/mechanisms/tightening`). Both tighten only where n times each
     quantile's epsilon is at least 4 log(79) (a public rule; measured never
     worse than the declared bounds); elsewhere the model takes the declared
     bounds and the whole budget, silently with "auto", with a
-    ``BoundsWarning`` saying why with True. Needs an epsilon budget.
+    ``BoundsWarning`` saying why with True. True needs an epsilon budget
+    ("auto" does not tighten without one).
 tighten_share : float in (0, 1), default=None
     Share of ``epsilon`` spent on the bounds; None means 0.1.""",
     "fit_intercept": """\

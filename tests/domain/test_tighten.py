@@ -19,6 +19,7 @@ from sklearn_pdp.exceptions import BoundsWarning, FallbackWarning
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp.mechanisms._guarantee_law import GuaranteeLaw
 from sklearn_pdp.domain._tighten_joint import label_alone, label_joint_loss
+from sklearn_pdp.domain import _tighten
 from sklearn_pdp.domain._tighten import BoundsRelease
 from sklearn_pdp.domain._stage import added_guarantee, bounded_loss, charged_loss
 from sklearn_pdp.model_selection import PrivateGridSearchCV
@@ -97,10 +98,14 @@ def _refit_log_ratio(release, full, X, y, new_x, new_y, i):
 
 
 @pytest.mark.parametrize("add", [False, True])
-def test_release_row_epsilon_matches_brute_force_refits(add):
-    """The whole bounds release (data_norm: one quantile; y: two) against
-    the exact joint log-ratio of its outputs, refitted with and without the
-    row, over the product of the three grids."""
+def test_release_row_epsilon_matches_brute_force_refits(add, monkeypatch):
+    """The whole bounds release (data_norm: one quantile; y: four, each end
+    and its inner quantile) against the exact joint log-ratio of its
+    outputs, refitted with and without the row, over the product of the
+    five grids (a coarse public grid, so that the product stays small)."""
+    grid = np.unique(np.concatenate([np.geomspace(1e-2, 1.0, 8), np.linspace(0, 1, 5)[1:]]))
+    monkeypatch.setattr(_tighten, "_GRID", grid)
+    monkeypatch.setattr(_tighten, "_GRID_POINTS", grid.size)
     X, y, _, y_bound = _table(60)
     n, eps = X.shape[0], 3.0
 
@@ -108,7 +113,7 @@ def test_release_row_epsilon_matches_brute_force_refits(add):
         return BoundsRelease(70.0, None, y_bound, n, eps).fit(Xr, yr)
 
     full = release(X, y)
-    assert full.n_quantiles == 3 and full.epsilon == pytest.approx(eps)
+    assert full.n_quantiles == 5 and full.epsilon == pytest.approx(eps)
     rows = range(5)
     if add:
         new_X, new_y = X[:5] * 1.3, np.array([-60.0, -3.0, 0.0, 7.0, 59.0])
@@ -119,8 +124,9 @@ def test_release_row_epsilon_matches_brute_force_refits(add):
     for i in rows:
         L_parts = _refit_log_ratio(release, full, X, y, new_X[i] if add else None,
                                    new_y[i] if add else None, i)
-        joint = (L_parts[0][:, None, None] + L_parts[1][None, :, None]
-                 + L_parts[2][None, None, :])
+        joint = np.zeros(())
+        for part in L_parts:
+            joint = np.add.outer(joint, part)
         assert got[i] == pytest.approx(np.abs(joint).max(), rel=1e-12)
         if add:  # the worst label is at least the actual one's, and attained
             labels = np.linspace(-60, 60, 2001)
