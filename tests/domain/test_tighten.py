@@ -716,8 +716,8 @@ def test_adassp_model_part_bounds_every_plausible_release(declare):
         pick = np.array(pick)
         data_norm, bounds_X, y_b = _assemble(rel, pick)
         model = AdaSSPRegressor(epsilon=est.model_epsilon_, delta=1e-6 - rel.event_,
-                                y_bound=y_b, data_norm=data_norm, bounds_X=bounds_X,
-                                random_state=0).fit(X, y)
+                                y_bound=y_bound if y_b is None else y_b, data_norm=data_norm,
+                                bounds_X=bounds_X, tighten_bounds=False, random_state=0).fit(X, y)
         assert not model.mean_only_
         assert np.all(model.pdp_losses_ <= charged + 1e-9)
         assert np.all(model.pdp_epsilon(targets, y[:30]) <= charged_add + 1e-9)
@@ -729,13 +729,15 @@ def _assemble(rel, ends):
     data_norm, bounds_X, y_bound = rel.declared
     if bounds_X is not None:
         lower, upper = (b.copy() for b in bounds_X)
-        for k in range(0, rel.n_quantiles - 2, 2):
-            j = rel.source[k]
-            lower[j], upper[j] = sorted((ends[k], ends[k + 1]))
+        for k in range(0, rel.n_quantiles, 2):
+            if rel.source[k] != "y":
+                j = rel.source[k]
+                lower[j], upper[j] = sorted((ends[k], ends[k + 1]))
         bounds_X = (lower, upper)
     elif data_norm is not None:
         data_norm = float(ends[0])
-    return data_norm, bounds_X, tuple(sorted(ends[-2:]))
+    # a label range the release keeps declared is None here
+    return data_norm, bounds_X, None if y_bound is None else tuple(sorted(ends[-2:]))
 
 
 @pytest.mark.audit
