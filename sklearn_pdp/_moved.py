@@ -210,9 +210,6 @@ MOVED = {
     "sklearn_pdp._tighten": [
         "sklearn_pdp.domain._tighten",
     ],
-    "sklearn_pdp._tighten_joint": [
-        "sklearn_pdp.domain._tighten_joint",
-    ],
     "sklearn_pdp._validation": [
         "sklearn_pdp.utils._validation",
     ],

@@ -21,9 +21,7 @@ its cap for a person added (:func:`added_guarantee`) every added row's;
 AdaSSP charges instead its largest per-row loss over the bounds released
 with non-negligible probability (:class:`_BoxRows`), keeping a share of
 delta for the others. A row's loss for the whole release is the sum (an
-upper bound: kind "bound"); with the label's range alone released,
-AdaSSP's is the exact loss of the pair where smaller
-(:mod:`._tighten_joint`).
+upper bound: kind "bound").
 
 A stage reads the estimator's parameters (:func:`resolve_stage`) and,
 once the release is drawn, the release and the scaler it is given
@@ -40,7 +38,6 @@ from ..report._profile import PrivacyProfile
 from ..mechanisms._release import MeanRelease
 from ._schema import estimator_layout
 from ._tighten import plan_release, released_bounds, remaining_epsilon, tightening_on
-from ._tighten_joint import label_alone, label_joint_loss
 
 
 def resolve_stage(estimator, X, y, resolved, rng):
@@ -176,20 +173,10 @@ class TightenedStage:
 
     def row_losses(self, X, y, add=False, data=None):
         """Each row's loss for the whole release: the bounds' exact pure
-        loss plus the model's part (:meth:`model_loss`); for AdaSSP on the
-        label's range alone and a row with its label, the exact loss of the
-        pair where smaller (:func:`~._tighten_joint.label_joint_loss`).
-        Without ``add``, ``X`` and ``y`` are the training rows."""
+        loss plus the model's part (:meth:`model_loss`). Without ``add``,
+        ``X`` and ``y`` are the training rows."""
         own = self.bounds_release.row_epsilon(X, y, add=True) if add else self.losses
-        total = own + self.model_loss(X, y, add)
-        if y is None or self.rows is None or not label_alone(self.bounds_release):
-            return total
-        if is_dask_array(X):
-            joint = X.map_blocks(lambda b, yb: label_joint_loss(self, b, yb[:, 0], add),
-                                 y[:, None], drop_axis=1, dtype=np.float64)
-        else:
-            joint = label_joint_loss(self, X, y, add)
-        return np.minimum(total, joint)
+        return own + self.model_loss(X, y, add)
 
     def model_loss(self, X, y, add):
         """The model's part of each row's loss: its guarantee for a training

@@ -222,13 +222,9 @@ class BoundsRelease:
         dropped = np.cumsum(np.take_along_axis(p, order, axis=1), axis=1) <= budget
         keep = np.empty_like(dropped)
         np.put_along_axis(keep, order, ~dropped, axis=1)
-        near = np.where(keep, self.grid, np.inf).min(axis=1)
-        far = np.where(keep, self.grid, -np.inf).max(axis=1)
-        # the extrapolated distance grows with the end's and falls with the
-        # inner quantile's (:meth:`_extrapolated`)
-        near, far = self._extrapolated(near, far), self._extrapolated(far, near)
-        ends = self.origin[:, None] + self.sign[:, None] * np.stack([near, far], axis=1)
-        return np.sort(ends, axis=1)
+        ends = self.origin[:, None] + self.sign[:, None] * self.grid
+        return np.stack([np.where(keep, ends, np.inf).min(axis=1),
+                         np.where(keep, ends, -np.inf).max(axis=1)], axis=1)
 
     def _extrapolated(self, distances, inner):
         """The distances of the released ends from their origins, the
@@ -242,8 +238,9 @@ class BoundsRelease:
         return out
 
     def box(self, ranges):
-        """For released ends within ``ranges`` (:meth:`plausible`), the two
-        corners that bound a scaled value's magnitude: ``(lo, hi)`` arrays of
+        """For released quantiles within ``ranges`` (:meth:`plausible`; the
+        label's ends extrapolated from them), the two corners that bound a
+        scaled value's magnitude: ``(lo, hi)`` arrays of
         shape (2, m) for the features (bounds_X) then the label, and a mask
         of the ranges whose released ends may cross (then only |z| <= 1
         holds). The scaled value of x in [lo, hi] is
@@ -261,6 +258,12 @@ class BoundsRelease:
             lows.append(np.full((2, 1), low))
             highs.append(np.full((2, 1), high))
         lo, hi = np.hstack(lows), np.hstack(highs)
+        # as distances from the origins: the extrapolated distance grows
+        # with the end's and falls with the inner quantile's
+        dist = np.sort(self.sign[:, None] * (np.asarray(ranges) - self.origin[:, None]), axis=1)
+        near = self._extrapolated(dist[:, 0], dist[:, 1])
+        far = self._extrapolated(dist[:, 1], dist[:, 0])
+        ranges = np.sort(self.origin[:, None] + self.sign[:, None] * np.stack([near, far], 1), 1)
         # pairs of quantiles, after the norm's (alone, first) if any; the
         # label's inner quantiles are in its ends' ranges
         for k in range(int(self.source[:1] == ["norm"]), self.n_quantiles, 2):
