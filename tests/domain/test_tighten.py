@@ -106,7 +106,7 @@ def test_release_row_epsilon_matches_brute_force_refits(add, monkeypatch):
     monkeypatch.setattr(_tighten, "_GRID", grid)
     monkeypatch.setattr(_tighten, "_GRID_POINTS", grid.size)
     X, y, _, y_bound = _table(60)
-    n, eps = X.shape[0], 3.0
+    n, eps = X.shape[0], 15.0
 
     def release(Xr, yr):
         return BoundsRelease(70.0, None, y_bound, n, eps).fit(Xr, yr)
@@ -163,13 +163,13 @@ def _fit(cls=AdaSSPRegressor, n=3000, eps=1.0, **params):
 
 
 def test_adassp_tightened_accounting_and_predictions():
-    est, X, y = _fit(random_state=0)
+    est, X, y = _fit(eps=5.0, random_state=0)
     rel = est.bounds_release_
-    # two quantiles for each range but the indicator column's, two for y
-    assert rel.n_quantiles == 6
-    assert est.dp_epsilon_ <= 1.0
+    # two quantiles for each range but the indicator column's, four for y
+    assert rel.n_quantiles == 8
+    assert est.dp_epsilon_ <= 5.0
     assert est.dp_epsilon_ == pytest.approx(est.bounds_epsilon_ + est.model_epsilon_)
-    assert est.bounds_epsilon_ == pytest.approx(0.1)
+    assert est.bounds_epsilon_ == pytest.approx(0.5)
     assert est.declared_bounds_[1][1][0] == 60.0
     lower, upper = est.bounds_X_
     assert lower[2] == 0.0 and upper[2] == 1.0  # the indicator column is left alone
@@ -226,9 +226,9 @@ def test_every_estimator_tightens_within_the_budget(cls):
 
 def test_data_norm_is_tightened_by_one_norm_quantile():
     X, y, _, y_bound = _table(5000)
-    est = AdaSSPRegressor(epsilon=1.0, data_norm=200.0, y_bound=y_bound,
+    est = AdaSSPRegressor(epsilon=2.0, data_norm=200.0, y_bound=y_bound,
                           tighten_bounds=True, random_state=0).fit(X, y)
-    assert est.bounds_release_.n_quantiles == 3
+    assert est.bounds_release_.n_quantiles == 5
     assert est.data_norm_ < 200.0 and est.bounds_X_ is None
     far = np.array([[300.0, 0.0, 0.0]])
     assert np.allclose(est.predict(far), [est.data_norm_ * est.coef_[0] + est.intercept_])
@@ -298,15 +298,15 @@ def test_search_tightens_once_inside_its_budget(cls, grid, refit):
     for every released bound."""
     X, y, bounds, y_bound = _table(6000)
     est = cls(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True)
-    searches = [PrivateGridSearchCV(est, grid, epsilon=1.0, refit=refit,
+    searches = [PrivateGridSearchCV(est, grid, epsilon=3.0, refit=refit,
                                     random_state=seed).fit(X, y) for seed in (0, 3)]
     search = searches[0]
     rel = search.bounds_release_
-    assert search.bounds_epsilon_ == pytest.approx(0.1) == rel.epsilon
-    assert search.dp_epsilon_ <= 1.0 and search.dp_delta_ <= 1e-6
+    assert search.bounds_epsilon_ == pytest.approx(0.3) == rel.epsilon
+    assert search.dp_epsilon_ <= 3.0 and search.dp_delta_ <= 1e-6
     assert search.declared_bounds_[1][1][0] == 60.0 and search.bounds_X_[1][0] < 30.0
     # the rest of the budget, split between the search and the refit
-    rest = 0.9 * (0.5 if refit else 1.0)
+    rest = 2.7 * (0.5 if refit else 1.0)
     fits = [*search._part_fits, *search._full_fits]
     for fit in fits:
         assert fit.tighten_bounds is False and not hasattr(fit, "bounds_release_")
@@ -383,7 +383,8 @@ def test_search_auto_on_little_data_is_the_plain_search():
     search = runs[1].set_params(estimator=AdaSSPRegressor(
         bounds_X=bounds, y_bound=y_bound, tighten_bounds=True), epsilon=20.0).fit(X, y)
     assert hasattr(search, "bounds_release_") and search.dp_epsilon_ <= 20.0
-    search.set_params(estimator=AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound)).fit(X, y)
+    search.set_params(estimator=AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound,
+                                                tighten_bounds=False)).fit(X, y)
     assert not hasattr(search, "bounds_release_")
     assert search.bounds_X_[1][0] == 60.0
 
@@ -397,12 +398,12 @@ def test_search_tightens_data_norm_and_chooses_without_data(tighten_any_size):
     X, y, bounds, y_bound = _table(6000)
     searches = [PrivateGridSearchCV(
         AdaSSPRegressor(data_norm=200.0, y_bound=y_bound, tighten_bounds=True),
-        {"budget_split": [None]}, epsilon=1.0, random_state=seed).fit(X, y) for seed in (0, 1)]
+        {"budget_split": [None]}, epsilon=2.0, random_state=seed).fit(X, y) for seed in (0, 1)]
     search = searches[0]
-    assert search.bounds_release_.source == ["norm", "y", "y"]
+    assert search.bounds_release_.source == ["norm"] + ["y"] * 4
     assert search.data_norm_ < 200.0 and search.bounds_X_ is None
     assert search.best_estimator_.data_norm_ == search.data_norm_
-    assert search.dp_epsilon_ <= 1.0 and search.dp_delta_ <= 1e-6
+    assert search.dp_epsilon_ <= 2.0 and search.dp_delta_ <= 1e-6
     assert np.array_equal(searches[1].pdp_losses_, search.pdp_losses_)
     # a grid that tightens again inside the fits: each such refit charges
     # its own guarantee (its bounds are not the search's)
@@ -488,7 +489,10 @@ def test_command_line_reports_the_released_bounds(tmp_path, capsys):
     assert report["publishable"]["dp_epsilon"] <= 2.0
     assert main([*common, "--tighten-bounds", "auto", "--tighten-share", "0.2"]) == 0
     assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"]["epsilon"] == pytest.approx(0.4)
+    # the default is "auto"; "no" fits on the declared bounds
     assert main(common) == 0
+    assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"] is not None
+    assert main([*common, "--tighten-bounds", "no"]) == 0
     assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"] is None
 
 
@@ -616,7 +620,8 @@ def test_published_report_of_a_tightened_search_is_its_guarantee(cls, grid, refi
     assert caps[0] == caps[1]
     # without tightening, a refit still cannot be published (its unreleased fits)
     if refit:
-        plain = PrivateGridSearchCV(cls(**declared), grid, epsilon=1.0, random_state=0)
+        plain = PrivateGridSearchCV(cls(tighten_bounds=False, **declared), grid, epsilon=1.0,
+                                    random_state=0)
         with pytest.raises(NotImplementedError, match="refit=True"):
             PDPReport(plain, publish_epsilon=0.2).fit(X, y)
 
@@ -636,7 +641,8 @@ def test_ledger_records_a_published_tightened_fit():
     assert np.allclose(ledger.epsilon(np.arange(3000), 1e-6), report.pdp_losses_, rtol=1e-9)
     assert np.allclose(ledger.epsilon(["a", "b", "c"], 1e-6),
                        report.estimator_.pdp_epsilon(absent), rtol=1e-9)
-    spent = PDPReport(AdaSSPRegressor(epsilon=1.0, random_state=0, **declared),
+    spent = PDPReport(AdaSSPRegressor(epsilon=1.0, tighten_bounds=False, random_state=0,
+                                      **declared),
                       publish_epsilon=0.2, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="absent_X"):
         PrivacyLedger().record(spent, np.arange(3000), absent=["a"], absent_X=absent[:1])
