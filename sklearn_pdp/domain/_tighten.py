@@ -67,9 +67,10 @@ def tightening_on(estimator):
     mode = getattr(estimator, "tighten_bounds", False)
     if not _always(mode) and mode != "auto":
         return False
-    if getattr(estimator, "epsilon", None) is None:
-        if mode == "auto":
-            return False
+    epsilon = getattr(estimator, "epsilon", None)
+    if mode == "auto" and (epsilon is None or not np.isfinite(epsilon)):
+        return False  # no budget to spend a share of (inf: least squares)
+    if epsilon is None:
         raise ValueError(
             "tighten_bounds needs an epsilon budget to spend a share of; this "
             f"{type(estimator).__name__} has epsilon=None (a raw noise level)."
