@@ -123,6 +123,26 @@ def test_epsilon_matches_adaptive_quadrature_down_to_1e_10(m0, mu, s_perp, delta
     assert _reference_delta(eps * (1 - 1e-6), m0, mu, s_perp) > delta
 
 
+def _reference_add_delta(eps, m0, mu, s_perp):
+    prob = _reference_probability
+    return prob(-eps, m0, mu, s_perp, "Q", False) - np.exp(eps) * prob(-eps, m0, mu, s_perp, "P", False)
+
+
+def test_added_person_is_tight_across_the_kinks_of_its_event():
+    """Found by hypothesis: H = diag(1, 100), x = (0.75, 0.625), r = sigma = 1.
+    The added person's probabilities vanish like a square root at the edge
+    of their support in zeta_perp, where Gauss-Hermite converged so slowly
+    that 3 and 6 points agreed on a delta 20% too high (epsilon 1.354 for
+    the tight 1.318) and 96 points were off by 0.9%: the epsilon must be
+    valid and tight against adaptive quadrature."""
+    norm2, mu, inverse_norm2 = 0.953125, 0.56640625, 0.5625390625
+    m0, s_perp = np.sqrt(norm2), np.sqrt(norm2 * inverse_norm2 - mu**2)
+    delta = 10**-2.25
+    eps = objpert_epsilon(delta, norm2, mu, inverse_norm2, 1.0, 1.0, direction="add")
+    assert _reference_add_delta(eps, m0, mu, s_perp) <= delta * (1 + 1e-7)
+    assert _reference_add_delta(eps * (1 - 1e-6), m0, mu, s_perp) > delta
+
+
 def _fixed_rule_epsilon(delta, m0, mu, s_perp, n_nodes):
     """eps(delta) with one Gauss-Hermite rule for every probability (no
     stopping rules), by the generic search."""
