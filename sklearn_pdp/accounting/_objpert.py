@@ -124,9 +124,10 @@ def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None):
             kinks = ((-edge - np.abs(m0)) / s_perp, (edge - np.abs(m0)) / s_perp)
         split = (edge > 0) & (s_perp > 0) & (
             (np.abs(kinks[0]) < _KINK_REACH) | (np.abs(kinks[1]) < _KINK_REACH))
-        # A's support starts at the right kink: once a rule has a node there
-        # A cannot be missed (the split rule's nodes are all in it)
-        start = np.where(split | (edge <= np.abs(m0)), -np.inf, kinks[1])
+        # A's support starts at the right kink: once a Gauss-Hermite rule
+        # has a node there A cannot be missed; the split rule's few nodes
+        # can miss A's peak far out (A must then agree between rules)
+        start = np.where(split, np.inf, np.where(edge <= np.abs(m0), -np.inf, kinks[1]))
         # the loss is even in alpha = m0 + s_perp zeta_perp: the split
         # rule's kinks are those of |m0|
         m0 = np.where(split, np.abs(m0), m0)
