@@ -184,7 +184,9 @@ def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None):
             resolved = seen | ((a_new > 0) & (a_change <= _GH_ARTOL * a_new))
             # the verdict against the target cannot flip, or D is accurate
             gap = d_new - target[pending]
-            high = gap > 2.0 * d_change
+            # (the split rule's coarse rungs can agree on a D twice too
+            # high: an "above" verdict there also rests on two differences)
+            high = gap > 2.0 * np.where(split[pending], both, d_change)
             low = -gap > _GH_BELOW_MARGIN * both
             accurate = both <= _GH_DTOL * target[pending]
             agree = high | (resolved & (low | accurate))
