@@ -32,6 +32,16 @@ def _gh_rule(n):
 
 
 _GH_LADDER = [_gh_rule(n) for n in (2, 3, 6, 12, 24, 96)]
+# The added person's event needs |alpha| beyond an edge: its probabilities
+# vanish like sqrt(distance) at the two kinks zeta_perp = (+-edge - |m0|) /
+# s_perp, which Gauss-Hermite resolves so slowly that even 96 points were
+# seen off by 1% of delta (both signs). Rows with a kink within _KINK_REACH
+# instead integrate each side of the gap with z = kink +- u^2 (smooth in u)
+# by Gauss-Legendre of the ladder's orders in u, over _KINK_SPAN beyond the
+# kink or 0 (the normal mass left out is below 2e-33).
+_GL_LADDER = [np.polynomial.legendre.leggauss(n) for n in (2, 3, 6, 12, 24, 96)]
+_KINK_REACH = 20.0
+_KINK_SPAN = 12.0
 _GH_RTOL = 1e-10
 _GH_DTOL = 1e-10
 _GH_AIM = 2e-6
@@ -83,27 +93,72 @@ def _objpert_inner(t, m0, mu, s_perp, nodes, sides, above):
     return out
 
 
-def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, start=np.inf):
+def _split_rule(kinks, order):
+    """Per-row nodes and weights (rows, 2 n) of the Gauss-Legendre rung
+    ``order`` on both sides of the gap between ``kinks`` = (left, right)."""
+    x, w = _GL_LADDER[order]
+    parts = []
+    for kink, sign in zip(kinks, (-1.0, 1.0)):
+        # from the kink away from the gap, to _KINK_SPAN beyond it or 0
+        length = np.maximum(sign * kink, 0.0) + _KINK_SPAN - sign * kink
+        half = 0.5 * np.sqrt(length)[:, None]
+        u = half * (x + 1.0)
+        z = kink[:, None] + sign * u * u
+        parts.append((z, 2.0 * u * half * w * np.exp(-0.5 * z * z) / np.sqrt(2.0 * np.pi)))
+    return tuple(np.concatenate(pair, axis=1) for pair in zip(*parts))
+
+
+def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None):
     """(log A, log B): the probabilities of L > eps (``above``) or L < -eps
     under ``sides`` = (side of A, side of B), with the stopping rules of
     :doc:`/mechanisms/objective_perturbation`; ``target`` is the delta the
-    search compares D = A - e^eps B with, and a rule with a node beyond
-    ``start`` is known to resolve A."""
+    search compares D = A - e^eps B with."""
     t = eps if above else -eps
+    start = np.full(m0.shape, np.inf)
+    split = np.zeros(m0.shape, dtype=bool)
+    if not above:
+        # the kinks of the added person's event (none when edge = 0)
+        kappa = mu * (2.0 + mu) / 2.0
+        edge = 2.0 * np.sqrt(np.maximum(kappa * (eps - np.log1p(mu)), 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kinks = ((-edge - np.abs(m0)) / s_perp, (edge - np.abs(m0)) / s_perp)
+        split = (edge > 0) & (s_perp > 0) & (
+            (np.abs(kinks[0]) < _KINK_REACH) | (np.abs(kinks[1]) < _KINK_REACH))
+        # A's support starts at the right kink: once a Gauss-Hermite rule
+        # has a node there A cannot be missed; the split rule's few nodes
+        # can miss A's peak far out (A must then agree between rules)
+        start = np.where(split, np.inf, np.where(edge <= np.abs(m0), -np.inf, kinks[1]))
+        # the loss is even in alpha = m0 + s_perp zeta_perp: the split
+        # rule's kinks are those of |m0|
+        m0 = np.where(split, np.abs(m0), m0)
 
-    start = np.broadcast_to(start, m0.shape)
+    def rule(k, order):
+        k = np.arange(m0.size)[k]
+        use = split[k]
+        out = [np.empty(k.size), np.empty(k.size)]
+        for mask in (~use, use):
+            rows = k[mask]
+            if rows.size == 0:
+                continue
+            args = (t[rows], m0[rows], mu[rows], s_perp[rows])
+            if mask is use:
+                nodes, weights = _split_rule((kinks[0][rows], kinks[1][rows]), order)
+                probs = [(p * weights).sum(axis=1)
+                         for p in _objpert_inner(*args, nodes, sides, above)]
+            else:
+                nodes, weights = _GH_LADDER[order]
+                probs = [p @ weights for p in _objpert_inner(*args, nodes, sides, above)]
+            for whole, part in zip(out, probs):
+                whole[mask] = part
+        return out
 
-    def rule(k, nodes, weights):
-        args = (t[k], m0[k], mu[k], s_perp[k], nodes)
-        return [inner @ weights for inner in _objpert_inner(*args, sides, above)]
-
-    a, b = rule(slice(None), *_GH_LADDER[0])
+    a, b = rule(slice(None), 0)
     pending = np.arange(m0.size)
     last_change = np.full(m0.size, np.inf)
-    for (coarse, _), (nodes, weights) in pairwise(_GH_LADDER):
+    for order, ((coarse, _), _) in enumerate(pairwise(_GH_LADDER), start=1):
         if pending.size == 0:
             break
-        a_new, b_new = rule(pending, nodes, weights)
+        a_new, b_new = rule(pending, order)
         a_change, b_change = np.abs(a_new - a[pending]), np.abs(b_new - b[pending])
         with np.errstate(over="ignore", invalid="ignore"):  # eps in the hundreds
             growth = np.exp(eps[pending])
@@ -129,7 +184,9 @@ def _objpert_log_probs(eps, m0, mu, s_perp, sides, above, target=None, start=np.
             resolved = seen | ((a_new > 0) & (a_change <= _GH_ARTOL * a_new))
             # the verdict against the target cannot flip, or D is accurate
             gap = d_new - target[pending]
-            high = gap > 2.0 * d_change
+            # (the split rule's coarse rungs can agree on a D twice too
+            # high: an "above" verdict there also rests on two differences)
+            high = gap > 2.0 * np.where(split[pending], both, d_change)
             low = -gap > _GH_BELOW_MARGIN * both
             accurate = both <= _GH_DTOL * target[pending]
             agree = high | (resolved & (low | accurate))
@@ -151,16 +208,9 @@ def _objpert_tails(m0, mu, s_perp, target=None):
 
     def add(eps, idx):  # delta_QP: Q(L < -eps) - e^eps P(L < -eps)
         args = (eps, m0[idx], mu[idx], s_perp[idx])
-        if target is None:
-            return _objpert_log_probs(*args, ("Q", "P"), False)
-        # A's support starts |zeta_perp| = (edge - |m0|) / s_perp out: once a
-        # rule has a node there A cannot be missed (the mechanism's page)
-        kappa = mu[idx] * (2.0 + mu[idx]) / 2.0
-        edge = 2.0 * np.sqrt(np.maximum(kappa * (eps - np.log1p(mu[idx])), 0.0))
-        gap = edge - np.abs(m0[idx])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            start = np.where(gap <= 0, -np.inf, gap / s_perp[idx])
-        return _objpert_log_probs(*args, ("Q", "P"), False, target[idx], start)
+        return _objpert_log_probs(
+            *args, ("Q", "P"), False, None if target is None else target[idx]
+        )
 
     return {"remove": remove, "add": add}
 

@@ -123,6 +123,35 @@ def test_epsilon_matches_adaptive_quadrature_down_to_1e_10(m0, mu, s_perp, delta
     assert _reference_delta(eps * (1 - 1e-6), m0, mu, s_perp) > delta
 
 
+def _reference_add_delta(eps, m0, mu, s_perp):
+    prob = _reference_probability
+    return prob(-eps, m0, mu, s_perp, "Q", False) - np.exp(eps) * prob(-eps, m0, mu, s_perp, "P", False)
+
+
+@pytest.mark.parametrize(
+    "m0, mu, s_perp, delta",
+    [
+        # found by hypothesis: H = diag(1, 100), x = (0.75, 0.625), r = sigma = 1
+        # (3 and 6 points agreed on a delta 20% too high: 1.354 for 1.318)
+        (np.sqrt(0.953125), 0.56640625, np.sqrt(0.953125 * 0.5625390625 - 0.56640625**2),
+         10**-2.25),
+        # A's mass far out in zeta_perp, beyond the nodes of the small rules
+        # (an epsilon of 165 at 2e5 times delta; the tight one is 356)
+        (0.09641151328727204, 0.004391450937933623, 3.879037953772397,
+         1.8815758799388937e-11),
+    ],
+)
+def test_added_person_is_tight_across_the_kinks_of_its_event(m0, mu, s_perp, delta):
+    """The added person's probabilities vanish like a square root at the
+    edges of their support in zeta_perp, where Gauss-Hermite converges
+    slowly (96 points were off by 1% of delta): the epsilon must be valid
+    and tight against adaptive quadrature."""
+    row = (1.0, mu, s_perp**2 + mu**2, m0, 1.0)  # ||x|| = 1, sigma = 1
+    eps = objpert_epsilon(delta, *row, direction="add")
+    assert _reference_add_delta(eps, m0, mu, s_perp) <= delta * (1 + 1e-7)
+    assert _reference_add_delta(eps * (1 - 1e-6), m0, mu, s_perp) > delta
+
+
 def _fixed_rule_epsilon(delta, m0, mu, s_perp, n_nodes):
     """eps(delta) with one Gauss-Hermite rule for every probability (no
     stopping rules), by the generic search."""
