@@ -69,12 +69,16 @@ def resolve_stage(estimator, X, y, resolved, rng):
 def row_hash(X, y=None, keys=None):
     """The public, unsalted 64-bit hash of each row that assigns it a part.
 
-    Encoding: for row i, the little-endian IEEE-754 float64 bytes of
-    ``X[i, 0], ..., X[i, d-1], y[i]`` (the validated row, as the estimator
-    received it; -0.0 read as 0.0), hashed by BLAKE2b with an 8-byte digest,
-    read as a little-endian unsigned integer. With ``keys`` (one person key
-    per row), the UTF-8 bytes of ``str`` of each key instead, so that all
-    of a person's rows fall in one part.
+    Encoding: for row i, the IEEE-754 float64 bit patterns (as unsigned
+    64-bit integers) ``w_0, ..., w_d`` of ``X[i, 0], ..., X[i, d-1], y[i]``
+    (the validated row, as the estimator received it; -0.0 read as 0.0),
+    folded as ``h = mix(h XOR w_j)`` from ``h = 0``, where ``mix`` is the
+    SplitMix64 step (add 0x9E3779B97F4A7C15, then its finaliser; all modulo
+    2^64). One vectorised pass per column (a cryptographic hash per row
+    cost several times a fit). With ``keys`` (one person key per row), the
+    BLAKE2b hash (8-byte digest, a little-endian unsigned integer) of the
+    UTF-8 bytes of ``str`` of each key instead, so that all of a person's
+    rows fall in one part.
 
     Parameters
     ----------
@@ -88,13 +92,26 @@ def row_hash(X, y=None, keys=None):
     hashes : ndarray of uint64 of shape (n_samples,)
     """
     if keys is not None:
-        items = [str(k).encode("utf-8") for k in np.asarray(keys, dtype=object).tolist()]
-    else:
-        rows = np.column_stack([X, y]).astype("<f8") + 0.0  # -0.0 -> 0.0
-        data = np.ascontiguousarray(rows).view(np.uint8).reshape(rows.shape[0], -1)
-        items = [bytes(r) for r in data]
-    return np.array([int.from_bytes(hashlib.blake2b(b, digest_size=8).digest(), "little")
-                     for b in items], dtype=np.uint64)
+        names, person = np.unique(np.asarray(keys).astype(str), return_inverse=True)
+        digests = [hashlib.blake2b(k.encode("utf-8"), digest_size=8).digest() for k in names]
+        return np.frombuffer(b"".join(digests), dtype="<u8").astype(np.uint64)[person.ravel()]
+    columns = np.vstack([np.transpose(X), np.reshape(y, (1, -1))]).astype(np.float64)
+    columns += 0.0  # -0.0 -> 0.0
+    h = np.zeros(columns.shape[1], dtype=np.uint64)
+    for word in columns.view(np.uint64):
+        h ^= word
+        _splitmix64(h)
+    return h
+
+
+def _splitmix64(z):
+    """One SplitMix64 step, in place, on a uint64 array (wrapping)."""
+    z += np.uint64(0x9E3779B97F4A7C15)
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
 
 
 def bounds_part(X, y, share, keys=None):

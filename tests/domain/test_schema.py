@@ -17,7 +17,7 @@ from sklearn_pdp.__main__ import main
 from sklearn_pdp.accounting import gaussian_epsilon
 from sklearn_pdp.domain._scaler import DomainScaler
 from sklearn_pdp._registry import REGRESSORS
-from sklearn_pdp.exceptions import BoundsWarning, FallbackWarning
+from sklearn_pdp.exceptions import FallbackWarning
 
 from ..mechanisms.test_ssp import _ratio
 
@@ -203,14 +203,13 @@ def test_schema_parameters_are_checked():
         AdaSSPRegressor(schema=SCHEMA).fit(table[["age", "hours"]], y)
 
 
+# the released bounds clip the tails, of the fit and of its refit at them
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
 def test_tightened_fit_keeps_the_indicators_and_the_structure():
     table = _table(20000)
     X, y = SCHEMA.encoder().fit_transform(table), table["wage"].to_numpy()
     reg = AdaSSPRegressor(schema=SCHEMA, epsilon=1.0, tighten_bounds=True,
-                          random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", BoundsWarning)  # released bounds clip the tails
-        reg.fit(X, y)
+                          random_state=0).fit(X, y)
     assert reg.dp_epsilon_ <= 1.0 and np.all(reg.pdp_losses_ <= reg.dp_epsilon_ + 1e-9)
     lower, upper = reg.bounds_X_
     assert np.all(lower[2:] == 0) and np.all(upper[2:] == 1)
