@@ -28,9 +28,10 @@ from ..utils._dask import scaled_data
 from ..utils._people import first_records, group_epsilon, person_codes
 
 
-def people_of(estimator, groups, n_samples):
-    """The :class:`People` of a fit given ``groups`` (None without them);
-    ``max_records`` without ``groups`` is a parameter error."""
+def resolve_units(estimator, groups, n_samples):
+    """The fit's units of privacy: :class:`Records` without ``groups``,
+    else their :class:`People`; ``max_records`` without ``groups`` is a
+    parameter error."""
     cap = getattr(estimator, "max_records", None)
     if groups is None:
         if cap is not None:
@@ -39,8 +40,39 @@ def people_of(estimator, groups, n_samples):
                 f"whose records they are: pass the person keys, "
                 f"{type(estimator).__name__}(max_records={cap}).fit(X, y, groups=keys), "
                 "or set max_records=None (a guarantee per record).")
-        return None
+        return Records()
     return People(estimator, groups, n_samples)
+
+
+class Records:
+    """Every row its own unit: the fit's rows, budget and losses unchanged.
+
+    The interface a fit asks its units through (:class:`People` answers
+    the same): ``keys``, the person key of each row the model may see (None
+    here); ``rows(X, y)``, the rows kept; ``calibrated(estimator)``, the
+    estimator whose budget the release is calibrated with;
+    ``model_rows(stage)``, the mask over the rows given of those the model
+    sees; ``guarantee(stage)``, ``(dp_epsilon_, dp_delta_)``; and
+    ``attributes(stage, data, row_losses, delta, guarantee)``, the fitted
+    loss attributes (``pdp_losses_``, ``pdp_kind_`` and the person ones).
+    """
+
+    keys = None
+
+    def rows(self, X, y):
+        return X, y
+
+    def calibrated(self, estimator):
+        return estimator
+
+    def model_rows(self, stage):
+        return stage.model_rows
+
+    def guarantee(self, stage):
+        return stage.guarantee()
+
+    def attributes(self, stage, data, row_losses, delta, guarantee):
+        return {"pdp_losses_": row_losses, "pdp_kind_": stage.kind}
 
 
 class People:
@@ -70,36 +102,31 @@ class People:
         self.exact_cap = self.cap is not None and self.cap > 1 and getattr(
             estimator, "_person_sensitivity", False) and not tightening_on(estimator)
 
-    @property
-    def model_rows(self):
-        """Boolean mask of the rows the model sees."""
-        return np.ones(self.n_samples, dtype=bool) if self.kept is None else self.kept
-
-    def model_rows_of(self, stage):
+    def model_rows(self, stage):
         """Boolean mask over the rows given of those the model sees: the
-        kept rows (:attr:`model_rows`) in the ``stage``'s model part."""
+        kept rows in the ``stage``'s model part."""
         if self.kept is None:
             return stage.model_rows
         rows = self.kept.copy()
         rows[rows] = compute(stage.model_rows)[0]
         return rows
 
-    def fitted_attributes(self, estimator, stage, data):
-        """The fit's person attributes (and ``pdp_losses_`` for every row
-        given), once ``estimator`` has its guarantee and its rows' losses."""
-        epsilon = estimator.dp_epsilon_
-        losses, deltas, kind = self.losses(stage, data, estimator.pdp_losses_, estimator.delta,
-                                           guarantee=None if self.cap is None else epsilon)
-        attributes = {}
+    def attributes(self, stage, data, row_losses, delta, guarantee):
+        """The fit's loss attributes: ``pdp_losses_`` for every row given
+        and ``pdp_kind_``, and the person ones, from the kept rows' own
+        ``row_losses`` (scaled model rows ``data``), the estimator's
+        ``delta`` and the fit's ``guarantee`` (``dp_epsilon_``)."""
+        losses, deltas, kind = self.losses(stage, data, row_losses, delta,
+                                           guarantee=None if self.cap is None else guarantee)
+        row_kind = stage.kind
         if self.cap is not None and self.cap > 1 and not self.exact_cap:
             # calibrated per record at a smaller delta: the losses hold at it,
             # upper bounds at the estimator's delta
-            kind = attributes["pdp_kind_"] = "bound"
-        return {**attributes, "person_ids_": self.ids, "person_losses_": losses,
+            kind = row_kind = "bound"
+        return {"pdp_losses_": self.record_losses(row_losses, stage, delta, guarantee),
+                "pdp_kind_": row_kind, "person_ids_": self.ids, "person_losses_": losses,
                 "person_deltas_": deltas, "person_pdp_kind_": kind,
-                "_person_rows": self.given,
-                "pdp_losses_": self.record_losses(estimator.pdp_losses_, stage,
-                                                  estimator.delta, epsilon)}
+                "_person_rows": self.given}
 
     def rows(self, X, y):
         """The rows the model sees (a person's first ``max_records``)."""
