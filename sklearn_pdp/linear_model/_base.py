@@ -333,7 +333,7 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         calibrated = units.calibrated(self)
         rng = noise_generator(self.random_state)
         # the domain: declared, or tightened (its bounds drawn first from rng)
-        stage = resolve_stage(calibrated, X, y, self.resolve_bounds(X, y), rng)
+        stage = resolve_stage(calibrated, X, y, self.resolve_bounds(X, y), rng, units.keys)
         # a refit keeps no fitted attribute of the previous fit (private
         # attributes, such as those meta-estimators set, are not the fit's)
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")
@@ -364,8 +364,8 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         self.coef_, self.intercept_ = self._scaler.unscale_coef(theta)
         self.bounds_losses_ = stage.losses
         # each row's losses, composed with the stage's, then each unit's
-        for name, value in units.attributes(stage, data, stage.row_losses(X, y, data=data),
-                                            self.delta, self.dp_epsilon_).items():
+        for name, value in units.attributes(stage, X, y, data, self.delta,
+                                            self.dp_epsilon_).items():
             setattr(self, name, value)
         for name, value in stage.fitted_attributes().items():
             setattr(self, name, value)
@@ -492,5 +492,5 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         """
         check_is_fitted(self)
         X, y = validate_rows(self, X, "no_validation" if y is None else y, reset=False)
-        losses = self._stage.row_losses(X, y, add=True)
+        losses = self._stage.row_losses(X, y, add=True, keys=groups)
         return losses if groups is None else added_people(self, X, y, groups, losses)
