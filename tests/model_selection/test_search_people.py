@@ -8,6 +8,7 @@ from scipy import stats
 from sklearn.model_selection import GroupKFold, cross_val_score
 
 from sklearn_pdp import AdaSSPRegressor
+from sklearn_pdp.domain._tighten import BoundsRelease
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 from sklearn_pdp.model_selection._search import part_size_range, selection_epsilon
 
@@ -102,3 +103,28 @@ def test_without_groups_the_split_is_by_record():
     X, y = regression_data(3000, seed=3)
     search = _search(refit=False).fit(X, y)
     assert not hasattr(search, "person_losses_")
+
+
+# the released bounds cut the tails by design: the fits on them warn
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
+def test_a_tightened_search_adds_each_person_s_joint_bounds_loss():
+    """Bounds released once from every row: a person pays their exact joint
+    loss for them (the bounds refitted without their records), on top of
+    the search's and the refits' terms, none of which depends on the draw."""
+    X, y, groups = random_panel(n_people=1500, seed=13)
+    model = AdaSSPRegressor(**UNIT_BOUNDS, tighten_bounds=True)
+    fits = [PrivateGridSearchCV(model, GRID, epsilon=1.0, refit=False, random_state=seed)
+            .fit(X, y, groups=groups) for seed in (0, 1)]
+    search = fits[0]
+    rel = search.bounds_release_
+    codes = np.searchsorted(search.person_ids_, groups)
+    m = np.bincount(codes)
+    k = int(np.argmax(m))
+    out = codes != k
+    without = BoundsRelease(1.0, None, 1.0, X.shape[0], rel.epsilon).fit(X[out], y[out])
+    L = without.log_proba() - rel.log_proba()
+    joint = max(L.max(axis=1).sum(), (-L).max(axis=1).sum())
+    # the selection bound of the worst label (the label range is released)
+    term = max(m[k] * search.release_.part_epsilon, m[k] * search.selection_epsilon_)
+    assert search.person_losses_[k] == pytest.approx(term + joint, rel=1e-12)
+    np.testing.assert_array_equal(fits[1].person_losses_, search.person_losses_)
