@@ -142,7 +142,9 @@ class SearchRelease(Release):
         """The candidates' guarantee over the part sizes of ``n + 1`` records
         (a person added, with people one more person), computed once."""
         if self._added_part_epsilon is None:
-            people = None if self.n_people is None else self.n_people + 1
+            # (a search pickled before people were kept has none)
+            people = getattr(self, "n_people", None)
+            people = None if people is None else people + 1
             self._added_part_epsilon = float(training_guarantee(
                 self.part_fits, self.n_samples + 1, self.n_features, self.part_size_failure,
                 people)[0])
