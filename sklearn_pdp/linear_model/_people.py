@@ -7,8 +7,10 @@ them, for :meth:`~._base.PrivateRegressorMixin.pdp_epsilon`): exact in
 closed form where the stage's release has one (AdaSSP's noisy sufficient
 statistics, the label mean: the change of the released sums is the sum of
 the rows' changes, the eigenvalue's that of the scatter without the
-rows), else group privacy at the estimator's ``delta`` over the stage's
-guarantee (:func:`~sklearn_pdp.utils._people.group_epsilon`), a bound.
+rows; with tightened bounds, the joint loss of the part their key puts them
+in, :class:`~sklearn_pdp.domain._split.SplitStage`), else group privacy at
+the estimator's ``delta`` over the stage's guarantee
+(:func:`~sklearn_pdp.utils._people.group_epsilon`), a bound.
 
 With ``max_records=k``, rows beyond a person's first k (in the order given)
 are dropped, and the budget covers a whole person: AdaSSP (on the declared
