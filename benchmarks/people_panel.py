@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 import pandas as pd
 from sklearn.linear_model import LinearRegression
+from sklearn.metrics import r2_score
 from sklearn.model_selection import GroupShuffleSplit
 
 from sklearn_pdp import AdaSSPRegressor, PrivacyLedger
@@ -51,7 +52,7 @@ def fit(X, y, groups=None, **params):
 def main(path):
     X, y, ids = load(path)
     rows = {key: [] for key in ("record", "group", "joint", "r2", "r2_person", "r2_ls",
-                                "person_max", "person_dp")}
+                                "r2_mean", "person_max", "person_dp")}
     splits = GroupShuffleSplit(SPLITS, test_size=0.25, random_state=0).split(X, y, ids)
     for seed, (train, test) in enumerate(splits):
         Xt, yt, it = X[train], y[train], ids[train]
@@ -68,6 +69,7 @@ def main(path):
         rows["r2"].append(plain.score(X[test], y[test]))
         rows["r2_person"].append(capped.score(X[test], y[test]))
         rows["r2_ls"].append(LinearRegression().fit(Xt, yt).score(X[test], y[test]))
+        rows["r2_mean"].append(r2_score(y[test], np.full(len(test), yt.mean())))
     print(f"{X.shape[0]} records of {np.unique(ids).size} people; {SPLITS} splits, "
           f"{len(train)} training records\n")
     print("| number | median | 90% |")
@@ -80,7 +82,8 @@ def main(path):
     print(f"\nmax_records=8: dp_epsilon_ {max(rows['person_dp']):.3g} per person, largest "
           f"person loss {max(rows['person_max']):.3g}")
     print(f"test R^2 (median): per record {np.median(rows['r2']):.3f}, per person "
-          f"{np.median(rows['r2_person']):.3f}, least squares {np.median(rows['r2_ls']):.3f}")
+          f"{np.median(rows['r2_person']):.3f}, least squares {np.median(rows['r2_ls']):.3f}, "
+          f"the training mean {np.median(rows['r2_mean']):.3f}")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@ release and the model (:doc:`/mechanisms/tightening`, "Two parts of the
 rows").
 
 Each row goes to the *bounds part* or to the *model part* by a public
-function of that row alone (:func:`row_hash`), so adding or removing a row
-moves no other. The bounds' quantiles (:class:`~._tighten.BoundsRelease`)
+function of that row alone (:func:`row_hash`; with person keys, of its
+key: a person's rows in one part), so adding or removing a row moves no
+other. The bounds' quantiles (:class:`~._tighten.BoundsRelease`)
 are fitted on the bounds part with the whole epsilon, the model on the
 model part at the released bounds with the whole ``(epsilon, delta)``:
 under adding or removing one row the release is ``(max, max)``-DP of the
@@ -39,20 +40,24 @@ import numpy as np
 
 from ..mechanisms._guarantee_law import GuaranteeLaw
 from ..report._profile import PrivacyProfile
-from ..utils._arrays import is_dask_array
+from ..utils._arrays import compute, is_dask_array
 from ..utils._dask import scaled_data
+from ..utils._people import person_sums
 from ._scaler import resolve_bounds
 from ._schema import estimator_layout
 from ._stage import DeclaredStage, added_guarantee
 from ._tighten import plan_release, released_bounds, tighten_share, tightening_on
 
+# entries of the groups' grid counts formed at once (bounds_group_epsilon)
+_GROUP_ENTRIES = 2**22
 
-def resolve_stage(estimator, X, y, resolved, rng):
+
+def resolve_stage(estimator, X, y, resolved, rng, keys=None):
     """The stage of a fit of ``estimator`` (its parameters only) on the
     validated ``X``, ``y``: the :class:`SplitStage` where its
     ``tighten_bounds`` applies (the bounds drawn from ``rng``, before the
-    model's noise), else the :class:`~._stage.DeclaredStage` of
-    ``resolved`` (the bounds of
+    model's noise; with person ``keys``, split by person), else the
+    :class:`~._stage.DeclaredStage` of ``resolved`` (the bounds of
     :meth:`~sklearn_pdp.linear_model._base.PrivateRegressorMixin.resolve_bounds`)."""
     epsilon, delta = getattr(estimator, "epsilon", None), estimator.delta
     if tightening_on(estimator):
@@ -62,7 +67,7 @@ def resolve_stage(estimator, X, y, resolved, rng):
         if release is not None:
             return SplitStage(release, resolved, X, y, rng, epsilon, delta,
                               tighten_share(estimator), estimator.n_jobs,
-                              estimator_layout(estimator))
+                              estimator_layout(estimator), keys)
     return DeclaredStage(resolved, X.shape[0], estimator.n_jobs)
 
 
@@ -117,7 +122,13 @@ def _splitmix64(z):
 def bounds_part(X, y, share, keys=None):
     """Whether each row belongs to the bounds part: its :func:`row_hash`
     below ``share`` of the 64-bit range (so a share ``share`` of the rows on
-    average, whatever the data). Lazy, per block, for a Dask array."""
+    average, whatever the data); with person ``keys``, by each row's key,
+    so that a person's rows fall in one part. Lazy, per block, for a Dask
+    array (with its row blocks, by key)."""
+    if keys is not None and is_dask_array(X):
+        import dask.array as da
+
+        return da.from_array(bounds_part(None, None, share, keys), chunks=X.chunks[0])
     if is_dask_array(X):
         return X.map_blocks(lambda b, yb: bounds_part(b, yb[:, 0], share), y[:, None],
                             drop_axis=1, dtype=bool)
@@ -147,16 +158,20 @@ class SplitStage:
         Threads of a pass over rows held in memory.
     layout : FeatureLayout or None
         A schema's columns: its indicators keep their (0, 1).
+    keys : array-like of shape (n_samples,), default=None
+        Person keys: the rows split by person (:func:`row_hash`), and each
+        person's loss is their part's (:meth:`group_losses`).
     """
 
     kind = "conditional"
     clips_rows = True  # predictions clip rows to the released bounds
 
     def __init__(self, bounds_release, resolved, X, y, rng, epsilon, delta, share,
-                 n_jobs=None, layout=None):
+                 n_jobs=None, layout=None, keys=None):
         self.share, self.delta, self.n_jobs = share, delta, n_jobs
         self.n_samples, self.declared = X.shape[0], resolved
-        part = bounds_part(X, y, share)
+        self.keyed = keys is not None
+        part = bounds_part(X, y, share, keys)
         self.part, self.model_rows = part, ~part
         self.bounds_release = bounds_release.fit(X[part], y[part])
         released = released_bounds(bounds_release.draw(rng), resolved)
@@ -190,21 +205,47 @@ class SplitStage:
         at ``delta``."""
         return max(self.bounds_release.epsilon, float(self.release.dp_epsilon(delta)))
 
-    def group_losses(self, data, codes, sizes, add=False):
-        """None: a person's rows may fall in both parts (each row's part is
-        its own hash), so a group's loss is bounded by group privacy."""
-        return None
+    def group_losses(self, X, y, codes, sizes, add=False, data=None, keys=None):
+        """Each group's loss for removing (adding) its rows ``X``, ``y``
+        together (``codes``: each row's group, -1 for none; ``sizes``: their
+        numbers of rows; ``data``: the model part scaled, if at hand).
+
+        Split by person (``keys``), a group's rows are in one part: in the
+        bounds part its exact joint loss for the bounds
+        (:func:`bounds_group_epsilon`), in the model part the model's loss
+        of its rows given the released bounds where the release has a
+        closed form, else ``nan`` (bounded by group privacy). Split by rows,
+        None: a group's rows may fall in both parts."""
+        if not self.keyed:
+            return None
+        part = np.asarray(compute(self.part if not add else
+                                  bounds_part(X, y, self.share, keys))[0])
+        out = bounds_group_epsilon(self.bounds_release, X[part], y[part], codes[part],
+                                   sizes.size, add)
+        exact = getattr(self.release, "person_losses", None)
+        mine = np.unique(codes[~part & (codes >= 0)])
+        if exact is not None and mine.size:
+            if data is None:
+                data = scaled_data(*self.model_part(X, y) if not add else (X[~part], y[~part]),
+                                   self.scaler, self.n_jobs)
+            index = np.full(sizes.size + 1, -1)  # the last: rows of no group
+            index[mine] = np.arange(mine.size)
+            out[mine] = exact(*person_sums(data, index[codes[~part]], mine.size),
+                              sizes[mine], add=add)
+        return out
 
     def fitted_attributes(self):
         return {"declared_bounds_": self.declared, "bounds_release_": self.bounds_release,
                 "bounds_epsilon_": self.bounds_release.epsilon}
 
-    def row_losses(self, X, y, add=False, data=None):
+    def row_losses(self, X, y, add=False, data=None, keys=None):
         """Each row's loss given the released bounds: a bounds-part row's
         exact bounds loss, a model-part row's model loss at the released
         bounds. Without ``add``, the training rows (``data``: the model
         part scaled); with it, rows added, each to the part its hash gives
-        (without labels, the larger of the two, as its part is unknown)."""
+        (split by person, its key's, ``keys``; without them, or without
+        labels on a split by rows, the larger of the two: its part is
+        unknown)."""
         if not add:
             if data is None:
                 data = scaled_data(*self.model_part(X, y), self.scaler, self.n_jobs)
@@ -213,9 +254,10 @@ class SplitStage:
         model = scaled_data(X, y, self.scaler, self.n_jobs).map_rows(
             self.release.row_losses(add=True))
         bounds = self.bounds_release.row_epsilon(X, y, add=True)
-        if y is None:
+        keys = keys if self.keyed else None
+        if keys is None and (y is None or self.keyed):
             return np.maximum(bounds, model)
-        return np.where(bounds_part(X, y, self.share), bounds, model)
+        return np.where(bounds_part(X, y, self.share, keys), bounds, model)
 
     def law(self):
         """Every person's published bound is the public :meth:`cap`
@@ -255,6 +297,38 @@ class SplitStage:
     def warn_clipping(self, clipped, stacklevel):
         """Silent: the released bounds clip the tails by design (up to 2
         ``_MAX_LEVEL`` of :mod:`._tighten`)."""
+
+
+def bounds_group_epsilon(release, X, y, codes, n_groups, add=False):
+    """Exact pure epsilon of the bounds ``release`` for removing (adding,
+    ``add``) each group's rows ``X``, ``y`` together (``codes``: each row's
+    group in ``range(n_groups)``, -1 for none): the larger of the sums over
+    the quantiles of the largest log-ratio in each direction, with the
+    group's rows taken out of (put into) each quantile's grid counts at
+    once; ``nan`` for a group without rows here."""
+    out = np.full(n_groups, np.nan)
+    if is_dask_array(X):  # the cells are a few integers a row
+        import dask
+
+        cells = np.concatenate(dask.compute(*[
+            dask.delayed(release.cells)(xb, yb)
+            for xb, yb in zip(X.to_delayed().ravel(), y.to_delayed())]))
+    else:
+        cells = release.cells(X, y)
+    mine = codes >= 0
+    groups = np.unique(codes[mine])
+    base = release.log_proba()
+    k, width = base.shape
+    for chunk in np.array_split(groups, 1 + groups.size * k * width // _GROUP_ENTRIES):
+        index = np.full(n_groups, -1)
+        index[chunk] = np.arange(chunk.size)
+        rows = mine & (index[np.maximum(codes, 0)] >= 0)
+        counts = np.zeros((chunk.size, k, width))
+        np.add.at(counts, (index[codes[rows]][:, None], np.arange(k), cells[rows]), 1.0)
+        moved = release.log_proba(release.counts_ + (counts if add else -counts))
+        L = base - moved if add else moved - base  # log P(without) - log P(with)
+        out[chunk] = np.maximum(L.max(axis=-1).sum(axis=-1), (-L).max(axis=-1).sum(axis=-1))
+    return out
 
 
 def _scatter(mask, values, fill):

@@ -70,9 +70,10 @@ class DeclaredStage:
     def fitted_attributes(self):
         return {}
 
-    def row_losses(self, X, y, add=False, data=None):
+    def row_losses(self, X, y, add=False, data=None, keys=None):
         """Each row's loss for the whole release: the release's own
-        (``data``: the rows already scaled)."""
+        (``data``: the rows already scaled; ``keys``, their people's, play
+        no part)."""
         data = scaled_data(X, y, self.scaler, self.n_jobs) if data is None else data
         return data.map_rows(self.release.row_losses(add=add))
 
@@ -80,13 +81,15 @@ class DeclaredStage:
         """The data-independent epsilon of the whole release at ``delta``."""
         return float(self.release.dp_epsilon(delta))
 
-    def group_losses(self, data, codes, sizes, add=False):
-        """Each group's exact loss for removing (adding) its rows together
-        (``codes``: each row's group, -1 for none; ``sizes``: the groups'
-        numbers of rows), or None where the release has no closed form."""
+    def group_losses(self, X, y, codes, sizes, add=False, data=None, keys=None):
+        """Each group's exact loss for removing (adding) its rows ``X``, ``y``
+        together (``codes``: each row's group, -1 for none; ``sizes``: the
+        groups' numbers of rows; ``data``: the rows scaled, if at hand), or
+        None where the release has no closed form."""
         exact = getattr(self.release, "person_losses", None)
         if exact is None:
             return None
+        data = scaled_data(X, y, self.scaler, self.n_jobs) if data is None else data
         return exact(*person_sums(data, codes, sizes.size), sizes, add=add)
 
     def statistics(self):

@@ -27,7 +27,7 @@ from ..domain._scaler import bound_params, fitted_scaler, read_from_data, resolv
 from ..utils._dask import scaled_data
 from ..mechanisms.mean._fallback import FallbackMixin
 from ..domain._split import resolve_stage
-from ._people import added_people, people_of
+from ._people import added_people, resolve_units
 from ..utils._validation import noise_generator, refuse_fit_params, validate_rows, warn_large_delta
 from ..exceptions import FallbackWarning
 
@@ -51,7 +51,9 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
     The label mean (where the budget buys no slopes) and least squares (at
     ``epsilon=inf``) are releases like any other (:meth:`_choose_release`).
 
-    The fit template, one pass down: validate ``X`` and ``y``; resolve
+    The fit template, one pass down: validate ``X`` and ``y``; resolve the
+    units of privacy (:func:`~._people.resolve_units`: records, or people
+    with ``groups``: their rows kept, the calibration, their losses); resolve
     the domain as a *stage* (:func:`~sklearn_pdp.domain._stage.resolve_stage`:
     the declared bounds, or the bounds privately tightened first); scale
     the rows once; calibrate the release with the estimator's parameters
@@ -325,12 +327,13 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         """
         refuse_fit_params(self, fit_params)
         X, y = validate_rows(self, X, y, reset=True)
-        people = people_of(self, groups, X.shape[0])
-        X, y = (X, y) if people is None else people.rows(X, y)
-        calibrated = self if people is None else people.calibrated(self)
+        # the units of privacy: records, or people (their first max_records)
+        units = resolve_units(self, groups, X.shape[0])
+        X, y = units.rows(X, y)
+        calibrated = units.calibrated(self)
         rng = noise_generator(self.random_state)
         # the domain: declared, or tightened (its bounds drawn first from rng)
-        stage = resolve_stage(calibrated, X, y, self.resolve_bounds(X, y), rng)
+        stage = resolve_stage(calibrated, X, y, self.resolve_bounds(X, y), rng, units.keys)
         # a refit keeps no fitted attribute of the previous fit (private
         # attributes, such as those meta-estimators set, are not the fit's)
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")
@@ -341,9 +344,7 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         self.data_norm_, self.bounds_X_, self.y_bound_ = stage.bounds
         warn_large_delta(getattr(self, "delta", None), X.shape[0], stacklevel=3)
         self._scaler = fitted_scaler(self)
-        # the rows the model sees: a split's model part (of a person's first
-        # max_records rows)
-        self.model_rows_ = stage.model_rows if people is None else people.model_rows_of(stage)
+        self.model_rows_ = units.model_rows(stage)
         X_model, y_model = stage.model_part(X, y)
         data = scaled_data(X_model, y_model, self._scaler, self.n_jobs)
         # the model's calibration: these parameters at the stage's budget
@@ -358,15 +359,13 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         # why the slopes are 0 or less than asked was released: None when
         # the release is what was asked for
         self.mean_only_reason_ = release.reason
-        self.dp_epsilon_, self.dp_delta_ = (stage.guarantee() if people is None
-                                            else people.guarantee(stage))
+        self.dp_epsilon_, self.dp_delta_ = units.guarantee(stage)
         self.model_epsilon_, self.model_delta_ = release.guarantee
         self.coef_, self.intercept_ = self._scaler.unscale_coef(theta)
         self.bounds_losses_ = stage.losses
-        self.pdp_losses_ = stage.row_losses(X, y, data=data)
-        self.pdp_kind_ = stage.kind
-        for name, value in ({} if people is None else people.fitted_attributes(
-                self, stage, data)).items():
+        # each row's losses, composed with the stage's, then each unit's
+        for name, value in units.attributes(stage, X, y, data, self.delta,
+                                            self.dp_epsilon_).items():
             setattr(self, name, value)
         for name, value in stage.fitted_attributes().items():
             setattr(self, name, value)
@@ -493,5 +492,5 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         """
         check_is_fitted(self)
         X, y = validate_rows(self, X, "no_validation" if y is None else y, reset=False)
-        losses = self._stage.row_losses(X, y, add=True)
+        losses = self._stage.row_losses(X, y, add=True, keys=groups)
         return losses if groups is None else added_people(self, X, y, groups, losses)

@@ -7,8 +7,10 @@ them, for :meth:`~._base.PrivateRegressorMixin.pdp_epsilon`): exact in
 closed form where the stage's release has one (AdaSSP's noisy sufficient
 statistics, the label mean: the change of the released sums is the sum of
 the rows' changes, the eigenvalue's that of the scatter without the
-rows), else group privacy at the estimator's ``delta`` over the stage's
-guarantee (:func:`~sklearn_pdp.utils._people.group_epsilon`), a bound.
+rows; with tightened bounds, the joint loss of the part their key puts them
+in, :class:`~sklearn_pdp.domain._split.SplitStage`), else group privacy at
+the estimator's ``delta`` over the stage's guarantee
+(:func:`~sklearn_pdp.utils._people.group_epsilon`), a bound.
 
 With ``max_records=k``, rows beyond a person's first k (in the order given)
 are dropped, and the budget covers a whole person: AdaSSP (on the declared
@@ -24,13 +26,13 @@ from sklearn.base import clone
 
 from ..domain._tighten import tightening_on
 from ..utils._arrays import compute
-from ..utils._dask import scaled_data
 from ..utils._people import first_records, group_epsilon, person_codes
 
 
-def people_of(estimator, groups, n_samples):
-    """The :class:`People` of a fit given ``groups`` (None without them);
-    ``max_records`` without ``groups`` is a parameter error."""
+def resolve_units(estimator, groups, n_samples):
+    """The fit's units of privacy: :class:`Records` without ``groups``,
+    else their :class:`People`; ``max_records`` without ``groups`` is a
+    parameter error."""
     cap = getattr(estimator, "max_records", None)
     if groups is None:
         if cap is not None:
@@ -39,8 +41,40 @@ def people_of(estimator, groups, n_samples):
                 f"whose records they are: pass the person keys, "
                 f"{type(estimator).__name__}(max_records={cap}).fit(X, y, groups=keys), "
                 "or set max_records=None (a guarantee per record).")
-        return None
+        return Records()
     return People(estimator, groups, n_samples)
+
+
+class Records:
+    """Every row its own unit: the fit's rows, budget and losses unchanged.
+
+    The interface a fit asks its units through (:class:`People` answers
+    the same): ``keys``, the person key of each row kept (None here: a
+    tightened fit splits rows by their own hash); ``rows(X, y)``, the rows
+    kept; ``calibrated(estimator)``, the
+    estimator whose budget the release is calibrated with;
+    ``model_rows(stage)``, the mask over the rows given of those the model
+    sees; ``guarantee(stage)``, ``(dp_epsilon_, dp_delta_)``; and
+    ``attributes(stage, X, y, data, delta, guarantee)``, the fitted loss
+    attributes (``pdp_losses_``, ``pdp_kind_`` and the person ones).
+    """
+
+    keys = None
+
+    def rows(self, X, y):
+        return X, y
+
+    def calibrated(self, estimator):
+        return estimator
+
+    def model_rows(self, stage):
+        return stage.model_rows
+
+    def guarantee(self, stage):
+        return stage.guarantee()
+
+    def attributes(self, stage, X, y, data, delta, guarantee):
+        return {"pdp_losses_": stage.row_losses(X, y, data=data), "pdp_kind_": stage.kind}
 
 
 class People:
@@ -64,42 +98,40 @@ class People:
             counts, dtype=bool)
         self.kept = first_records(codes, self.cap) if self.truncated.any() else None
         self.codes = codes if self.kept is None else codes[self.kept]
+        self.keys = self.ids[self.codes]
         self.sizes = np.minimum(counts, self.cap) if self.cap is not None else counts
         self.n_samples = n_samples
         # the whole person's sensitivity in the release's own calibration
         self.exact_cap = self.cap is not None and self.cap > 1 and getattr(
             estimator, "_person_sensitivity", False) and not tightening_on(estimator)
 
-    @property
-    def model_rows(self):
-        """Boolean mask of the rows the model sees."""
-        return np.ones(self.n_samples, dtype=bool) if self.kept is None else self.kept
-
-    def model_rows_of(self, stage):
+    def model_rows(self, stage):
         """Boolean mask over the rows given of those the model sees: the
-        kept rows (:attr:`model_rows`) in the ``stage``'s model part."""
+        kept rows in the ``stage``'s model part."""
         if self.kept is None:
             return stage.model_rows
         rows = self.kept.copy()
         rows[rows] = compute(stage.model_rows)[0]
         return rows
 
-    def fitted_attributes(self, estimator, stage, data):
-        """The fit's person attributes (and ``pdp_losses_`` for every row
-        given), once ``estimator`` has its guarantee and its rows' losses."""
-        epsilon = estimator.dp_epsilon_
-        losses, deltas, kind = self.losses(stage, data, estimator.pdp_losses_, estimator.delta,
-                                           guarantee=None if self.cap is None else epsilon)
-        attributes = {}
+    def attributes(self, stage, X, y, data, delta, guarantee):
+        """The fit's loss attributes: ``pdp_losses_`` for every row given
+        and ``pdp_kind_``, and the person ones, from the kept rows ``X``,
+        ``y`` (the model's scaled, ``data``), the estimator's ``delta`` and
+        the fit's ``guarantee`` (``dp_epsilon_``)."""
+        row_losses = stage.row_losses(X, y, data=data)
+        losses, deltas, kind = person_losses(
+            stage, (X, y, self.keys, data), self.codes, self.sizes, row_losses, delta,
+            guarantee=None if self.cap is None else guarantee)
+        row_kind = stage.kind
         if self.cap is not None and self.cap > 1 and not self.exact_cap:
             # calibrated per record at a smaller delta: the losses hold at it,
             # upper bounds at the estimator's delta
-            kind = attributes["pdp_kind_"] = "bound"
-        return {**attributes, "person_ids_": self.ids, "person_losses_": losses,
+            kind = row_kind = "bound"
+        return {"pdp_losses_": self.record_losses(row_losses, stage, delta, guarantee),
+                "pdp_kind_": row_kind, "person_ids_": self.ids, "person_losses_": losses,
                 "person_deltas_": deltas, "person_pdp_kind_": kind,
-                "_person_rows": self.given,
-                "pdp_losses_": self.record_losses(estimator.pdp_losses_, stage,
-                                                  estimator.delta, epsilon)}
+                "_person_rows": self.given}
 
     def rows(self, X, y):
         """The rows the model sees (a person's first ``max_records``)."""
@@ -152,14 +184,6 @@ class People:
         out[self.kept] = np.where(self.truncated[self.codes], np.maximum(kept, swap), kept)
         return out
 
-    def losses(self, stage, data, row_losses, delta, add=False, guarantee=None):
-        """Each person's loss, its delta and its kind (:func:`person_losses`):
-        removing (adding, ``add``) all their rows together. ``row_losses``: each row's own
-        (a person with one row loses exactly that); ``guarantee``: a cap
-        for a removal (the person-level guarantee, with ``max_records``)."""
-        return person_losses(stage, data, self.codes, self.sizes, row_losses, delta, add,
-                             guarantee)
-
 
 def added_people(estimator, X, y, groups, row_losses):
     """:meth:`~._base.PrivateRegressorMixin.pdp_epsilon` with ``groups``:
@@ -169,14 +193,14 @@ def added_people(estimator, X, y, groups, row_losses):
     if y is None:
         raise ValueError("pdp_epsilon with groups needs the people's labels y.")
     _, codes, sizes = person_codes(groups, X.shape[0])
+    kept = np.ones(codes.size, dtype=bool)
     if estimator.max_records is not None:  # the public rule applies to them too
         kept = first_records(codes, estimator.max_records)
         X, y, codes = X[kept], y[kept], codes[kept]
         row_losses = np.asarray(compute(row_losses)[0])[kept]
         sizes = np.minimum(sizes, estimator.max_records)
-    data = scaled_data(X, y, estimator.domain_scaler(), estimator.n_jobs)
-    return person_losses(estimator.domain_stage(), data, codes, sizes, row_losses,
-                         estimator.delta, add=True)[0]
+    return person_losses(estimator.domain_stage(), (X, y, np.asarray(groups)[kept], None),
+                         codes, sizes, row_losses, estimator.delta, add=True)[0]
 
 
 def stage_epsilon(stage, delta):
@@ -186,14 +210,15 @@ def stage_epsilon(stage, delta):
     return stage.dp_epsilon(delta)
 
 
-def person_losses(stage, data, codes, sizes, row_losses, delta, add=False, guarantee=None):
-    """Each person's loss for the rows ``data`` (``codes``: each row's
-    person, ``sizes`` their numbers of rows), the delta it holds at
+def person_losses(stage, rows, codes, sizes, row_losses, delta, add=False, guarantee=None):
+    """Each person's loss for the ``rows`` ``(X, y, keys, data)`` (``keys``
+    each row's person key, ``data`` the model's rows scaled or None;
+    ``codes``: each row's person, ``sizes`` their numbers of rows), the delta it holds at
     (``delta`` but for group privacy over a guarantee that holds at its own
     delta alone) and its kind:
-    exact where the stage has a closed form (``group_losses``), else group
-    privacy over the stage's guarantee for a removal and ``inf`` for an
-    addition of several rows (the stage's cap holds for a record added to
+    exact (or conditional) where the stage has a closed form
+    (``group_losses``), else group privacy over the stage's guarantee for a
+    removal and ``inf`` for an addition of several rows (the stage's cap holds for a record added to
     the ``n`` rows, not to ``n`` plus others)."""
     row_losses = np.asarray(compute(row_losses)[0], dtype=np.float64)
     out, deltas = np.empty(sizes.size), np.full(sizes.size, float(delta))
@@ -204,13 +229,15 @@ def person_losses(stage, data, codes, sizes, row_losses, delta, add=False, guara
     if multi.size:
         index = np.full(sizes.size, -1)
         index[multi] = np.arange(multi.size)
-        exact = stage.group_losses(data, index[codes], sizes[multi], add=add)
-        if exact is not None:
-            out[multi] = exact
-        else:
+        X, y, keys, data = rows
+        exact = stage.group_losses(X, y, index[codes], sizes[multi], add=add, data=data,
+                                   keys=keys)
+        out[multi] = np.nan if exact is None else exact
+        missing = multi[np.isnan(out[multi])]
+        if missing.size:
             kind = "bound"
-            for m in np.unique(sizes[multi]):
-                these = multi[sizes[multi] == m]
+            for m in np.unique(sizes[missing]):
+                these = missing[sizes[missing] == m]
                 out[these], deltas[these] = np.inf, delta
                 if not add:
                     try:

@@ -48,7 +48,8 @@ class SearchPrivacyMixin:
         """(epsilon, delta) bounding every candidate over its possible part
         sizes (:func:`~sklearn_pdp.model_selection._selection.training_guarantee`),
         the size event at ``SIZE_SHARE`` of the search's delta."""
-        return training_guarantee(estimators, n_samples, n_features, self._size_failure())
+        return training_guarantee(estimators, n_samples, n_features, self._size_failure(),
+                                  getattr(self._people, "n_people", None))
 
     def _size_failure(self):
         """The probability, ``SIZE_SHARE`` of the search's delta, that a

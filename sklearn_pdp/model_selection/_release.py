@@ -45,6 +45,8 @@ class SearchRelease(Release):
         The selected model's domain (the scaled labels of the law).
     n_samples, n_features : int
         The size of the search's data.
+    n_people : int or None
+        Its number of people, where the parts split by person.
     selection : float
         The exponential mechanism's epsilon (0: chosen without data).
     size_failure : float
@@ -67,7 +69,8 @@ class SearchRelease(Release):
     _private = ("part_fits", "full_fits", "box_rows", "bounds_release")
 
     def __init__(self, *, scaler, n_samples, n_features, selection, size_failure,
-                 part_guarantee, part_fits, full_fits, y_bound, bounds_release, X):
+                 part_guarantee, part_fits, full_fits, y_bound, bounds_release, X,
+                 n_people=None):
         self.selection = float(selection)
         self.part_fits, self.full_fits = list(part_fits), list(full_fits)
         self.bounds_release = bounds_release
@@ -75,6 +78,7 @@ class SearchRelease(Release):
         self.box_rows = ([est.domain_stage().box_rows(bounds_release, X) for est in full_fits]
                          if self.tightened and full_fits else None)
         self.n_features = int(n_features)
+        self.n_people = n_people
         self.part_size_failure = float(size_failure)
         self.y_bound = y_bound
         # the scaled label decides the selection bound unless its range was released
@@ -136,10 +140,14 @@ class SearchRelease(Release):
 
     def added_part_epsilon(self):
         """The candidates' guarantee over the part sizes of ``n + 1`` records
-        (a person added), computed once."""
+        (a person added, with people one more person), computed once."""
         if self._added_part_epsilon is None:
+            # (a search pickled before people were kept has none)
+            people = getattr(self, "n_people", None)
+            people = None if people is None else people + 1
             self._added_part_epsilon = float(training_guarantee(
-                self.part_fits, self.n_samples + 1, self.n_features, self.part_size_failure)[0])
+                self.part_fits, self.n_samples + 1, self.n_features, self.part_size_failure,
+                people)[0])
         return self._added_part_epsilon
 
     def _selection_bound(self, y, n_rows):

@@ -27,6 +27,7 @@ from ..domain._schema import stage_params
 from ..utils._validation import refuse_fit_params, validate_rows, warn_large_delta
 from ..utils._sklearn import HasMethods, Interval, _fit_context
 from ..exceptions import FallbackWarning
+from ._people import SearchPeople
 from ._privacy import SearchPrivacyMixin
 from ._selection import (
     SENSITIVITY,
@@ -58,8 +59,8 @@ def _estimator_has(attr):
 class PrivateGridSearchCV(SearchStepsMixin, SearchPrivacyMixin, MetaEstimatorMixin, BaseEstimator):
     """Exhaustive search over a parameter grid that is itself differentially private.
 
-    The records are assigned to m + 1 parts independently and uniformly at
-    random (m = number of candidates). Candidate k is the wrapped private
+    The records (with ``groups``, the people) are assigned to m + 1 parts
+    independently and uniformly at random (m = number of candidates). Candidate k is the wrapped private
     estimator with the k-th parameter setting, trained on part k; the last part
     scores every candidate by the summed squared error of its predictions, with
     validation rows clipped into the declared domain exactly as training rows
@@ -158,6 +159,10 @@ class PrivateGridSearchCV(SearchStepsMixin, SearchPrivacyMixin, MetaEstimatorMix
     pdp_kind_ : str
         ``"bound"``: each of ``pdp_losses_`` is an upper bound (the
         estimator's ``pdp_kind_`` vocabulary).
+    person_ids_, person_losses_, person_deltas_, person_pdp_kind_ : ndarray, str
+        With ``groups``: the distinct keys, each person's bound for all
+        their records at their delta (``"bound"``; derivation in
+        :mod:`sklearn_pdp.model_selection._people`).
     pdp_delta_ : float
         The delta of ``pdp_losses_`` and :meth:`pdp_epsilon`: ``dp_delta_``.
     dp_epsilon_ : float
@@ -280,7 +285,7 @@ class PrivateGridSearchCV(SearchStepsMixin, SearchPrivacyMixin, MetaEstimatorMix
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, **fit_params):
+    def fit(self, X, y, groups=None, **fit_params):
         """Run the private search (and the refit).
 
         Parameters
@@ -289,6 +294,12 @@ class PrivateGridSearchCV(SearchStepsMixin, SearchPrivacyMixin, MetaEstimatorMix
             Training data.
         y : array-like of shape (n_samples,)
             Targets.
+        groups : array-like of shape (n_samples,), default=None
+            A person key per row (routed as scikit-learn's ``GridSearchCV``
+            routes them): each person's records go to one part together,
+            every fit gets its rows' keys, and ``person_ids_`` and
+            ``person_losses_`` say what the search costs each person
+            (:doc:`/people`).
         **fit_params : dict
             Refused with why, ``sample_weight`` too: the guarantee and the
             per-instance losses assume that every row counts once.
@@ -308,6 +319,7 @@ class PrivateGridSearchCV(SearchStepsMixin, SearchPrivacyMixin, MetaEstimatorMix
         self._check_estimator()
         # the shared validation: its errors point the way (a text column)
         X, y = validate_rows(self, X, y, reset=True)
+        self._people = None if groups is None else SearchPeople(groups, X.shape[0])
         warn_large_delta(self.delta, X.shape[0], stacklevel=3)
         root = self._root_seed()
         grid, estimators = self._candidates(self._common_params(X, y, root))

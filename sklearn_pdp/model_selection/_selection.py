@@ -25,30 +25,35 @@ SIZE_SHARE = 0.5
 MIN_PART = 2
 
 
-def part_size_range(n_samples, n_candidates, failure):
+def part_size_range(n_samples, n_candidates, failure, n_people=None):
     """Range ``[low, high]`` holding the size of every training part, except
     with probability at most ``failure``.
 
     Each of the m training parts gets Binomial(n, 1 / (m + 1)) records; the
     bound is a union over the m parts and the two tails (``failure / (2 m)``
-    each), from the exact binomial quantiles.
+    each), from the exact binomial quantiles. Split by person (``n_people``
+    of them), the part's people are Binomial(P, 1 / (m + 1)): it holds at
+    least one record per person, at most ``n - P`` records more.
     """
-    sizes = stats.binom(n_samples, 1.0 / (n_candidates + 1))
+    units = n_samples if n_people is None else n_people
+    sizes = stats.binom(units, 1.0 / (n_candidates + 1))
     tail = failure / (2 * n_candidates)
-    return int(sizes.ppf(tail)), int(sizes.isf(tail))
+    low, high = int(sizes.ppf(tail)), int(sizes.isf(tail))
+    return (low, high) if n_people is None else (low, n_samples - n_people + high)
 
 
-def training_guarantee(estimators, n_samples, n_features, failure):
+def training_guarantee(estimators, n_samples, n_features, failure, n_people=None):
     """(epsilon, delta) bounding every candidate over its possible part sizes.
 
     The guarantee of candidate k holds for the size of its part;
     ``dp_guarantee`` over the sizes of :func:`part_size_range` bounds every
     size in the range, and the range's failure probability ``failure`` is
-    added to delta. It raises, before any private fit, the error of an
-    estimator that refuses such small parts.
+    added to delta (``n_people``: the parts split by person). It raises,
+    before any private fit, the error of an estimator that refuses such
+    small parts.
     """
     m = len(estimators)
-    low, high = part_size_range(n_samples, m, failure)
+    low, high = part_size_range(n_samples, m, failure, n_people)
     if low < MIN_PART:
         raise ValueError(
             f"The parts are too small for the grid: {n_samples} samples "
@@ -99,13 +104,14 @@ def validation_losses(estimator, X, y, y_bound):
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
 
 
-def fit_recording_warnings(estimator, X, y):
-    """Fit ``estimator``; return it with the warnings its fit raised, as
-    (category, message) pairs: the search emits each distinct one once
-    (:func:`emit_warnings`) instead of once per candidate."""
+def fit_recording_warnings(estimator, X, y, groups=None):
+    """Fit ``estimator`` (with the rows' person keys ``groups``, if any);
+    return it with the warnings its fit raised, as (category, message)
+    pairs: the search emits each distinct one once (:func:`emit_warnings`)
+    instead of once per candidate."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator.fit(X, y)
+        estimator.fit(X, y, **({} if groups is None else {"groups": groups}))
     return estimator, [(w.category, str(w.message)) for w in caught]
 
 

@@ -25,7 +25,7 @@ class SearchStepsMixin:
         sets ``selection_epsilon_``, ``best_index_``, ``_part_fits`` and
         ``_parts``; returns the selection's log-probabilities."""
         self.selection_epsilon_ = self._budgets()[0][0]
-        parts = self._partition(X.shape[0], len(estimators), split_seed)
+        parts = self._partition(X.shape[0], len(estimators), split_seed, self._people)
         fitted, scores = self._evaluate_candidates(X, y, estimators, seeds, parts)
         log_proba = exponential_log_proba(scores, self.selection_epsilon_, SENSITIVITY)
         self.best_index_ = int(select(log_proba, np.random.default_rng(select_seed)))
@@ -33,12 +33,14 @@ class SearchStepsMixin:
         return log_proba
 
     @staticmethod
-    def _partition(n_samples, n_candidates, split_seed):
+    def _partition(n_samples, n_candidates, split_seed, people=None):
         """Each record's part, 0 to m (m: validation), drawn independently of
-        the data."""
+        the data (with ``people``, per person: all their records in one)."""
         # its own generator, drawn row by row: removing the last row leaves
         # every other row in its part
-        parts = np.random.default_rng(split_seed).integers(n_candidates + 1, size=n_samples)
+        rng = np.random.default_rng(split_seed)
+        parts = (rng.integers(n_candidates + 1, size=n_samples) if people is None
+                 else people.partition(rng, n_candidates + 1))
         if np.bincount(parts, minlength=n_candidates + 1)[:n_candidates].min() == 0:
             # outside the size event (probability counted in dp_delta_)
             raise ValueError(
@@ -56,7 +58,8 @@ class SearchStepsMixin:
             for est, seed in zip(estimators, seeds):
                 est.set_params(random_state=seeded_random_state(seed))
         fitted = self._fit_candidates(
-            delayed(fit_recording_warnings)(est, X[parts == k], y[parts == k])
+            delayed(fit_recording_warnings)(est, X[parts == k], y[parts == k],
+                                            self._keys(parts == k))
             for k, est in enumerate(estimators)
         )
         val = parts == m
@@ -84,7 +87,8 @@ class SearchStepsMixin:
         it: ``dp_epsilon_``, ``dp_delta_``, ``pdp_delta_``, ``pdp_losses_``."""
         self.release_ = release = SearchRelease(
             scaler=self.best_estimator_.domain_scaler(), n_samples=X.shape[0],
-            n_features=X.shape[1], selection=self.selection_epsilon_,
+            n_features=X.shape[1], n_people=getattr(self._people, "n_people", None),
+            selection=self.selection_epsilon_,
             size_failure=self._size_failure(), part_guarantee=guarantee,
             part_fits=self._part_fits, full_fits=self._full_fits, y_bound=self.y_bound_,
             bounds_release=getattr(self, "bounds_release_", None), X=X,
@@ -93,6 +97,14 @@ class SearchStepsMixin:
         self.pdp_delta_ = self.dp_delta_
         self.pdp_losses_ = release.losses(X, y)
         self.pdp_kind_ = "bound"  # the stages' terms add up (and a max over candidates)
+        if self._people is not None:
+            for name, value in self._people.attributes(self, release, X, y,
+                                                       guarantee).items():
+                setattr(self, name, value)
+
+    def _keys(self, rows):
+        """The person keys of ``rows`` (None without them)."""
+        return None if self._people is None else self._people.of(rows)
 
     def _emit_fit_warnings(self, stacklevel):
         """Emit the candidates' warnings collected by :meth:`_fit_candidates`."""
@@ -134,5 +146,6 @@ class SearchStepsMixin:
             for est in fits:
                 est.set_params(random_state=seeded_random_state(seed))
         self._full_fits = self._fit_candidates(
-            delayed(fit_recording_warnings)(est, X, y) for est in fits)
+            delayed(fit_recording_warnings)(est, X, y, self._keys(slice(None)))
+            for est in fits)
         self.best_estimator_ = self._full_fits[self.best_index_]

@@ -175,8 +175,11 @@ person_deltas_ : ndarray of shape (n_people,)
 person_pdp_kind_ : {"exact", "conditional", "bound"}
     What kind of number ``person_losses_`` are: "exact" where the release
     has a closed form for a set of rows (AdaSSP on declared bounds, the
-    label mean), else "bound" (group privacy at ``delta`` over the
-    guarantee) for people with several records.
+    label mean); with ``tighten_bounds``, "conditional" (the rows split by
+    person key: a bounds-part person's exact joint loss for the bounds, a
+    model-part person's model loss given the released bounds); else
+    "bound" (group privacy at ``delta`` over the guarantee) for people
+    with several records.
 n_features_in_ : int
     Number of features seen during fit.
 feature_names_in_ : ndarray of shape (`n_features_in_`,)

@@ -167,3 +167,105 @@ def test_dask_split_is_the_in_memory_split():
     Xt, yt = da.from_array(X[:50] * 2, chunks=20), da.from_array(y[:50], chunks=20)
     assert np.allclose(lazy.pdp_epsilon(Xt, yt).compute(), mem.pdp_epsilon(X[:50] * 2, y[:50]))
     assert np.allclose(lazy.pdp_epsilon(Xt).compute(), mem.pdp_epsilon(X[:50] * 2))
+
+
+def _panel(n_people, seed=0):
+    """_table's rows grouped into people of 1 to 6 rows, in shuffled order."""
+    rng = np.random.default_rng(seed)
+    groups = rng.permutation(np.repeat(np.arange(n_people), rng.integers(1, 7, n_people)))
+    return (*_table(groups.size, seed), groups)
+
+
+def _people_parts(est, groups):
+    """Each person's part: True for the bounds part, None for both."""
+    codes = np.searchsorted(est.person_ids_, groups)
+    model = np.bincount(codes, weights=np.asarray(est.model_rows_), minlength=codes.max() + 1)
+    sizes = np.bincount(codes)
+    assert np.all((model == 0) | (model == sizes)), "a person's rows in both parts"
+    return model == 0
+
+
+def test_a_split_with_person_keys_puts_each_person_in_one_part():
+    """The hash of the person key: all of a person's rows in one part, the
+    part a function of the key alone."""
+    X, y, bounds, y_bound, groups = _panel(800)
+    est = OPSRegressor(epsilon=1.0, bounds_X=bounds, y_bound=y_bound, tighten_bounds=True,
+                       random_state=0).fit(X, y, groups=groups)
+    in_bounds = _people_parts(est, groups)
+    assert 0 < in_bounds.sum() < in_bounds.size
+    assert np.array_equal(est.model_rows_, ~bounds_part(None, None, 0.1, groups))
+    assert not np.array_equal(est.model_rows_, ~bounds_part(X, y, 0.1))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
+def test_a_person_loses_their_part_s_joint_loss():
+    """A bounds-part person: the exact joint log-ratio of the bounds refitted
+    without all their rows (brute force), whatever the draw; a model-part
+    person: AdaSSP's exact joint loss given the released bounds, that of the
+    estimator declared at them on the model part; the guarantee per record."""
+    X, y, bounds, y_bound, groups = _panel(1500)
+    fits = [AdaSSPRegressor(epsilon=1.0, bounds_X=bounds, y_bound=y_bound,
+                            tighten_bounds=True, random_state=seed).fit(X, y, groups=groups)
+            for seed in (0, 1)]
+    est = fits[0]
+    assert est.person_pdp_kind_ == "conditional"
+    in_bounds = _people_parts(est, groups)
+    rows = est.model_rows_
+    rel = est.bounds_release_
+    XB, yB, gB = X[~rows], y[~rows], groups[~rows]
+    sizes = np.bincount(np.searchsorted(est.person_ids_, groups))
+    several = np.flatnonzero(in_bounds & (sizes > 2))[:3]
+    assert several.size == 3
+    for k in several:
+        keep = gB != est.person_ids_[k]
+        without = BoundsRelease(None, bounds, y_bound, 0.1 * X.shape[0], 1.0).fit(
+            XB[keep], yB[keep])
+        L = without.log_proba() - rel.log_proba()
+        joint = max(L.max(axis=1).sum(), (-L).max(axis=1).sum())
+        assert est.person_losses_[k] == pytest.approx(joint, rel=1e-12)
+    # the bounds part's numbers and the guarantee do not depend on the draw
+    assert np.array_equal(fits[1].model_rows_, rows)
+    assert np.array_equal(fits[1].person_losses_[in_bounds], est.person_losses_[in_bounds])
+    assert fits[1].dp_epsilon_ == est.dp_epsilon_
+    ref = AdaSSPRegressor(epsilon=est.model_epsilon_, delta=est.model_delta_,
+                          bounds_X=est.bounds_X_, y_bound=est.y_bound_, tighten_bounds=False,
+                          random_state=0).fit(X[rows], y[rows], groups=groups[rows])
+    np.testing.assert_allclose(est.person_losses_[~in_bounds], ref.person_losses_,
+                               rtol=1e-10)
+    # added people: each in their key's part, exact there
+    new = np.isin(groups, np.arange(40))
+    keys = groups[new] + 10**6
+    added = est.pdp_epsilon(X[new], y[new], groups=keys)
+    into = _key_parts(keys)
+    assert into.any() and not into.all()
+    alone = AdaSSPRegressor(epsilon=est.model_epsilon_, delta=est.model_delta_,
+                            bounds_X=est.bounds_X_, y_bound=est.y_bound_,
+                            tighten_bounds=False, random_state=0).fit(X[rows], y[rows])
+    np.testing.assert_allclose(added[~into], alone.pdp_epsilon(
+        X[new], y[new], groups=keys)[~into], rtol=1e-10)
+    for k in np.flatnonzero(into)[:2]:
+        person = keys == np.unique(keys)[k]
+        bigger = BoundsRelease(None, bounds, y_bound, 0.1 * X.shape[0], 1.0).fit(
+            np.vstack([XB, X[new][person]]), np.append(yB, y[new][person]))
+        L = rel.log_proba() - bigger.log_proba()
+        assert added[k] == pytest.approx(max(L.max(axis=1).sum(), (-L).max(axis=1).sum()),
+                                         rel=1e-12)
+
+
+def _key_parts(keys):
+    """Whether each distinct key (sorted) hashes into the bounds part."""
+    ids = np.unique(keys)
+    return bounds_part(None, None, 0.1, ids)
+
+
+def test_dask_split_by_person_is_the_in_memory_one():
+    da = pytest.importorskip("dask.array")
+    X, y, bounds, y_bound, groups = _panel(1500, seed=2)
+    params = dict(epsilon=1.0, bounds_X=bounds, y_bound=y_bound, tighten_bounds=True,
+                  random_state=0)
+    mem = AdaSSPRegressor(**params).fit(X, y, groups=groups)
+    lazy = AdaSSPRegressor(**params).fit(da.from_array(X, chunks=700),
+                                         da.from_array(y, chunks=700), groups=groups)
+    assert np.array_equal(np.asarray(lazy.model_rows_), mem.model_rows_)
+    np.testing.assert_allclose(lazy.person_losses_, mem.person_losses_, rtol=1e-10)
+    np.testing.assert_allclose(lazy.pdp_losses_.compute(), mem.pdp_losses_, rtol=1e-10)

@@ -129,8 +129,11 @@ def test_adassp_added_people_are_exact():
 
 # four times the noise: the weak slopes of these panels do not show through it
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
-@pytest.mark.parametrize("panel", [random_panel, adversarial_panel])
+@pytest.mark.parametrize("panel", [lambda: random_panel(n_people=600),
+                                   lambda: adversarial_panel(n=1800)])
 def test_adassp_max_records_is_per_person(panel):
+    """Panels large enough for AdaSSP at a person's budget (the label mean
+    alone up to 4 times the per-record size)."""
     X, y, groups = panel()
     est = AdaSSPRegressor(epsilon=1.0, delta=DELTA, **UNIT_BOUNDS, max_records=4,
                           random_state=0).fit(X, y, groups=groups)
@@ -143,6 +146,24 @@ def test_adassp_max_records_is_per_person(panel):
         assert est.person_losses_[k] >= min(exact * (1 - 1e-9), est.dp_epsilon_)
     # a dropped row changes nothing; the whole person's worst case is the budget
     assert np.all(est.pdp_losses_[~kept] == 0)
+
+
+def test_the_mean_only_rule_sees_the_person_budget():
+    """AdaSSP's noise covers max_records rows: it releases the label mean
+    alone up to max_records times the size a record's budget gives, and
+    says so; the guarantee is the person's budget either way."""
+    X, y, groups = random_panel(n_people=200, seed=9)
+    k = 4
+    per_record = AdaSSPRegressor(**UNIT_BOUNDS)._mean_only_size(3)
+    capped = AdaSSPRegressor(**UNIT_BOUNDS, max_records=k)
+    assert capped._mean_only_size(3) == AdaSSPRegressor(
+        **UNIT_BOUNDS, epsilon=1.0 / k)._mean_only_size(3) > per_record
+    kept = np.sum(np.minimum(np.bincount(groups), k))
+    assert per_record < kept <= capped._mean_only_size(3)
+    with pytest.warns(FallbackWarning, match=f"over max_records={k}"):
+        capped.fit(X, y, groups=groups)
+    assert capped.mean_only_ and capped.dp_epsilon_ == 1.0
+    assert np.all(capped.person_losses_ <= 1.0)
 
 
 def test_first_records_are_kept():

@@ -65,15 +65,18 @@ def fallback_reason(estimator, n_samples, n_features):
     """Why a fit of this size releases the label mean alone, with the
     public thresholds (epsilon and size) from which it fits slopes."""
     epsilon = float(estimator._mean_fallback_budget())
+    records = estimator._person_records()
     size = estimator._mean_only_size(n_features)
     rule = estimator._mean_only_rate * (n_features + 1)
     slopes = f"{n_features} slope{'' if n_features == 1 else 's'}"
+    per = "" if records == 1 else f" over max_records={records}"
     # the base rule's size; a larger one is a mechanism's own (random
     # projection: its sketch's label mean)
-    rule_text = (f" (its rule: rows times epsilon, here {n_samples * epsilon:.4g}, "
-                 f"must exceed {estimator._mean_only_rate:g} per slope and intercept, here "
-                 f"{rule:g})"
-                 if size == mean_only_size(epsilon, n_features, estimator._mean_only_rate)
+    rule_text = (f" (its rule: rows times epsilon{per}, here "
+                 f"{n_samples * epsilon / records:.4g}, must exceed "
+                 f"{estimator._mean_only_rate:g} per slope and intercept, here {rule:g})"
+                 if size == mean_only_size(epsilon / records, n_features,
+                                           estimator._mean_only_rate)
                  else "")
     return (f"{n_samples} rows at epsilon {epsilon:g} are too few for {slopes}: "
             f"this estimator fits slopes from epsilon "
@@ -163,11 +166,14 @@ class FallbackMixin:
 
     def _mean_only_size(self, n_features):
         """The largest size at which :meth:`fit` releases the label mean alone
-        (0: never; only with an intercept and an epsilon budget)."""
+        (0: never; only with an intercept and an epsilon budget). A release
+        whose noise covers a person's :meth:`_person_records` rows has the
+        budget of one record over them: the rule takes that."""
         budget = self._mean_fallback_budget()
         if not self.fit_intercept or budget is None:
             return 0
-        return mean_only_size(budget, n_features, self._mean_only_rate)
+        return mean_only_size(budget / self._person_records(), n_features,
+                              self._mean_only_rate)
 
     def _releases_mean(self, n_samples, n_features):
         """Whether a fit of this size releases the label mean alone (as

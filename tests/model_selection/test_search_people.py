@@ -1,0 +1,130 @@
+"""The private search with person keys: parts by person, keys passed to
+every fit, and each person's loss for the whole search from its terms."""
+
+import numpy as np
+import pytest
+import sklearn
+from scipy import stats
+from sklearn.model_selection import GroupKFold, cross_val_score
+
+from sklearn_pdp import AdaSSPRegressor
+from sklearn_pdp.domain._tighten import BoundsRelease
+from sklearn_pdp.model_selection import PrivateGridSearchCV
+from sklearn_pdp.model_selection._search import part_size_range, selection_epsilon
+
+from ..conftest import UNIT_BOUNDS, regression_data
+from ..linear_model.test_people import random_panel
+
+GRID = {"fit_intercept": [True, False]}
+
+
+def _search(refit=True, seed=0, **params):
+    model = AdaSSPRegressor(**UNIT_BOUNDS, tighten_bounds=False, **params)
+    return PrivateGridSearchCV(model, GRID, epsilon=1.0, refit=refit, random_state=seed)
+
+
+@pytest.fixture(scope="module")
+def panel():
+    return random_panel(n_people=1200, seed=11)
+
+
+def test_each_person_is_in_one_part(panel):
+    X, y, groups = panel
+    search = _search(refit=False).fit(X, y, groups=groups)
+    codes = np.searchsorted(search.person_ids_, groups)
+    parts = search._parts
+    first = np.zeros(codes.max() + 1, dtype=int)
+    first[codes] = parts
+    np.testing.assert_array_equal(parts, first[codes])
+    # every part fit saw its rows' people, and only theirs
+    for k, fit in enumerate(search._part_fits):
+        np.testing.assert_array_equal(fit.person_ids_, np.unique(groups[parts == k]))
+    # the people of a training part, not its records, are binomial
+    low, high = part_size_range(X.shape[0], 2, 1e-7, n_people=search.person_ids_.size)
+    assert low == int(stats.binom(search.person_ids_.size, 1 / 3).ppf(1e-7 / 4))
+    assert high - low > X.shape[0] - 2 * search.person_ids_.size
+    assert all(low <= np.sum(parts == k) <= high for k in range(2))
+
+
+def test_person_losses_are_the_terms(panel):
+    """No refit: the larger of group privacy over the candidates' guarantee
+    and the sum of the person's selection bounds; with refit, plus the
+    refits' largest person loss."""
+    X, y, groups = panel
+    search = _search(refit=False).fit(X, y, groups=groups)
+    codes = np.searchsorted(search.person_ids_, groups)
+    m = np.bincount(codes)
+    G = search.release_.part_epsilon
+    selection = np.bincount(codes, weights=selection_epsilon(search.selection_epsilon_, y, 1.0))
+    np.testing.assert_allclose(search.person_losses_, np.maximum(m * G, selection), rtol=1e-12)
+    # a person with one record: that record's loss
+    rows = np.flatnonzero(m[codes] == 1)
+    np.testing.assert_array_equal(search.person_losses_[codes[rows]], search.pdp_losses_[rows])
+    assert np.all(search.person_deltas_ >= search.dp_delta_ * (1 - 1e-12))
+    assert search.person_pdp_kind_ == "bound"
+    refit = _search().fit(X, y, groups=groups)
+    full = np.maximum(*(fit.person_losses_ for fit in refit._full_fits))
+    G = refit.release_.part_epsilon
+    selection = np.bincount(codes, weights=selection_epsilon(refit.selection_epsilon_, y, 1.0))
+    np.testing.assert_allclose(refit.person_losses_, full + np.maximum(m * G, selection),
+                               rtol=1e-12)
+    # a person's records together cost less than the group path of the refit
+    assert np.median(full[m > 2]) < np.median(m[m > 2] * refit.best_estimator_.dp_epsilon_)
+
+
+def test_person_losses_do_not_depend_on_the_draw(panel):
+    X, y, groups = panel
+    fits = [_search(seed=seed).fit(X, y, groups=groups) for seed in (0, 1)]
+    np.testing.assert_array_equal(fits[0].person_losses_, fits[1].person_losses_)
+    np.testing.assert_array_equal(fits[0].person_deltas_, fits[1].person_deltas_)
+
+
+def test_max_records_makes_the_candidates_term_per_person(panel):
+    X, y, groups = panel
+    search = _search(refit=False, max_records=3).fit(X, y, groups=groups)
+    G = search.release_.part_epsilon
+    assert G <= search.dp_epsilon_
+    codes = np.searchsorted(search.person_ids_, groups)
+    selection = np.bincount(codes, weights=selection_epsilon(search.selection_epsilon_, y, 1.0))
+    np.testing.assert_allclose(search.person_losses_, np.maximum(G, selection), rtol=1e-12)
+    for fit in search._part_fits:
+        assert fit.max_records == 3 and fit.dp_epsilon_ <= G * (1 + 1e-12)
+
+
+def test_groups_are_routed_to_the_search():
+    X, y, groups = random_panel(n_people=900, seed=12)
+    with sklearn.config_context(enable_metadata_routing=True):
+        search = _search(refit=False).set_fit_request(groups=True)
+        scores = cross_val_score(search, X, y, cv=GroupKFold(2), params={"groups": groups})
+    assert scores.shape == (2,)
+
+
+def test_without_groups_the_split_is_by_record():
+    X, y = regression_data(3000, seed=3)
+    search = _search(refit=False).fit(X, y)
+    assert not hasattr(search, "person_losses_")
+
+
+# the released bounds cut the tails by design: the fits on them warn
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
+def test_a_tightened_search_adds_each_person_s_joint_bounds_loss():
+    """Bounds released once from every row: a person pays their exact joint
+    loss for them (the bounds refitted without their records), on top of
+    the search's and the refits' terms, none of which depends on the draw."""
+    X, y, groups = random_panel(n_people=1500, seed=13)
+    model = AdaSSPRegressor(**UNIT_BOUNDS, tighten_bounds=True)
+    fits = [PrivateGridSearchCV(model, GRID, epsilon=1.0, refit=False, random_state=seed)
+            .fit(X, y, groups=groups) for seed in (0, 1)]
+    search = fits[0]
+    rel = search.bounds_release_
+    codes = np.searchsorted(search.person_ids_, groups)
+    m = np.bincount(codes)
+    k = int(np.argmax(m))
+    out = codes != k
+    without = BoundsRelease(1.0, None, 1.0, X.shape[0], rel.epsilon).fit(X[out], y[out])
+    L = without.log_proba() - rel.log_proba()
+    joint = max(L.max(axis=1).sum(), (-L).max(axis=1).sum())
+    # the selection bound of the worst label (the label range is released)
+    term = max(m[k] * search.release_.part_epsilon, m[k] * search.selection_epsilon_)
+    assert search.person_losses_[k] == pytest.approx(term + joint, rel=1e-12)
+    np.testing.assert_array_equal(fits[1].person_losses_, search.person_losses_)
