@@ -136,7 +136,52 @@ def randhie(label="xage", n_samples=None, random_state=0):
     return frame[columns], Schema(ranges, RANDHIE_CATEGORIES, label, RANDHIE_LABELS[label])
 
 
-TABLES = {"diabetes": diabetes, "fair": fair, "randhie_age": lambda: randhie("xage"),
+def anes96():
+    """statsmodels' American National Election Study 1996 (944 rows): the
+    respondent's left-right self-placement (1-7) from the party
+    identification (7 levels) and education (7 levels) as categories, the
+    placements of the candidates (1-7), age, income bracket (1-24), days a
+    week of television news, the log population of the place and the
+    vote."""
+    loaded = statsmodels_data("anes96")
+    if loaded is None:
+        return None
+    frame = loaded.data
+    categorical = {"PID": list(range(7)), "educ": list(range(1, 8))}
+    frame[list(categorical)] = frame[list(categorical)].astype(int)
+    ranges = {"TVnews": (0, 7), "ClinLR": (1, 7), "DoleLR": (1, 7), "age": (0, 120),
+              "income": (1, 24), "vote": (0, 1), "logpopul": (np.log(0.1), np.log(1e5))}
+    return frame, Schema(ranges, categorical, "selfLR", (1, 7))
+
+
+def grunfeld():
+    """statsmodels' Grunfeld investment data (220 firm-years, 11 firms as a
+    category): the gross investment from the firm's value and capital
+    stock (millions of dollars) and the year."""
+    loaded = statsmodels_data("grunfeld")
+    if loaded is None:
+        return None
+    frame = loaded.data
+    firms = sorted(frame.firm.unique())  # the public list of the study's firms
+    ranges = {"value": (0, 10_000), "capital": (0, 5_000), "year": (1935, 1954)}
+    return frame, Schema(ranges, {"firm": firms}, "invest", (0, 2_000))
+
+
+def ccard():
+    """statsmodels' credit card data (72 rows): the average monthly
+    spending from age, income (tens of thousands of dollars) and its square,
+    and home ownership as a category."""
+    loaded = statsmodels_data("ccard")
+    if loaded is None:
+        return None
+    frame = loaded.data
+    frame["OWNRENT"] = frame.OWNRENT.astype(int)
+    ranges = {"AGE": (18, 100), "INCOME": (0, 20), "INCOMESQ": (0, 400)}
+    return frame, Schema(ranges, {"OWNRENT": [0, 1]}, "AVGEXP", (0, 5_000))
+
+
+TABLES = {"diabetes": diabetes, "fair": fair, "anes96": anes96, "grunfeld": grunfeld,
+          "ccard": ccard, "randhie_age": lambda: randhie("xage"),
           "randhie_mdvis": lambda: randhie("mdvis"),
           "randhie_meddol": lambda: randhie("meddol")}
 
