@@ -63,16 +63,15 @@ def fit(table, schema, mode, eps, split):
     est.set_params(epsilon=eps, delta=DELTA, random_state=split)
     weight = {"shares x0.5": 0.5, "shares x2": 2.0}.get(mode)
     original = _domain.DomainScaler
-    import sklearn_pdp.linear_model._base as base
     try:
         if weight is not None:
-            base.DomainScaler = weighted(weight)
+            _domain.DomainScaler = weighted(weight)  # what fitted_scaler builds
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BoundsWarning)
             warnings.simplefilter("ignore", FallbackWarning)
             est.fit(X_tr, y_tr)
     finally:
-        base.DomainScaler = original
+        _domain.DomainScaler = original
     assert est.dp_epsilon_ <= eps * (1 + 1e-9)
     mse = np.mean((est.predict(X_te) - y_te) ** 2) / np.mean((y_tr.mean() - y_te) ** 2)
     return mse, float(np.median(est.pdp_losses_))
