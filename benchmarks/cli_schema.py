@@ -93,11 +93,13 @@ def main(argv=None):
         "guarantee is per row; site, coinsurance plan and self-rated health as "
         "categories; the label the age), then five small public tables at "
         "epsilon 1. Test MSE over the mean predictor's is "
-        "(1 - test_r2) / (1 - test_r2_mean) from the report's curator_only part."
+        "(1 - test_r2) / (1 - test_r2_mean) from the report's curator_only part; "
+        "least squares' (non-private, same split) is the floor no private model "
+        "is expected to beat."
     )
     write_page("schema_cli", "The command line with a declared schema", intro, sorted(used),
                table,
-               "python benchmarks/cli_schema.py " + " ".join(sys.argv[1:]),
+               " ".join(["python benchmarks/cli_schema.py", *sys.argv[1:]]),
                write=not args.quick)
 
 
