@@ -2,7 +2,8 @@
 
 AdaSSP on public tables with categorical columns (statsmodels' affairs
 survey and RAND health insurance experiment, in their original units with
-the ranges of their data dictionaries), declared two ways: the per-dummy
+the ranges of their data dictionaries: :mod:`schema_tables`), declared two
+ways (as ``run.py utility --schema`` does for every estimator): the per-dummy
 box (``bounds_X`` over the one-hot columns: every indicator a share of its
 own, centred at 1/2) and a :class:`~sklearn_pdp.Schema` (each categorical
 column one share, indicators not centred); and, to see whether the shares
@@ -23,43 +24,12 @@ import warnings
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from sklearn_pdp import AdaSSPRegressor, Schema
+import schema_tables
+from sklearn_pdp import AdaSSPRegressor
 from sklearn_pdp.domain import _scaler as _domain
 from sklearn_pdp.exceptions import BoundsWarning, FallbackWarning
 
 DELTA = 1e-6
-
-
-def fair(label):
-    """The affairs survey (6366 rows): occupation and the husband's as
-    categories (codes 1-6, nominal), the other answers numeric."""
-    from statsmodels import datasets
-
-    table = datasets.fair.load_pandas().data
-    numeric = {"rate_marriage": (1, 5), "age": (0, 120), "yrs_married": (0, 60),
-               "children": (0, 20), "religious": (1, 4), "educ": (0, 25),
-               "affairs": (0, 100)}
-    ranges = {"affairs": (0, 100), "yrs_married": (0, 60)}
-    numeric.pop(label)
-    categorical = {"occupation": [1, 2, 3, 4, 5, 6], "occupation_husb": [1, 2, 3, 4, 5, 6]}
-    table[list(categorical)] = table[list(categorical)].astype(int)
-    return table, Schema(numeric, categorical, label, ranges[label])
-
-
-def randhie():
-    """The RAND health insurance experiment (20190 rows): the self-rated
-    health (excellent, the reference, good, fair, poor: three indicators in
-    the data) and the individual deductible plan as categories."""
-    from statsmodels import datasets
-
-    table = datasets.randhie.load_pandas().data
-    health = np.select([table.hlthg == 1, table.hlthf == 1, table.hlthp == 1],
-                       ["good", "fair", "poor"], "excellent")
-    table = table.assign(health=health, idp=table.idp.astype(int))
-    numeric = {"lncoins": (0, np.log(101.0)), "lpi": (0, 8), "fmde": (0, 12),
-               "physlm": (0, 1), "disea": (0, 100)}
-    categorical = {"idp": [0, 1], "health": ["excellent", "good", "fair", "poor"]}
-    return table, Schema(numeric, categorical, "mdvis", (0, 365))
 
 
 def weighted(categorical_weight):
@@ -93,16 +63,15 @@ def fit(table, schema, mode, eps, split):
     est.set_params(epsilon=eps, delta=DELTA, random_state=split)
     weight = {"shares x0.5": 0.5, "shares x2": 2.0}.get(mode)
     original = _domain.DomainScaler
-    import sklearn_pdp.linear_model._base as base
     try:
         if weight is not None:
-            base.DomainScaler = weighted(weight)
+            _domain.DomainScaler = weighted(weight)  # what fitted_scaler builds
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BoundsWarning)
             warnings.simplefilter("ignore", FallbackWarning)
             est.fit(X_tr, y_tr)
     finally:
-        base.DomainScaler = original
+        _domain.DomainScaler = original
     assert est.dp_epsilon_ <= eps * (1 + 1e-9)
     mse = np.mean((est.predict(X_te) - y_te) ** 2) / np.mean((y_tr.mean() - y_te) ** 2)
     return mse, float(np.median(est.pdp_losses_))
@@ -112,9 +81,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--splits", type=int, default=5)
     args = parser.parse_args()
-    tables = [("fair, label affairs", *fair("affairs")),
-              ("fair, label yrs_married", *fair("yrs_married")),
-              ("randhie, label mdvis", *randhie())]
+    tables = [("fair, label affairs", *schema_tables.fair("affairs")),
+              ("fair, label yrs_married", *schema_tables.fair("yrs_married")),
+              ("randhie, label age", *schema_tables.randhie("xage")),
+              ("randhie, label mdvis", *schema_tables.randhie("mdvis"))]
     modes = ("per-dummy box", "shares", "shares x0.5", "shares x2")
     print("| table (encoded columns / shares) | epsilon | "
           + " | ".join(f"{m}: MSE / mean, median pdp eps" for m in modes) + " |")

@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python benchmarks/run.py utility      # test MSE grid -> doc/benchmarks/utility.md
-    python benchmarks/run.py utility --schema  # schema bounds -> doc/benchmarks/schema.md
+    python benchmarks/run.py utility --schema  # declared schemas -> doc/benchmarks/schema.md
     python benchmarks/run.py speed        # fit time and memory -> doc/benchmarks/speed.md
     python benchmarks/run.py all
     python benchmarks/run.py dask         # 1e7 rows on a 2-worker Dask cluster -> doc/benchmarks/dask.md
@@ -44,6 +44,7 @@ from threadpoolctl import threadpool_info  # noqa: E402
 
 import sklearn_pdp  # noqa: E402
 from sklearn_pdp.accounting import ops_gamma  # noqa: E402
+import schema_tables  # noqa: E402
 from registry import FACTORIES  # noqa: E402
 
 DOC_DIR = Path(__file__).resolve().parents[1] / "doc" / "benchmarks"
@@ -344,25 +345,6 @@ def utility(args):
 # ---------------------------------------------------------------------------
 
 
-def heavy_table(n_samples, random_state):
-    """A table shaped like the public ones whose schema ranges are loose:
-    3 measurement columns 2 lognormal(0, 0.8) capped at 59 (99.5% of rows
-    below 16; schema range [0, 60]), 5 columns N(50, 10) (schema [0, 100]),
-    3 categorical columns of 6 levels one-hot encoded (schema [0, 1]: left
-    alone), y linear in all plus N(0, 9) (schema range +-210, about 4.5
-    times the largest |y|). Returns X, y, bounds_X, y_bound."""
-    rng = np.random.default_rng([random_state, 33])
-    beta = np.random.default_rng(33).standard_normal(26)  # one model for all splits
-    X = np.column_stack([
-        np.minimum(2 * rng.lognormal(0, 0.8, (n_samples, 3)), 59),
-        rng.normal(50, 10, (n_samples, 5)),
-        *(np.eye(6)[rng.integers(0, 6, n_samples)] for _ in range(3)),
-    ])
-    y = 0.5 * X @ beta + 3 * rng.standard_normal(n_samples)
-    bounds = (np.zeros(26), np.r_[np.full(3, 60.0), np.full(5, 100.0), np.ones(18)])
-    return X, y, bounds, (-210.0, 210.0)
-
-
 def diabetes_schema():
     """The diabetes data in its original units with schema ranges a data
     dictionary would give (age [0, 120], sex {1, 2}, BMI [10, 70], blood
@@ -374,16 +356,6 @@ def diabetes_schema():
     return X, y, bounds, (0.0, 400.0)
 
 
-def _statsmodels_data(name):
-    """statsmodels' bundled data set ``name`` (endog and exog as pandas), or
-    None without statsmodels."""
-    try:
-        from statsmodels import datasets as sm_datasets
-    except ImportError:
-        return None
-    return getattr(sm_datasets, name).load_pandas()
-
-
 def fair_schema():
     """statsmodels' extramarital affairs survey (6366 rows) in its original
     units with the ranges a data dictionary gives: the codes' ranges for
@@ -391,7 +363,7 @@ def fair_schema():
     the husband's 1-6), age [0, 120], years married [0, 60], children
     [0, 20], years of education [0, 25]; the label (time spent in affairs,
     most rows 0, a few up to 58) [0, 100]. None without statsmodels."""
-    loaded = _statsmodels_data("fair")
+    loaded = schema_tables.statsmodels_data("fair")
     if loaded is None:
         return None
     bounds = (np.array([1, 0, 0, 0, 1, 0, 1, 1.0]), np.array([5, 120, 60, 20, 4, 25, 6, 6.0]))
@@ -408,7 +380,7 @@ def randhie_schema(n_samples=None, random_state=0):
     chronic disease count [0, 100], the indicators (and the physical
     limitation share) [0, 1]; the label (outpatient visits in a year, median
     1, up to 77) [0, 365]. None without statsmodels."""
-    loaded = _statsmodels_data("randhie")
+    loaded = schema_tables.statsmodels_data("randhie")
     if loaded is None:
         return None
     X, y = loaded.exog.to_numpy(dtype=float), loaded.endog.to_numpy(dtype=float)
@@ -419,105 +391,171 @@ def randhie_schema(n_samples=None, random_state=0):
     return X, y, bounds, (0.0, 365.0)
 
 
-def _quantile_bounds(X, y, bounds, level=0.005):
-    """The non-private oracle: the training data's level and 1 - level
-    quantiles (indicator columns, declared (0, 1), kept)."""
-    lower, upper = np.quantile(X, [level, 1 - level], axis=0)
-    keep = (bounds[0] == 0) & (bounds[1] == 1)
-    lower, upper = np.where(keep, 0.0, lower), np.where(keep, 1.0, upper)
-    upper = np.maximum(upper, lower + 1e-9 * (bounds[1] - bounds[0]))
-    low, high = np.quantile(y, [level, 1 - level])
-    return (lower, upper), (float(low), float(max(high, low + 1e-9)))
+# The four declarations of ``utility --schema``: the per-dummy box (every
+# one-hot column its own range and share), the schema (each categorical
+# column one share), the schema tightened privately, and the schema at the
+# training rows' quantiles (an oracle, not private).
+SCHEMA_MODES = ("box", "schema", "tightened", "oracle")
 
 
-def _schema_fit(name, eps, split, X_tr, y_tr, X_te, y_te, bounds_X, y_bound, **params):
-    est = FACTORIES[name](
-        eps, DELTA, *X_tr.shape, data_norm=None, y_bound=y_bound, random_state=split,
-    ).set_params(bounds_X=bounds_X, **params).fit(X_tr, y_tr)
+def schema_benchmark_tables(sizes, quick=False):
+    """(name, loader(split) -> (frame, schema)) for ``utility --schema``:
+    the synthetic heavy table at each size and the diabetes data, then
+    (unless ``quick``, and with statsmodels installed) the affairs survey
+    and the RAND health insurance experiment with three labels."""
+    out = [(f"heavy n={n:.0e}".replace("e+0", "e"),
+            lambda split, n=n: schema_tables.heavy(n, split)) for n in sizes]
+    fixed = {"diabetes": schema_tables.diabetes}
+    if not quick and schema_tables.statsmodels_data("fair") is not None:
+        fixed |= {"fair (affairs)": schema_tables.fair,
+                  "randhie (age)": lambda: schema_tables.randhie("xage"),
+                  "randhie (visits)": lambda: schema_tables.randhie("mdvis"),
+                  "randhie (spending)": lambda: schema_tables.randhie("meddol")}
+    for name, load in fixed.items():
+        data = load()
+        out.append((name, lambda split, data=data: data))
+    return out
+
+
+def _oracle_schema(schema, X_tr, y_tr, level=0.005):
+    """The schema at the training rows' ``level`` and ``1 - level``
+    quantiles (numeric columns and label; indicators as declared): the
+    non-private oracle."""
+    layout = schema.feature_layout()
+    lower, upper = np.quantile(X_tr, [level, 1 - level], axis=0)
+    upper = np.maximum(upper, lower + 1e-9 * (layout.upper - layout.lower))
+    low, high = np.quantile(y_tr, [level, 1 - level])
+    width = schema.label_range[1] - schema.label_range[0]
+    return schema.with_bounds((lower, upper), (float(low), float(max(high, low + 1e-9 * width))))
+
+
+def _schema_fit(name, mode, eps, split, schema, X_tr, y_tr, X_te, y_te):
+    """One fit of ``utility --schema`` in declaration ``mode``: its test MSE
+    and the fitted estimator (``dp_epsilon_`` checked against the budget)."""
+    if mode == "box":
+        layout = schema.feature_layout()
+        declared = {"bounds_X": (layout.lower, layout.upper), "y_bound": schema.label_range}
+    elif mode == "oracle":
+        declared = {"schema": _oracle_schema(schema, X_tr, y_tr)}
+    else:
+        declared = {"schema": schema}
+    est = FACTORIES[name](eps, DELTA, *X_tr.shape, data_norm=None, y_bound=None,
+                          random_state=split)
+    est.set_params(tighten_bounds=mode == "tightened", **declared)
+    with warnings.catch_warnings():
+        # rows beyond the oracle's quantiles are clipped; a cell may fall
+        # back to the label mean: both are part of what is measured
+        warnings.simplefilter("ignore", sklearn_pdp.exceptions.BoundsWarning)
+        warnings.simplefilter("ignore", sklearn_pdp.exceptions.FallbackWarning)
+        est.fit(X_tr, y_tr)
     if not est.dp_epsilon_ <= eps * (1 + 1e-9):
         raise RuntimeError(f"{name}: dp_epsilon_={est.dp_epsilon_} exceeds the budget {eps}")
     return float(np.mean((est.predict(X_te) - y_te) ** 2)), est
 
 
+def _median_cell(values, kind):
+    """A median per-instance epsilon, with its kind where not exact."""
+    text = f"{np.median(values):.3g}"
+    return text if kind == "exact" else f"{text} ({kind})"
+
+
 def schema_utility(args):
-    """``utility --schema``: each estimator given the declared schema ranges,
-    the same with ``tighten_bounds=True``, and the training data's
-    0.5%/99.5% quantiles (an oracle, not private)."""
-    tables = [(f"heavy n={n:.0e}".replace("e+0", "e"),
-               lambda split, n=n: heavy_table(n, split)) for n in args.n]
-    tables.append(("diabetes (schema)", lambda split: diabetes_schema()))
-    if fair_schema() is not None:  # the survey tables need statsmodels
-        tables += [("fair (schema)", lambda split: fair_schema()),
-                   ("randhie n=5e3 (schema)", lambda split: randhie_schema(5000, split)),
-                   ("randhie (schema)", lambda split: randhie_schema())]
-    rows, bound_rows = [], []
-    for data_name, load in tables:
+    """``utility --schema``: each estimator on public tables with
+    categorical columns, declared four ways (:data:`SCHEMA_MODES`)."""
+    names, rows, label_rows, ratios = args.estimators, [], [], {}
+    for data_name, load in schema_benchmark_tables(args.n, args.quick):
         for eps in args.epsilon:
-            mse, ends = {}, {}
+            mse, medians, kinds, ends = {}, {}, {}, {"tightened": [], "oracle": []}
             for split in range(args.splits):
-                X, y, bounds, y_bound = load(split)
-                X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2, random_state=split)
-                oracle_X, oracle_y = _quantile_bounds(X_tr, y_tr, bounds)
+                frame, schema = load(split)
+                X = schema.encoder().fit_transform(frame)
+                y = frame[schema.label].to_numpy(dtype=float)
+                X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2,
+                                                          random_state=split)
                 mse.setdefault("mean", []).append(np.mean((y_tr.mean() - y_te) ** 2))
-                common = (split, X_tr, y_tr, X_te, y_te)
-                for name in args.estimators:
-                    for mode, bX, yb, tighten in (
-                        ("declared", bounds, y_bound, False),
-                        ("tightened", bounds, y_bound, True),
-                        ("oracle", oracle_X, oracle_y, False),
-                    ):
-                        err, est = _schema_fit(name, eps, *common, bX, yb, tighten_bounds=tighten)
-                        mse.setdefault((name, mode), []).append(err)
-                        if name == args.estimators[0] and mode in ("tightened", "oracle"):
-                            ends.setdefault(mode, []).append(
-                                (est.bounds_X_[0][0], est.bounds_X_[1][0], *est.y_bound_))
-            m = {key: float(np.mean(v)) for key, v in mse.items()}
+                mse.setdefault("ls", []).append(np.mean(
+                    (LinearRegression().fit(X_tr, y_tr).predict(X_te) - y_te) ** 2))
+                for name, mode in ((name, mode) for name in names for mode in SCHEMA_MODES):
+                    err, est = _schema_fit(name, mode, eps, split, schema,
+                                           X_tr, y_tr, X_te, y_te)
+                    mse.setdefault((name, mode), []).append(err)
+                    medians.setdefault((name, mode), []).append(np.median(est.pdp_losses_))
+                    kinds[name, mode] = est.pdp_kind_
+                    if name == names[0] and mode in ends:
+                        ends[mode].append(est.y_bound_)
+            m = {key: float(np.mean(v)) / np.mean(mse["mean"]) for key, v in mse.items()}
             n_eps = len(y_tr) * eps
-            for name in args.estimators:
-                r = {mode: m[(name, mode)] / m["mean"]
-                     for mode in ("declared", "tightened", "oracle")}
-                rows.append([data_name, f"{eps:g}", f"{n_eps:.0f}", name]
-                            + [f"{r[k]:.3f}" for k in r]
-                            + [f"{r['tightened'] / r['oracle']:.2f}",
-                               f"{r['tightened'] / r['declared']:.2f}"])
+            for name in names:
+                ratios[data_name, eps, name] = {mode: m[name, mode] for mode in SCHEMA_MODES}
+                rows.append([data_name, f"{eps:g}", f"{n_eps:.0f}", f"{m['ls']:.3f}", name]
+                            + [f"{m[name, mode]:.3f}" for mode in SCHEMA_MODES]
+                            + [f"{m[name, 'tightened'] / m[name, 'schema']:.2f}"]
+                            + [_median_cell(medians[name, mode], kinds[name, mode])
+                               for mode in SCHEMA_MODES])
                 print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
-            tight, oracle = np.mean(ends["tightened"], axis=0), np.mean(ends["oracle"], axis=0)
-            bound_rows.append([
-                data_name, f"{eps:g}",
-                f"[{bounds[0][0]:g}, {bounds[1][0]:g}] / [{y_bound[0]:g}, {y_bound[1]:g}]",
-                f"[{tight[0]:.3g}, {tight[1]:.3g}] / [{tight[2]:.4g}, {tight[3]:.4g}]",
-                f"[{oracle[0]:.3g}, {oracle[1]:.3g}] / [{oracle[2]:.4g}, {oracle[3]:.4g}]",
-            ])
+            tight, quantiles = (np.mean(ends[k], axis=0) for k in ("tightened", "oracle"))
+            label_rows.append([data_name, f"{eps:g}", "[{:g}, {:g}]".format(*schema.label_range),
+                               f"[{tight[0]:.4g}, {tight[1]:.4g}]",
+                               f"[{quantiles[0]:.4g}, {quantiles[1]:.4g}]"])
     table = markdown_table(
-        ["data", "epsilon", "n_train epsilon", "estimator", "declared", "tightened",
-         "oracle quantiles", "tightened / oracle", "tightened / declared"], rows)
+        ["data", "epsilon", "n_train epsilon", "least squares", "estimator",
+         *SCHEMA_MODES, "tightened / schema", *(f"median pdp eps, {m}" for m in SCHEMA_MODES)],
+        rows)
     table += (
-        f"\n\nThe bounds of the first feature and of the label, mean over the "
-        f"splits ({args.estimators[0]}; declared, privately tightened, and the "
-        f"oracle's):\n\n" + markdown_table(
-            ["data", "epsilon", "declared", "tightened", "oracle quantiles"], bound_rows))
+        f"\n\nThe label's range: declared, privately tightened ({names[0]}, mean "
+        "over the splits) and the oracle's quantiles:\n\n" + markdown_table(
+            ["data", "epsilon", "declared", "tightened", "oracle quantiles"], label_rows))
     intro = (
-        "Test mean squared error over the mean predictor's when the estimators "
-        "are given the ranges of a schema (what a value can be) rather than of "
-        "the data: declared as they are, privately tightened by the estimator "
-        "(`tighten_bounds=True`, default share and levels; where the public rule "
-        "says the rows are too few for every range it tightens the label's range "
-        "alone, or nothing), and the training data's own 0.5% and "
-        "99.5% quantiles (an oracle: not private). Mean over "
-        f"{args.splits} random 80/20 splits; `dp_epsilon_` is checked to be at "
-        "most epsilon (the tightened fits' include the bounds). heavy: a "
-        "synthetic table of 26 columns (3 heavy-tailed measurements with schema "
-        "range [0, 60], 99.5% of rows below 16; 5 N(50, 10) in [0, 100]; 18 "
-        "one-hot in [0, 1]) and a label range 4.5 times the largest |y|; diabetes: "
-        "the scikit-learn diabetes data in its original units with clinical "
-        "schema ranges; fair and randhie: statsmodels' affairs survey and RAND "
-        "health insurance experiment (a subsample of 5000 rows per split, and "
-        "all 20190) in their original units with the ranges of their data "
-        "dictionaries (see benchmarks/run.py)."
-    )
-    write_page("schema", "Declared schema bounds, tightened privately", intro,
-               args.estimators, table,
+        "Test mean squared error over the mean predictor's (mean over "
+        f"{args.splits} random 80/20 splits; least squares for reference) on "
+        "public tables with categorical columns whose ranges are declared from "
+        "the columns' meaning, four ways: **box**, the per-dummy box (`bounds_X` "
+        "over the one-hot columns: each indicator its own range and share of "
+        "the row norm); **schema**, a `Schema` (each categorical column one "
+        "share, indicators not centred); **tightened**, the schema with "
+        "`tighten_bounds=True` (numeric ranges and the label's privately "
+        "tightened on a public share of the rows, default share and levels; "
+        "where the public rule finds the rows too few it tightens the label "
+        "alone, or nothing); **oracle**, the schema at the training rows' "
+        "0.5% and 99.5% quantiles (not private). Then each mode's median "
+        "per-instance epsilon (median of `pdp_losses_` over the training rows, "
+        "median over the splits), marked with `pdp_kind_` where it is not "
+        "exact: *conditional* on the released bounds, or a *bound*. Every "
+        "estimator is given epsilon, delta = 1e-6 and the declaration, all else "
+        "at its default; `dp_epsilon_` is checked to be at most epsilon (the "
+        "tightened fits' include the bounds). heavy: a synthetic table (3 "
+        "heavy-tailed measurements declared [0, 60], 99.5% of rows below 16; 5 "
+        "N(50, 10) in [0, 100]; 3 categorical columns of 6 levels; the label "
+        "declared 4.5 times wider than its largest value); diabetes: "
+        "scikit-learn's, original units, sex a category; fair: statsmodels' "
+        "affairs survey (6366 rows, label the time in affairs, mostly 0, two "
+        "occupations as categories); randhie: statsmodels' RAND health "
+        "insurance experiment (20186 person-years; site, coinsurance plan and "
+        "self-rated health as categories, 10 numeric columns: 22 encoded "
+        "columns, 13 shares) with three labels: the age (predictable), the "
+        "outpatient visits (a count) and the medical spending in dollars "
+        "(heavy-tailed: median 35, largest 39,182). See "
+        "benchmarks/schema_tables.py for every declared range.\n\n"
+        + _schema_summary(ratios, names))
+    write_page("schema", "Declared schema: per-dummy box, categorical shares, tightened",
+               intro, names, table,
                "python benchmarks/run.py " + " ".join(sys.argv[1:]), write=not args.quick)
+
+
+def _schema_summary(ratios, names):
+    """Per estimator, the medians over the cells of the modes' ratios and
+    the cells where tightening costs more than 5%."""
+    lines = []
+    for name in names:
+        cells = {key[:2]: r for key, r in ratios.items() if key[2] == name}
+        share = np.median([r["schema"] / r["box"] for r in cells.values()])
+        tight = np.median([r["tightened"] / r["schema"] for r in cells.values()])
+        worse = [f"{data} at {eps:g} ({r['tightened'] / r['schema']:.2f})"
+                 for (data, eps), r in cells.items() if r["tightened"] > 1.05 * r["schema"]]
+        lines.append(f"- `{name}`: schema / box median {share:.2f}, tightened / schema "
+                     f"median {tight:.2f}; tightened more than 5% worse than the schema in "
+                     + (", ".join(worse) if worse else "no cell"))
+    return "Summary over the cells:\n\n" + "\n".join(lines)
 
 
 # Ridges of the oracle OPS, the best chosen in hindsight per cell.
@@ -988,9 +1026,11 @@ def main(argv=None):
     util.add_argument("--sweep", action="store_true",
                       help="also fit every estimator that has alpha at fixed alphas 1 .. 1e6")
     util.add_argument("--schema", action="store_true",
-                      help="declared schema ranges: declared, privately tightened and "
-                      "oracle-quantile bounds side by side (-> doc/benchmarks/schema.md; "
-                      "--n: sizes of the heavy-tailed table, default 5e4)")
+                      help="public tables with categorical columns: the per-dummy box, "
+                      "the schema's categorical shares, the schema tightened and the "
+                      "oracle quantiles side by side, with the median per-instance "
+                      "epsilons (-> doc/benchmarks/schema.md; --n: sizes of the synthetic "
+                      "heavy table, default 5e4; --quick: that table and diabetes only)")
     spd = commands.add_parser("speed", help="fit speed and memory against Ridge")
     spd.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     spd.add_argument("--d", type=int, nargs="+", default=[10, 100])

@@ -24,8 +24,8 @@ import warnings
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from run import (_statsmodels_data, diabetes_schema, fair_schema, markdown_table,
-                 randhie_schema)
+from run import diabetes_schema, fair_schema, markdown_table, randhie_schema
+from schema_tables import statsmodels_data
 from sklearn_pdp import AdaSSPRegressor, OutputPerturbationRegressor
 from sklearn_pdp.mechanisms.private_ridge import _adaptive as _adaptive_ridge
 from sklearn_pdp.mechanisms.output_perturbation._calibration import output_perturbation_auto_alpha
@@ -41,7 +41,7 @@ def anes96_schema():
     identification (0-6) on log population (thousands, 0.1 to 10^4), the
     7-point self-placement and education codes, age [0, 120] and the 24
     income codes."""
-    loaded = _statsmodels_data("anes96")
+    loaded = statsmodels_data("anes96")
     bounds = (np.array([np.log(0.1), 1, 0, 1, 1.0]), np.array([np.log(1e4), 7, 120, 7, 24.0]))
     return loaded.exog.to_numpy(dtype=float), loaded.endog.to_numpy(dtype=float), bounds, (0, 6)
 

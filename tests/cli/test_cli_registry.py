@@ -104,3 +104,27 @@ def test_benchmark_utility_quick_reports_gain_shares(monkeypatch, capsys):
     assert "- `output`: median share" in out or "- `output`: no cell to share" in out
     # the main table has the asked estimator only
     assert "| data | epsilon | n_train epsilon | least squares | output |" in out
+
+
+def test_benchmark_utility_schema_quick(monkeypatch, capsys):
+    """``utility --schema --quick``: the four declarations side by side with
+    their median per-instance epsilons, on the synthetic heavy table and the
+    diabetes data, writing nothing."""
+    run = _load_benchmarks(monkeypatch)
+    written = []
+    monkeypatch.setattr(run.Path, "write_text", lambda *a, **k: written.append(a))
+    with warnings.catch_warnings():  # the script turns privacy leaks into errors
+        run.main(["utility", "--schema", "--quick", "--estimators", "adassp"])
+    out = capsys.readouterr().out
+    assert not written and "--quick: smoke run, nothing written" in out
+    header = ("| data | epsilon | n_train epsilon | least squares | estimator | box | schema "
+              "| tightened | oracle | tightened / schema | median pdp eps, box ")
+    assert header in out
+    rows = [line.split("|")[1:-1] for line in out.splitlines()
+            if line.startswith("| heavy") or line.startswith("| diabetes")]
+    assert len(rows) == 2 * 2 * 2  # the table's rows, then the label ranges'
+    cells = [row for row in rows if len(row) == 14]
+    assert [row[0].strip() for row in cells] == ["heavy n=1e3"] * 2 + ["diabetes"] * 2
+    # the schema's categorical shares change the map: another median epsilon
+    assert any(row[10] != row[11] for row in cells)
+    assert "- `adassp`: schema / box median" in out
