@@ -229,3 +229,22 @@ def test_a_tightened_search_adds_each_person_s_joint_bounds_loss():
     term = max(m[k] * search.release_.part_epsilon, m[k] * search.selection_epsilon_)
     assert search.person_losses_[k] == pytest.approx(term + joint, rel=1e-12)
     np.testing.assert_array_equal(fits[1].person_losses_, search.person_losses_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
+def test_the_published_law_covers_people_scored_by_their_mean(panel):
+    """With a cap the public law keeps no person keys: from the label alone
+    its bound covers each record's, which depends on its person's others."""
+    X, y, groups = panel
+    search = _search(refit=False, max_records=3).fit(X, y, groups=groups)
+    law = search.release_law()
+    assert "person_codes" not in vars(law)
+    # unit bounds: the privacy domain is the data's own; the candidates'
+    # guarantee (the budget) dominates here, so compare the selection's terms
+    published = law.statistics(X, y)["selection"]
+    own = search.release_._selection_bound(y, y.size)
+    assert np.all(published >= own * (1 - 1e-12)) and np.any(published > own)
+    assert np.all(law.epsilon(search.pdp_delta_, law.statistics(X, y))
+                  >= search.pdp_losses_ * (1 - 1e-12))
+    np.testing.assert_array_equal(law.statistics(X, y, add=True)["selection"],
+                                  selection_epsilon(search.selection_epsilon_, y, 1.0))
