@@ -248,3 +248,25 @@ def test_the_published_law_covers_people_scored_by_their_mean(panel):
                   >= search.pdp_losses_ * (1 - 1e-12))
     np.testing.assert_array_equal(law.statistics(X, y, add=True)["selection"],
                                   selection_epsilon(search.selection_epsilon_, y, 1.0))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
+def test_a_validation_person_moves_the_selection_within_their_bound(panel):
+    """End to end, at the same draws: the person with the last key (whose
+    removal moves no one else's part), when scored, changes the selection's
+    log-probabilities by at most their selection bound, below the budget."""
+    X, y, groups = panel
+    last = groups == groups.max()
+    for seed in range(40):
+        search = _search(refit=False, seed=seed, max_records=3).fit(X, y, groups=groups)
+        if search._parts[last][0] == len(search._part_fits):
+            break
+    else:
+        pytest.fail("the last person was never in the validation part")
+    without = _search(refit=False, seed=seed, max_records=3).fit(
+        X[~last], y[~last], groups=groups[~last])
+    np.testing.assert_array_equal(without._parts, search._parts[~last])
+    moved = np.abs(search._log_proba - without._log_proba).max()
+    bound = search.selection_epsilon_ * ((1 + np.abs(y[last])) ** 2).max() / SENSITIVITY
+    assert 0 < moved <= bound * (1 + 1e-12)
+    assert search.person_losses_[-1] >= bound
