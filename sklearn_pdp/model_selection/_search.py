@@ -155,7 +155,10 @@ class PrivateGridSearchCV(SearchStepsMixin, SearchPrivacyMixin, MetaEstimatorMix
         y_bound)^2 / 4)``, the larger of the candidates' guarantee ``G`` and
         the row's selection bound, plus, with ``refit``, the largest over the
         candidates of their exact per-instance loss of the row on all the
-        data (derivation in :doc:`/mechanisms/tuning`).
+        data (derivation in :doc:`/mechanisms/tuning`). With
+        ``max_records`` the selection scores people by their mean loss, and
+        a row's selection bound is that of one of its person's ``m`` rows
+        (:doc:`/people`).
     pdp_kind_ : str
         ``"bound"``: each of ``pdp_losses_`` is an upper bound (the
         estimator's ``pdp_kind_`` vocabulary).
