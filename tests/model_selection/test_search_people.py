@@ -112,8 +112,11 @@ def test_max_records_makes_the_search_per_person(panel, refit):
     np.testing.assert_allclose(search.person_losses_, full + np.maximum(G, selection),
                                rtol=1e-12)
     assert np.all(search.person_losses_ <= search.dp_epsilon_ * (1 + 1e-12))
-    for fit in [*search._part_fits, *search._full_fits]:
-        assert fit.max_records == 3 and fit.dp_epsilon_ <= G * (1 + 1e-12) + refit
+    for fit in search._part_fits:
+        assert fit.max_records == 3 and fit.dp_epsilon_ <= G * (1 + 1e-12)
+    for fit in search._full_fits:
+        assert fit.max_records == 3
+        assert fit.dp_epsilon_ <= search.epsilon * search.refit_share * (1 + 1e-12)
     # a record's loss (a kept one of a capped person lets the next in): within it too
     assert np.all(search.pdp_losses_ <= search.dp_epsilon_ * (1 + 1e-12))
     other = _search(refit=refit, seed=5, max_records=3).fit(X, y, groups=groups)
