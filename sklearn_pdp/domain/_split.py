@@ -61,14 +61,28 @@ def resolve_stage(estimator, X, y, resolved, rng, keys=None):
     :meth:`~sklearn_pdp.linear_model._base.PrivateRegressorMixin.resolve_bounds`)."""
     epsilon, delta = getattr(estimator, "epsilon", None), estimator.delta
     if tightening_on(estimator):
+        records = person_records(estimator, keys)
         # stack of its warning: plan_release, here, fit, its wrapper, the user
-        release = plan_release(estimator, resolved, X.shape[0], epsilon, delta, stacklevel=5,
-                               split=True)
+        release = plan_release(estimator, resolved, X.shape[0], epsilon / records, delta,
+                               stacklevel=5, split=True)
         if release is not None:
             return SplitStage(release, resolved, X, y, rng, epsilon, delta,
                               tighten_share(estimator), estimator.n_jobs,
-                              estimator_layout(estimator), keys)
+                              estimator_layout(estimator), keys, records)
     return DeclaredStage(resolved, X.shape[0], estimator.n_jobs)
+
+
+def person_records(estimator, keys):
+    """The records of one person the bounds' release covers: the
+    estimator's ``max_records`` where its model calibrates a whole person
+    itself (``_person_sensitivity``) and the rows are split by person, else
+    1. Its quantiles at ``epsilon / k`` a record are the exponential
+    mechanism with rank sensitivity ``k`` at ``epsilon``: ``k`` rows of one
+    person move each rank, and its target ``q n``, by at most ``k``."""
+    k = getattr(estimator, "max_records", None)
+    if keys is None or k is None or not getattr(estimator, "_person_sensitivity", False):
+        return 1
+    return k
 
 
 def row_hash(X, y=None, keys=None):
@@ -161,14 +175,20 @@ class SplitStage:
     keys : array-like of shape (n_samples,), default=None
         Person keys: the rows split by person (:func:`row_hash`), and each
         person's loss is their part's (:meth:`group_losses`).
+    records : int, default=1
+        The records of one person that the guarantee covers
+        (:func:`person_records`): ``bounds_release`` is planned at the
+        whole epsilon over them, and the guarantee counts it that many
+        times (the model's is already per person).
     """
 
     kind = "conditional"
     clips_rows = True  # predictions clip rows to the released bounds
 
     def __init__(self, bounds_release, resolved, X, y, rng, epsilon, delta, share,
-                 n_jobs=None, layout=None, keys=None):
+                 n_jobs=None, layout=None, keys=None, records=1):
         self.share, self.delta, self.n_jobs = share, delta, n_jobs
+        self.records = records
         self.n_samples, self.declared = X.shape[0], resolved
         self.keyed = keys is not None
         part = bounds_part(X, y, share, keys)
@@ -196,14 +216,19 @@ class SplitStage:
 
     def guarantee(self):
         """Parallel composition: the larger epsilon of the two parts, the
-        model's delta (the bounds are pure)."""
+        model's delta (the bounds are pure; over a person's ``records``,
+        group privacy of a pure release: ``records`` times its epsilon)."""
         epsilon, delta = self.release.guarantee
-        return max(self.bounds_release.epsilon, float(epsilon)), delta
+        return max(self._bounds_epsilon(), float(epsilon)), delta
 
     def dp_epsilon(self, delta):
         """The larger of the bounds' pure epsilon and the model's guarantee
         at ``delta``."""
-        return max(self.bounds_release.epsilon, float(self.release.dp_epsilon(delta)))
+        return max(self._bounds_epsilon(), float(self.release.dp_epsilon(delta)))
+
+    def _bounds_epsilon(self):
+        # (a stage pickled before people had a cap covers one record)
+        return getattr(self, "records", 1) * self.bounds_release.epsilon
 
     def group_losses(self, X, y, codes, sizes, add=False, data=None, keys=None):
         """Each group's loss for removing (adding) its rows ``X``, ``y``

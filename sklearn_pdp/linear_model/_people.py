@@ -13,18 +13,19 @@ the estimator's ``delta`` over the stage's guarantee
 (:func:`~sklearn_pdp.utils._people.group_epsilon`), a bound.
 
 With ``max_records=k``, rows beyond a person's first k (in the order given)
-are dropped, and the budget covers a whole person: AdaSSP (on the declared
-bounds) scales its noise to k rows' change (every released sum moves by at
-most k rows' worth, and the centred eigenvalue by at most k times a row's
-bound, a path of single removals); every other fit is calibrated per record
-at ``(epsilon / k, delta / (k e^((k - 1) epsilon / k)))``, which group
-privacy turns into ``(epsilon, delta)`` per person.
+are dropped, and the budget covers a whole person: AdaSSP scales its noise
+to k rows' change (every released sum moves by at most k rows' worth, and
+the centred eigenvalue by at most k times a row's bound, a path of single
+removals), with tightened bounds too (the rows split by person key, the
+bounds' quantiles at rank sensitivity k with the whole epsilon,
+:func:`~sklearn_pdp.domain._split.person_records`); every other fit is
+calibrated per record at ``(epsilon / k, delta / (k e^((k - 1) epsilon /
+k)))``, which group privacy turns into ``(epsilon, delta)`` per person.
 """
 
 import numpy as np
 from sklearn.base import clone
 
-from ..domain._tighten import tightening_on
 from ..utils._arrays import compute
 from ..utils._people import first_records, group_epsilon, person_codes
 
@@ -102,8 +103,10 @@ class People:
         self.sizes = np.minimum(counts, self.cap) if self.cap is not None else counts
         self.n_samples = n_samples
         # the whole person's sensitivity in the release's own calibration
+        # (with tightened bounds too: their release is sized for it,
+        # :func:`~sklearn_pdp.domain._split.person_records`)
         self.exact_cap = self.cap is not None and self.cap > 1 and getattr(
-            estimator, "_person_sensitivity", False) and not tightening_on(estimator)
+            estimator, "_person_sensitivity", False)
 
     def model_rows(self, stage):
         """Boolean mask over the rows given of those the model sees: the

@@ -18,12 +18,22 @@ candidates' noise is released): the larger of
   person, :doc:`/people`), else group privacy over it with the group's
   delta stated (``m`` records: ``m G`` at ``m e^((m - 1) G) delta``);
 - their selection bound: the sum of their records' (each record moves
-  every score in the same direction by at most its own bound);
+  every score in the same direction by at most its own bound); with
+  ``max_records`` the selection scores people, each by the mean loss of
+  their records (:func:`~._selection.person_selection_bounds`), and their
+  bound is that of their record with the largest label reach, at most the
+  selection's epsilon;
 
 plus, with ``refit``, the largest of the refits' person losses (with
 tightened bounds, a bound valid for every released bound: group privacy
 over the refits' guarantee as above), plus with tightened bounds their
 exact joint loss for the bounds' release.
+
+With ``max_records`` every term holds per person, and so does the search's
+``dp_epsilon_`` (the person-level neighbours: a person added brings up to
+``max_records`` records, and the candidates' guarantee for it is taken at
+that many more). The search then releases no bounds itself (its quantiles
+are sized for one record): ``tighten_bounds`` is refused.
 """
 
 from functools import reduce
@@ -31,7 +41,26 @@ from functools import reduce
 import numpy as np
 
 from ..domain._split import bounds_group_epsilon
+from ..domain._tighten import tightening_on
 from ..utils._people import person_codes
+
+
+def search_people(estimator, groups, n_samples):
+    """The search's :class:`SearchPeople` (None: records), checked before
+    any private release: ``max_records`` needs their keys, and with it the
+    search covers whole people, whose bounds' release is not sized for them."""
+    cap = estimator.get_params(deep=False).get("max_records")
+    if cap is not None and groups is None:
+        raise ValueError(
+            f"max_records={cap} caps each person's records, so the search needs to "
+            "know whose records they are: pass the person keys, "
+            "search.fit(X, y, groups=keys), or set max_records=None.")
+    if cap is not None and tightening_on(estimator):
+        raise ValueError(
+            "A search with max_records guarantees epsilon per person, but the bounds "
+            "it would release first (tighten_bounds) are sized for one record; declare "
+            "the bounds and set tighten_bounds=False.")
+    return None if groups is None else SearchPeople(groups, n_samples, cap)
 
 
 class SearchPeople:
@@ -45,10 +74,17 @@ class SearchPeople:
         Number of rows.
     """
 
-    def __init__(self, groups, n_samples):
+    def __init__(self, groups, n_samples, max_records=None):
         self.groups = np.asarray(groups)
         self.ids, self.codes, self.sizes = person_codes(groups, n_samples)
         self.n_people = self.ids.size
+        self.max_records = max_records
+        # with a cap the guarantee is per person, and so is the selection
+        self.scores_people = max_records is not None
+
+    def record_weights(self, rows):
+        """The weight of each of ``rows`` (a mask) in its person's mean loss."""
+        return 1.0 / self.sizes[self.codes[rows]]
 
     def partition(self, rng, n_parts):
         """Each row's part: its person's, drawn uniformly per person."""
@@ -64,7 +100,7 @@ class SearchPeople:
         (``"bound"``), from the fitted ``search``, its ``release`` and the
         candidates' ``guarantee`` over the part sizes (None: no parts)."""
         epsilon, delta = np.zeros(self.n_people), np.zeros(self.n_people)
-        per_person = getattr(search.estimator, "max_records", None) is not None
+        per_person = self.max_records is not None
         if release.full_fits:
             terms = [self._group(est.dp_epsilon_, est.dp_delta_, per_person)
                      if release.tightened else (est.person_losses_, est.person_deltas_)
@@ -73,8 +109,7 @@ class SearchPeople:
             delta += reduce(np.maximum, [t[1] for t in terms])
         if release.part_fits:
             part = self._group(*guarantee, per_person)
-            selection = np.bincount(self.codes, minlength=self.n_people,
-                                    weights=release._selection_bound(y, X.shape[0]))
+            selection = release.person_selection(y, self.codes, self.n_people)
             epsilon += np.maximum(part[0], selection)
             delta += part[1]
         if release.tightened:

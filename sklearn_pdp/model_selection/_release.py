@@ -10,7 +10,14 @@ import numpy as np
 
 from ..domain._stage import charged_loss
 from ..mechanisms._release import Release
-from ._selection import SIZE_SHARE, selection_epsilon, training_guarantee
+from ._selection import (
+    SIZE_SHARE,
+    label_reach,
+    person_selection_bounds,
+    public_person_selection,
+    selection_epsilon,
+    training_guarantee,
+)
 
 
 class SearchRelease(Release):
@@ -63,14 +70,19 @@ class SearchRelease(Release):
         The tightened bounds' release.
     X : ndarray of shape (n_samples, n_features)
         The search's data (for the refits' bounds under tightening).
+    person_codes : ndarray of shape (n_samples,) or None
+        Each row's person where the selection scores people (their mean
+        loss, with ``max_records``), else None.
+    person_records : int or None
+        ``max_records``: a person added brings up to that many records.
     """
 
     needs_gram = False
-    _private = ("part_fits", "full_fits", "box_rows", "bounds_release")
+    _private = ("part_fits", "full_fits", "box_rows", "bounds_release", "person_codes")
 
     def __init__(self, *, scaler, n_samples, n_features, selection, size_failure,
                  part_guarantee, part_fits, full_fits, y_bound, bounds_release, X,
-                 n_people=None):
+                 n_people=None, person_codes=None, person_records=None):
         self.selection = float(selection)
         self.part_fits, self.full_fits = list(part_fits), list(full_fits)
         self.bounds_release = bounds_release
@@ -79,6 +91,7 @@ class SearchRelease(Release):
                          if self.tightened and full_fits else None)
         self.n_features = int(n_features)
         self.n_people = n_people
+        self.person_codes, self.person_records = person_codes, person_records
         self.part_size_failure = float(size_failure)
         self.y_bound = y_bound
         # the scaled label decides the selection bound unless its range was released
@@ -145,22 +158,44 @@ class SearchRelease(Release):
             # (a search pickled before people were kept has none)
             people = getattr(self, "n_people", None)
             people = None if people is None else people + 1
+            records = getattr(self, "person_records", None) or 1
             self._added_part_epsilon = float(training_guarantee(
-                self.part_fits, self.n_samples + 1, self.n_features, self.part_size_failure,
-                people)[0])
+                self.part_fits, self.n_samples + records, self.n_features,
+                self.part_size_failure, people)[0])
         return self._added_part_epsilon
 
-    def _selection_bound(self, y, n_rows):
-        """Each record's selection bound (:func:`selection_epsilon`). With a
-        released label range the scaled label depends on the draw: the
-        worst label's, valid for every release."""
+    def _selection_bound(self, y, n_rows, add=False):
+        """Each record's selection bound: :func:`selection_epsilon`, or for
+        a training record where the selection scores people, that of
+        :func:`person_selection_bounds` (a record added is a person added).
+        With a released label range the scaled label depends on the draw:
+        the worst label's, valid for every release."""
+        codes = getattr(self, "person_codes", None)
+        if codes is not None and not add:
+            return person_selection_bounds(self.selection, self._reach(y, n_rows), codes,
+                                           self.n_people)[0]
         if y is None or self.label_released:
             return np.full(n_rows, self.selection)
         return selection_epsilon(self.selection, y, self.y_bound)
 
+    def _reach(self, y, n_rows):
+        """Each record's largest validation loss (:func:`label_reach`)."""
+        return label_reach(np.zeros(n_rows) if y is None else y, self.y_bound,
+                           y is None or self.label_released)
+
+    def person_selection(self, y, codes, n_people):
+        """Each person's selection bound: their mean loss's reach where the
+        selection scores people, else the sum of their records' bounds
+        (each moves every score the same way)."""
+        if getattr(self, "person_codes", None) is not None:
+            return person_selection_bounds(self.selection, self._reach(y, codes.size), codes,
+                                           n_people)[1]
+        return np.bincount(codes, minlength=n_people,
+                           weights=self._selection_bound(y, codes.size))
+
     def _search_losses(self, y, n_rows, add):
         epsilon = self.added_part_epsilon() if add else self.part_epsilon
-        return np.maximum(epsilon, self._selection_bound(y, n_rows))
+        return np.maximum(epsilon, self._selection_bound(y, n_rows, add))
 
     def _full_fit_losses(self, X, y, add):
         """Per record, the largest of the fits on all the data: their exact
@@ -228,9 +263,15 @@ class SearchRelease(Release):
     # -- the law of a published report (no refit, no tightening) ------------
 
     def statistics(self, Xs, ys, add=False):
-        """Exact statistics: the guarantee that applies and the selection bound."""
+        """The guarantee that applies and the selection bound (exact, or
+        where the selection scores people, from the label alone:
+        :func:`~._selection.public_person_selection`)."""
         # scaled labels lie in [-1, 1]: the selection bound of the label bound 1
         selection = selection_epsilon(self.selection, ys, 1.0) * np.ones(Xs.shape[0])
+        if getattr(self, "person_records", None) is not None and not add:
+            # scored by person: whoever else the record's person holds
+            reach = label_reach(np.zeros(Xs.shape[0]) if ys is None else ys, 1.0, ys is None)
+            selection = public_person_selection(self.selection, reach)
         return {"guarantee": self.added_part_epsilon() if add else self.part_epsilon,
                 "selection": selection}
 

@@ -27,7 +27,7 @@ from ..domain._schema import stage_params
 from ..utils._validation import refuse_fit_params, validate_rows, warn_large_delta
 from ..utils._sklearn import HasMethods, Interval, _fit_context
 from ..exceptions import FallbackWarning
-from ._people import SearchPeople
+from ._people import search_people
 from ._privacy import SearchPrivacyMixin
 from ._selection import (
     SENSITIVITY,
@@ -155,14 +155,18 @@ class PrivateGridSearchCV(SearchStepsMixin, SearchPrivacyMixin, MetaEstimatorMix
         y_bound)^2 / 4)``, the larger of the candidates' guarantee ``G`` and
         the row's selection bound, plus, with ``refit``, the largest over the
         candidates of their exact per-instance loss of the row on all the
-        data (derivation in :doc:`/mechanisms/tuning`).
+        data (derivation in :doc:`/mechanisms/tuning`). With
+        ``max_records`` the selection scores people by their mean loss, and
+        a row's selection bound is that of one of its person's ``m`` rows
+        (:doc:`/people`).
     pdp_kind_ : str
         ``"bound"``: each of ``pdp_losses_`` is an upper bound (the
         estimator's ``pdp_kind_`` vocabulary).
     person_ids_, person_losses_, person_deltas_, person_pdp_kind_ : ndarray, str
         With ``groups``: the distinct keys, each person's bound for all
         their records at their delta (``"bound"``; derivation in
-        :mod:`sklearn_pdp.model_selection._people`).
+        :mod:`sklearn_pdp.model_selection._people`). With the estimator's
+        ``max_records`` each is at most ``dp_epsilon_``.
     pdp_delta_ : float
         The delta of ``pdp_losses_`` and :meth:`pdp_epsilon`: ``dp_delta_``.
     dp_epsilon_ : float
@@ -170,7 +174,13 @@ class PrivateGridSearchCV(SearchStepsMixin, SearchPrivacyMixin, MetaEstimatorMix
         when the search sets the budgets: ``max(selection_epsilon_, G)``
         with ``G`` the largest candidate ``dp_guarantee`` over the part sizes
         (at the upper end of the size range, see Notes), plus, with
-        ``refit``, the largest candidate guarantee on all the data.
+        ``refit``, the largest candidate guarantee on all the data. Per
+        record; with ``groups`` and the estimator's ``max_records``, per
+        person (adding or removing all of a person's records): the parts
+        split by person, every fit is per person, and the selection scores
+        each validation person by the mean loss of their records, which one
+        person moves by at most the sensitivity of one record
+        (:doc:`/people`).
     dp_delta_ : float
         Its delta, at most ``delta``: the candidates' largest delta plus
         ``SIZE_SHARE`` of the search's delta for the part sizes (the
@@ -319,7 +329,7 @@ class PrivateGridSearchCV(SearchStepsMixin, SearchPrivacyMixin, MetaEstimatorMix
         self._check_estimator()
         # the shared validation: its errors point the way (a text column)
         X, y = validate_rows(self, X, y, reset=True)
-        self._people = None if groups is None else SearchPeople(groups, X.shape[0])
+        self._people = search_people(self.estimator, groups, X.shape[0])
         warn_large_delta(self.delta, X.shape[0], stacklevel=3)
         root = self._root_seed()
         grid, estimators = self._candidates(self._common_params(X, y, root))
@@ -405,6 +415,10 @@ class PrivateGridSearchCV(SearchStepsMixin, SearchPrivacyMixin, MetaEstimatorMix
                     f"param_grid may not set {reserved}: the search sets them on "
                     "every candidate."
                 )
+            if "max_records" in params:
+                raise ValueError(
+                    "param_grid may not set max_records: it decides the unit the "
+                    "search's guarantee covers, set it on the estimator.")
         estimators = [
             clone(self.estimator).set_params(**{**common, **params}) for params in grid
         ]

@@ -85,6 +85,52 @@ def selection_epsilon(epsilon, y, y_bound):
     return epsilon * (1.0 + magnitude) ** 2 / SENSITIVITY
 
 
+def label_reach(y, y_bound, released=False):
+    """Each record's largest validation loss ``(1 + |y - m| / h)^2`` in units
+    of ``h**2`` (:func:`selection_epsilon` times :data:`SENSITIVITY` over
+    epsilon); :data:`SENSITIVITY` for every record where the label range
+    was released (the scaled label depends on the draw)."""
+    if released:
+        return np.full(np.shape(y), SENSITIVITY)
+    return selection_epsilon(SENSITIVITY, y, y_bound)
+
+
+def person_selection_bounds(epsilon, reach, codes, n_people):
+    """The selection's bounds when it scores people (their records' mean
+    loss): each record's and each person's.
+
+    A person's mean lies in ``[0, max reach]``, and adding them adds it to
+    every score: ``epsilon * max reach / SENSITIVITY``. Removing one record
+    ``j`` of a person with ``m`` records moves every score by
+    ``(mean of the others - loss_j) / m``, in ``[-reach_j / m, A_j / m]``
+    with ``A_j`` the largest reach of the others (0 alone): the exponential
+    mechanism's loss is at most ``epsilon (A_j + reach_j) / (m SENSITIVITY)``,
+    at most ``epsilon``.
+    """
+    sizes = np.bincount(codes, minlength=n_people)
+    order = np.lexsort((-reach, codes))  # each person's records, largest reach first
+    first = np.ones(codes.size, dtype=bool)
+    first[1:] = codes[order[1:]] != codes[order[:-1]]
+    top = np.zeros(n_people)
+    top[codes[order[first]]] = reach[order[first]]
+    second = np.zeros(n_people)
+    after = np.flatnonzero(first[:-1] & ~first[1:]) + 1  # second of a person
+    second[codes[order[after]]] = reach[order[after]]
+    is_top = np.zeros(codes.size, dtype=bool)
+    is_top[order[first]] = True
+    others = np.where(is_top, second[codes], top[codes])
+    records = epsilon * (others + reach) / (sizes[codes] * SENSITIVITY)
+    return records, epsilon * top / SENSITIVITY
+
+
+def public_person_selection(epsilon, reach):
+    """A record's selection bound from its label alone, whoever it shares a
+    person with: :func:`person_selection_bounds` at its largest,
+    ``epsilon (SENSITIVITY + reach) / (2 SENSITIVITY)`` (two records), which
+    covers a person's only record's ``epsilon reach / SENSITIVITY``."""
+    return epsilon * (SENSITIVITY + reach) / (2 * SENSITIVITY)
+
+
 def validation_losses(estimator, X, y, y_bound):
     """Each record's squared error of clipped predictions, in units of h**2.
 

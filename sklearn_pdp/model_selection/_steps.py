@@ -69,6 +69,9 @@ class SearchStepsMixin:
             )
         else:  # no validation rows: every score is 0, a uniform choice
             losses = np.zeros((0, m))
+        if self._people is not None and self._people.scores_people:
+            # each person's mean loss: one person moves a score by SENSITIVITY
+            losses = losses * self._people.record_weights(val)[:, None]
         return fitted, losses.sum(axis=0)
 
     def _refit(self, estimators, seed, X, y):
@@ -92,6 +95,9 @@ class SearchStepsMixin:
             size_failure=self._size_failure(), part_guarantee=guarantee,
             part_fits=self._part_fits, full_fits=self._full_fits, y_bound=self.y_bound_,
             bounds_release=getattr(self, "bounds_release_", None), X=X,
+            person_codes=(self._people.codes if self._people is not None
+                          and self._people.scores_people else None),
+            person_records=getattr(self._people, "max_records", None),
         )
         self.dp_epsilon_, self.dp_delta_ = release.guarantee
         self.pdp_delta_ = self.dp_delta_

@@ -88,8 +88,9 @@ max_records : int, default=None
     A public cap on each person's records, with ``fit(X, y, groups=keys)``
     (an error without ``groups``): rows beyond a person's first
     ``max_records`` in the order given are dropped (a public rule), and
-    ``dp_epsilon_`` holds for adding or removing a whole person. AdaSSP on
-    the declared bounds sizes its noise for ``max_records`` rows' change;
+    ``dp_epsilon_`` holds for adding or removing a whole person. AdaSSP
+    sizes its noise for ``max_records`` rows' change (with
+    ``tighten_bounds``, its bounds' quantiles too: rank sensitivity k);
     the other fits are calibrated per record at ``(epsilon / k, delta /
     (k e^((k - 1) epsilon / k)))``, which group privacy turns into
     ``(epsilon, delta)`` per person (:doc:`/people`). None: a guarantee

@@ -269,3 +269,57 @@ def test_dask_split_by_person_is_the_in_memory_one():
     assert np.array_equal(np.asarray(lazy.model_rows_), mem.model_rows_)
     np.testing.assert_allclose(lazy.person_losses_, mem.person_losses_, rtol=1e-10)
     np.testing.assert_allclose(lazy.pdp_losses_.compute(), mem.pdp_losses_, rtol=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
+def test_max_records_sizes_the_bounds_for_a_person_and_the_model_per_person():
+    """AdaSSP with max_records=k and tightening, split by person: the
+    bounds' quantiles at epsilon / k a record (rank sensitivity k at the
+    whole epsilon), the model calibrated for k records at the whole
+    (epsilon, delta) as on declared bounds: per person, each person's exact
+    loss (given the released bounds) at most the guarantee; the group path
+    over epsilon / k is what the other estimators keep."""
+    X, y, bounds, y_bound, groups = _panel(4000, seed=4)  # enough for slopes
+    k = 4
+    params = dict(epsilon=1.0, delta=1e-6, bounds_X=bounds, y_bound=y_bound,
+                  tighten_bounds=True, max_records=k)
+    fits = [AdaSSPRegressor(**params, random_state=seed).fit(X, y, groups=groups)
+            for seed in (0, 1)]
+    est = fits[0]
+    rel = est.bounds_release_
+    assert rel.epsilon == pytest.approx(1.0 / k)
+    assert (est.dp_epsilon_, est.dp_delta_) == (1.0, 1e-6)
+    assert (est.model_epsilon_, est.model_delta_) == (1.0, 1e-6)
+    assert est.person_pdp_kind_ == "conditional" and np.any(est.coef_)
+    assert np.all(est.person_losses_ <= est.dp_epsilon_ * (1 + 1e-12))
+    # a bounds-part person with k records: their exact joint loss, within
+    # k times a record's epsilon; the same for every draw
+    codes = np.searchsorted(est.person_ids_, groups)
+    sizes = np.minimum(np.bincount(codes), k)
+    in_bounds = _key_parts(groups)
+    full = np.flatnonzero(in_bounds & (sizes == k))[:2]
+    assert full.size == 2
+    first = np.zeros(groups.size, dtype=bool)  # each person's first k rows
+    for code in np.unique(codes):
+        first[np.flatnonzero(codes == code)[:k]] = True
+    part = first & ~est.model_rows_
+    for p in full:
+        keep = part & (codes != p)
+        without = BoundsRelease(None, bounds, y_bound, 0.1 * first.sum(), 1.0 / k).fit(
+            X[keep], y[keep])
+        L = without.log_proba() - rel.log_proba()
+        joint = max(L.max(axis=1).sum(), (-L).max(axis=1).sum())
+        assert est.person_losses_[p] == pytest.approx(joint, rel=1e-12)
+        assert joint <= k * rel.epsilon * (1 + 1e-12)
+    np.testing.assert_array_equal(fits[1].person_losses_[in_bounds],
+                                  est.person_losses_[in_bounds])
+    # the model part: the estimator declared at the released bounds, capped
+    ref = AdaSSPRegressor(epsilon=1.0, delta=1e-6, bounds_X=est.bounds_X_,
+                          y_bound=est.y_bound_, max_records=k, random_state=0).fit(
+        X[first & est.model_rows_], y[first & est.model_rows_],
+        groups=groups[first & est.model_rows_])
+    np.testing.assert_allclose(est.person_losses_[~in_bounds], ref.person_losses_,
+                               rtol=1e-10)
+    # other estimators keep group privacy over the per-record calibration
+    ops = OPSRegressor(**params, random_state=0).fit(X, y, groups=groups)
+    assert ops.person_pdp_kind_ == "bound" and ops.model_epsilon_ < 1.0 / k * 1.01
