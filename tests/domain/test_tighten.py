@@ -22,6 +22,7 @@ from sklearn_pdp.domain._split import bounds_part
 from sklearn_pdp.domain._tighten import (BoundsRelease, plan_release, released_bounds,
                                          remaining_epsilon)
 from sklearn_pdp.domain._stage import added_guarantee, box_rows, bounded_loss, charged_loss
+from sklearn_pdp.domain import _tighten
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 from ..conftest import audit_if_slow
@@ -100,18 +101,22 @@ def _refit_log_ratio(release, full, X, y, new_x, new_y, i):
 
 
 @pytest.mark.parametrize("add", [False, True])
-def test_release_row_epsilon_matches_brute_force_refits(add):
-    """The whole bounds release (data_norm: one quantile; y: two) against
-    the exact joint log-ratio of its outputs, refitted with and without the
-    row, over the product of the three grids."""
+def test_release_row_epsilon_matches_brute_force_refits(add, monkeypatch):
+    """The whole bounds release (data_norm: one quantile; y: four, each end
+    and its inner quantile) against the exact joint log-ratio of its
+    outputs, refitted with and without the row, over the product of the
+    five grids (a coarse public grid, so that the product stays small)."""
+    grid = np.unique(np.concatenate([np.geomspace(1e-2, 1.0, 8), np.linspace(0, 1, 5)[1:]]))
+    monkeypatch.setattr(_tighten, "_GRID", grid)
+    monkeypatch.setattr(_tighten, "_GRID_POINTS", grid.size)
     X, y, _, y_bound = _table(60)
-    n, eps = X.shape[0], 3.0
+    n, eps = X.shape[0], 15.0
 
     def release(Xr, yr):
         return BoundsRelease(70.0, None, y_bound, n, eps).fit(Xr, yr)
 
     full = release(X, y)
-    assert full.n_quantiles == 3 and full.epsilon == pytest.approx(eps)
+    assert full.n_quantiles == 5 and full.epsilon == pytest.approx(eps)
     rows = range(5)
     if add:
         new_X, new_y = X[:5] * 1.3, np.array([-60.0, -3.0, 0.0, 7.0, 59.0])
@@ -122,8 +127,9 @@ def test_release_row_epsilon_matches_brute_force_refits(add):
     for i in rows:
         L_parts = _refit_log_ratio(release, full, X, y, new_X[i] if add else None,
                                    new_y[i] if add else None, i)
-        joint = (L_parts[0][:, None, None] + L_parts[1][None, :, None]
-                 + L_parts[2][None, None, :])
+        joint = np.zeros(())
+        for part in L_parts:
+            joint = np.add.outer(joint, part)
         assert got[i] == pytest.approx(np.abs(joint).max(), rel=1e-12)
         if add:  # the worst label is at least the actual one's, and attained
             labels = np.linspace(-60, 60, 2001)
@@ -161,7 +167,7 @@ def _fit(cls=AdaSSPRegressor, n=3000, eps=1.0, **params):
 
 
 def test_adassp_tightened_accounting_and_predictions():
-    est, X, y = _fit(random_state=0)
+    est, X, y = _fit(eps=5.0, random_state=0)
     rel = est.bounds_release_
     # two quantiles for each range but the indicator column's, two for y
     assert rel.n_quantiles == 6
@@ -221,9 +227,9 @@ def test_every_estimator_tightens_within_the_budget(cls):
 
 def test_data_norm_is_tightened_by_one_norm_quantile():
     X, y, _, y_bound = _table(5000)
-    est = AdaSSPRegressor(epsilon=1.0, data_norm=200.0, y_bound=y_bound,
+    est = AdaSSPRegressor(epsilon=2.0, data_norm=200.0, y_bound=y_bound,
                           tighten_bounds=True, random_state=0).fit(X, y)
-    assert est.bounds_release_.n_quantiles == 3
+    assert est.bounds_release_.n_quantiles == 5
     assert est.data_norm_ < 200.0 and est.bounds_X_ is None
     far = np.array([[300.0, 0.0, 0.0]])
     assert np.allclose(est.predict(far), [est.data_norm_ * est.coef_[0] + est.intercept_])
@@ -297,15 +303,15 @@ def test_search_tightens_once_inside_its_budget(cls, grid, refit):
     for every released bound."""
     X, y, bounds, y_bound = _table(6000)
     est = cls(bounds_X=bounds, y_bound=y_bound, tighten_bounds=True)
-    searches = [PrivateGridSearchCV(est, grid, epsilon=1.0, refit=refit,
+    searches = [PrivateGridSearchCV(est, grid, epsilon=3.0, refit=refit,
                                     random_state=seed).fit(X, y) for seed in (0, 3)]
     search = searches[0]
     rel = search.bounds_release_
-    assert search.bounds_epsilon_ == pytest.approx(0.1) == rel.epsilon
-    assert search.dp_epsilon_ <= 1.0 and search.dp_delta_ <= 1e-6
+    assert search.bounds_epsilon_ == pytest.approx(0.3) == rel.epsilon
+    assert search.dp_epsilon_ <= 3.0 and search.dp_delta_ <= 1e-6
     assert search.declared_bounds_[1][1][0] == 60.0 and search.bounds_X_[1][0] < 30.0
     # the rest of the budget, split between the search and the refit
-    rest = 0.9 * (0.5 if refit else 1.0)
+    rest = 2.7 * (0.5 if refit else 1.0)
     fits = [*search._part_fits, *search._full_fits]
     for fit in fits:
         assert fit.tighten_bounds is False and not hasattr(fit, "bounds_release_")
@@ -382,7 +388,8 @@ def test_search_auto_on_little_data_is_the_plain_search():
     search = runs[1].set_params(estimator=AdaSSPRegressor(
         bounds_X=bounds, y_bound=y_bound, tighten_bounds=True), epsilon=20.0).fit(X, y)
     assert hasattr(search, "bounds_release_") and search.dp_epsilon_ <= 20.0
-    search.set_params(estimator=AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound)).fit(X, y)
+    search.set_params(estimator=AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound,
+                                                tighten_bounds=False)).fit(X, y)
     assert not hasattr(search, "bounds_release_")
     assert search.bounds_X_[1][0] == 60.0
 
@@ -396,12 +403,12 @@ def test_search_tightens_data_norm_and_chooses_without_data(tighten_any_size):
     X, y, bounds, y_bound = _table(6000)
     searches = [PrivateGridSearchCV(
         AdaSSPRegressor(data_norm=200.0, y_bound=y_bound, tighten_bounds=True),
-        {"budget_split": [None]}, epsilon=1.0, random_state=seed).fit(X, y) for seed in (0, 1)]
+        {"budget_split": [None]}, epsilon=2.0, random_state=seed).fit(X, y) for seed in (0, 1)]
     search = searches[0]
-    assert search.bounds_release_.source == ["norm", "y", "y"]
+    assert search.bounds_release_.source == ["norm"] + ["y"] * 4
     assert search.data_norm_ < 200.0 and search.bounds_X_ is None
     assert search.best_estimator_.data_norm_ == search.data_norm_
-    assert search.dp_epsilon_ <= 1.0 and search.dp_delta_ <= 1e-6
+    assert search.dp_epsilon_ <= 2.0 and search.dp_delta_ <= 1e-6
     assert np.array_equal(searches[1].pdp_losses_, search.pdp_losses_)
     # a grid that tightens again inside the fits: each such refit charges
     # its own guarantee (its bounds are not the search's)
@@ -488,6 +495,8 @@ def test_command_line_reports_the_released_bounds(tmp_path, capsys):
     assert main([*common, "--tighten-bounds", "auto", "--tighten-share", "0.2"]) == 0
     assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"]["epsilon"] == pytest.approx(2.0)
     assert main(common) == 0
+    assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"] is not None
+    assert main([*common, "--tighten-bounds", "no"]) == 0
     assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"] is None
 
 
@@ -623,7 +632,8 @@ def test_published_report_of_a_tightened_search_is_its_guarantee(cls, grid, refi
     assert caps[0] == caps[1]
     # without tightening, a refit still cannot be published (its unreleased fits)
     if refit:
-        plain = PrivateGridSearchCV(cls(**declared), grid, epsilon=1.0, random_state=0)
+        plain = PrivateGridSearchCV(cls(tighten_bounds=False, **declared), grid, epsilon=1.0,
+                                    random_state=0)
         with pytest.raises(NotImplementedError, match="refit=True"):
             PDPReport(plain, publish_epsilon=0.2).fit(X, y)
 
@@ -643,7 +653,8 @@ def test_ledger_records_a_published_tightened_fit():
     assert np.allclose(ledger.epsilon(np.arange(3000), 1e-6), report.pdp_losses_, rtol=1e-9)
     assert np.allclose(ledger.epsilon(["a", "b", "c"], 1e-6),
                        report.estimator_.pdp_epsilon(absent), rtol=1e-9)
-    spent = PDPReport(AdaSSPRegressor(epsilon=1.0, random_state=0, **declared),
+    spent = PDPReport(AdaSSPRegressor(epsilon=1.0, tighten_bounds=False, random_state=0,
+                                      **declared),
                       publish_epsilon=0.2, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="absent_X"):
         PrivacyLedger().record(spent, np.arange(3000), absent=["a"], absent_X=absent[:1])
@@ -752,54 +763,35 @@ def test_adassp_model_part_bounds_every_plausible_release(declare):
 
 
 def _assemble(rel, ends):
-    """The bounds a draw of these ends releases (as ``BoundsRelease.draw``)."""
+    """The bounds a draw of these quantiles releases (as ``BoundsRelease.draw``:
+    the label's ends extrapolated from its inner quantiles)."""
+    distances = rel.sign * (ends - rel.origin)
+    ends = rel.origin + rel.sign * rel._extrapolated(distances, distances)
     data_norm, bounds_X, y_bound = rel.declared
     if bounds_X is not None:
         lower, upper = (b.copy() for b in bounds_X)
-        for k in range(0, rel.n_quantiles - 2, 2):
-            j = rel.source[k]
-            lower[j], upper[j] = sorted((ends[k], ends[k + 1]))
+        for k in range(0, rel.n_quantiles, 2):
+            if rel.source[k] != "y":
+                j = rel.source[k]
+                lower[j], upper[j] = sorted((ends[k], ends[k + 1]))
         bounds_X = (lower, upper)
     elif data_norm is not None:
         data_norm = float(ends[0])
-    return data_norm, bounds_X, tuple(sorted(ends[-2:]))
+    # a label range the release keeps declared is None here
+    return data_norm, bounds_X, None if y_bound is None else tuple(sorted(ends[-2:]))
 
 
 def _wide_table(n, seed=0):
-    """Five loose measurement ranges and an indicator: 12 quantiles for the
-    per-range design (its rule needs n epsilon >= 2098 at the default
-    share), 2 for the label alone (n epsilon >= 999)."""
+    """24 loose measurement ranges and an indicator: 48 feature quantiles,
+    too many for the per-range rule below n epsilon of about 8500 at the
+    default share, while the label's four alone have its uncapped level
+    from n epsilon of about 7000."""
     rng = np.random.RandomState(seed)
-    X = np.column_stack([np.minimum(2 * rng.lognormal(0, 0.8, (n, 3)), 59),
-                         rng.normal(50, 10, (n, 2)), rng.randint(0, 2, n)])
-    y = X @ np.array([0.5, -0.3, 0.2, 0.1, -0.1, 2.0]) + rng.randn(n)
-    bounds = (np.zeros(6), np.array([60.0, 60.0, 60.0, 100.0, 100.0, 1.0]))
+    X = np.column_stack([np.minimum(2 * rng.lognormal(0, 0.8, (n, 24)), 59),
+                         rng.randint(0, 2, n)])
+    y = X @ np.r_[np.linspace(-0.5, 0.5, 24), 2.0] + rng.randn(n)
+    bounds = (np.zeros(25), np.r_[np.full(24, 60.0), 1.0])
     return X, y, bounds, (-100.0, 100.0)
-
-
-@pytest.mark.parametrize("add", [False, True])
-def test_label_alone_row_epsilon_matches_brute_force_refits(add):
-    """The label's two quantiles released alone: each row's exact loss
-    against the joint log-ratio over the product of the two grids, refitted
-    with and without the row (the features do not enter)."""
-    X, y, bounds, y_bound = _wide_table(50)
-    n, eps = X.shape[0], 2.0
-
-    def release(Xr, yr):
-        return BoundsRelease(None, None, y_bound, n, eps).fit(Xr, yr)
-
-    full = release(X, y)
-    assert full.source == ["y", "y"] and full.epsilon == pytest.approx(eps)
-    new_X, new_y = X[:4] * 3.0, np.array([-100.0, -2.0, 5.0, 99.0])
-    got = full.row_epsilon(new_X, new_y, add=True) if add else full.row_epsilon(X[:4], y[:4])
-    for i in range(4):
-        L = _refit_log_ratio(release, full, X, y, new_X[i] if add else None,
-                             new_y[i] if add else None, i)
-        joint = L[0][:, None] + L[1][None, :]
-        assert got[i] == pytest.approx(np.abs(joint).max(), rel=1e-12)
-    # the same row with another feature vector: the same loss
-    moved = full.row_epsilon(X[:4] * 0.5 + 1.0, y[:4], add=add)
-    assert np.array_equal(moved, full.row_epsilon(X[:4], y[:4], add=add))
 
 
 @MEAN_RELEASED
@@ -810,7 +802,7 @@ def test_label_alone_where_the_ranges_are_too_many():
     losses and the guarantee are the same for every random_state."""
     X, y, bounds, y_bound = _wide_table(2000)
     params = dict(bounds_X=bounds, y_bound=y_bound, random_state=0)
-    est = AdaSSPRegressor(epsilon=0.75, tighten_bounds="auto", **params).fit(X, y)
+    est = AdaSSPRegressor(epsilon=2.0, tighten_bounds="auto", **params).fit(X, y)
     rel = est.bounds_release_
     assert rel.source == ["y", "y"] and rel.epsilon == pytest.approx(0.75)
     assert not est.mean_only_
@@ -830,14 +822,15 @@ def test_label_alone_where_the_ranges_are_too_many():
     far = X[:5] * 10.0
     assert np.allclose(est.predict(far), np.clip(far, *bounds) @ est.coef_ + est.intercept_)
     with pytest.warns(BoundsWarning, match="only the label's range is tightened"):
-        forced = AdaSSPRegressor(epsilon=0.75, tighten_bounds=True, **params).fit(X, y)
+        forced = AdaSSPRegressor(epsilon=2.0, tighten_bounds=True, **params).fit(X, y)
     assert np.array_equal(forced.pdp_losses_, est.pdp_losses_)
-    # enough rows for every range: the per-range design
-    assert AdaSSPRegressor(epsilon=1.1, tighten_bounds="auto", **params).fit(
-        X, y).bounds_release_.n_quantiles == 12
+    # enough rows for every range: the per-range design, the label's level
+    # capped there: it keeps its declared range
+    wide = AdaSSPRegressor(epsilon=2.5, tighten_bounds="auto", **params).fit(X, y)
+    assert wide.bounds_release_.n_quantiles == 48 and wide.y_bound_ == y_bound
     # too few for the label's rule too: nothing is tightened
-    small = AdaSSPRegressor(epsilon=0.45, tighten_bounds="auto", **params).fit(X, y)
-    assert not hasattr(small, "bounds_release_") and small.dp_epsilon_ == 0.45
+    small = AdaSSPRegressor(epsilon=1.5, tighten_bounds="auto", **params).fit(X, y)
+    assert not hasattr(small, "bounds_release_") and small.dp_epsilon_ == 1.5
     # every estimator: within the budget, its model part its guarantee
     ops = OPSRegressor(epsilon=0.75, tighten_bounds="auto", **params).fit(X, y)
     assert ops.bounds_release_.source == ["y", "y"] and ops.dp_epsilon_ <= 0.75
@@ -862,7 +855,7 @@ def test_label_alone_adassp_model_part_bounds_every_plausible_release():
     charged_worst = charge(targets, None, add=True)
     ends = rel.origin[:, None] + rel.sign[:, None] * rel.grid
     inside = [np.flatnonzero((ends[k] >= ranges[k, 0]) & (ends[k] <= ranges[k, 1]))
-              for k in range(2)]
+              for k in range(4)]
     rng = np.random.RandomState(0)
     picks = [(inside[0][0], inside[1][-1]), (inside[0][-1], inside[1][0])] + [
         (rng.choice(inside[0]), rng.choice(inside[1])) for _ in range(3)]
@@ -881,18 +874,18 @@ def test_search_and_dask_release_the_label_alone():
     """A private search tightens the label alone once, before the parts, on
     the rule's band; Dask input gives the same counts and losses."""
     da = pytest.importorskip("dask.array")
-    X, y, bounds, y_bound = _wide_table(2000)
+    X, y, bounds, y_bound = _wide_table(4000)
     est = AdaSSPRegressor(bounds_X=bounds, y_bound=y_bound, tighten_bounds="auto")
-    searches = [PrivateGridSearchCV(est, {"fit_intercept": [True, False]}, epsilon=0.75,
+    searches = [PrivateGridSearchCV(est, {"fit_intercept": [True, False]}, epsilon=2.0,
                                     random_state=seed).fit(X, y) for seed in (0, 4)]
     search = searches[0]
-    assert search.bounds_release_.source == ["y", "y"]
+    assert search.bounds_release_.source == ["y"] * 4
     assert np.array_equal(search.bounds_X_[1], bounds[1])
     assert search.best_estimator_.y_bound_ == search.y_bound_ != y_bound
-    assert search.dp_epsilon_ <= 0.75 and search.dp_delta_ <= 1e-6
+    assert search.dp_epsilon_ <= 2.0 and search.dp_delta_ <= 1e-6
     assert np.all(search.pdp_losses_ <= search.dp_epsilon_ + 1e-12)
     assert np.array_equal(searches[1].pdp_losses_, search.pdp_losses_)
-    params = dict(epsilon=0.75, bounds_X=bounds, y_bound=y_bound, tighten_bounds="auto",
+    params = dict(epsilon=2.0, bounds_X=bounds, y_bound=y_bound, tighten_bounds="auto",
                   random_state=0)
     mem = AdaSSPRegressor(**params).fit(X, y)
     lazy = AdaSSPRegressor(**params).fit(da.from_array(X, chunks=500),
