@@ -118,8 +118,8 @@ def _parser():
         help="release tighter bounds than the declared ones first, from a public "
              "share of the rows (chosen by a hash of each row) with the whole "
              "budget, the model fitted on the other rows, where the data suffice "
-             "(a public rule; 'yes' warns where they do not, 'auto', the default, "
-             "is silent; 'no' fits on the declared bounds with exact per-instance "
+             "(a public rule; 'yes' warns where they do not, 'auto' is silent; "
+             "'no', the default, fits on the declared bounds with exact per-instance "
              "losses); the released bounds are reported",
     )
     bounds.add_argument("--tighten-share", type=float, metavar="SHARE",

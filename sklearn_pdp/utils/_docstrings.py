@@ -45,7 +45,7 @@ schema : Schema, default=None
     column takes one share of the row norm whatever its number of
     categories (:doc:`/preprocessing`).""",
     "tighten": """\
-tighten_bounds : bool or "auto", default="auto"
+tighten_bounds : bool or "auto", default=False
     Release tighter bounds before the model, from the rows of a public
     share ``tighten_share`` (each row's part a public hash of its content,
     so adding or removing a row moves no other): two private quantiles
@@ -64,9 +64,9 @@ tighten_bounds : bool or "auto", default="auto"
     quantile's epsilon times the rows it is released from is at least
     4 log(79) (a public rule); elsewhere the model takes the declared
     bounds and the whole budget, silently with "auto", with a
-    ``BoundsWarning`` saying why with True. False fits on the declared
-    bounds with the whole budget (exact per-instance losses where the
-    mechanism has them). True needs an epsilon budget ("auto" does not
+    ``BoundsWarning`` saying why with True. False, the default, fits on
+    the declared bounds with the whole budget (exact per-instance losses
+    where the mechanism has them). True needs an epsilon budget ("auto" does not
     tighten without one).
 tighten_share : float in (0, 1), default=None
     Share of the rows the bounds are released from; None means 0.1.""",
