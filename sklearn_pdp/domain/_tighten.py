@@ -194,7 +194,12 @@ class BoundsRelease:
         A released lower end above the released upper one (only when the
         column's values are nearly constant) is swapped with it.
         """
-        picked = self.grid[np.arange(self.n_quantiles), select(self.log_proba(), rng)]
+        return self.assemble(self.grid[np.arange(self.n_quantiles),
+                                       select(self.log_proba(), rng)])
+
+    def assemble(self, picked):
+        """The released bounds of the quantiles' released distances
+        ``picked`` (one grid point each; the label's ends extrapolated)."""
         ends = self.origin + self.sign * self._extrapolated(picked, picked)
         data_norm, bounds_X, y_bound = self.declared
         if bounds_X is not None:

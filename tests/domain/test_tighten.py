@@ -169,11 +169,12 @@ def _fit(cls=AdaSSPRegressor, n=3000, eps=1.0, **params):
 def test_adassp_tightened_accounting_and_predictions():
     est, X, y = _fit(eps=5.0, random_state=0)
     rel = est.bounds_release_
-    # two quantiles for each range but the indicator column's, two for y
-    assert rel.n_quantiles == 6
-    assert est.dp_epsilon_ <= 1.0
+    # two quantiles for each range but the indicator column's, four for y
+    # (each end and its inner quantile: uncapped at epsilon 5 on 300 rows)
+    assert rel.n_quantiles == 8
+    assert est.dp_epsilon_ <= 5.0
     assert est.dp_epsilon_ == max(est.bounds_epsilon_, est.model_epsilon_)
-    assert est.bounds_epsilon_ == pytest.approx(1.0)
+    assert est.bounds_epsilon_ == pytest.approx(5.0)
     assert est.declared_bounds_[1][1][0] == 60.0
     lower, upper = est.bounds_X_
     assert lower[2] == 0.0 and upper[2] == 1.0  # the indicator column is left alone
@@ -205,11 +206,11 @@ def test_tightening_improves_a_heavy_tailed_fit():
     X, y, bounds, y_bound = _table(20000)
     Xte, yte, *_ = _table(5000, seed=1)
     mse = {}
-    for tighten in (False, True):
-        est = AdaSSPRegressor(epsilon=1.0, bounds_X=bounds, y_bound=y_bound,
-                              tighten_bounds=tighten, random_state=0).fit(X, y)
-        mse[tighten] = np.mean((est.predict(Xte) - yte) ** 2)
-    assert mse[True] < 0.9 * mse[False]  # measured 1.39 against 1.72
+    for tighten in (False, True):  # mean over four draws: one varies by 15%
+        mse[tighten] = np.mean([np.mean((AdaSSPRegressor(
+            epsilon=1.0, bounds_X=bounds, y_bound=y_bound, tighten_bounds=tighten,
+            random_state=seed).fit(X, y).predict(Xte) - yte) ** 2) for seed in range(4)])
+    assert mse[True] < 0.9 * mse[False]  # measured 1.45 against 1.72
 
 
 @pytest.mark.parametrize("cls", [cls for name, cls in REGRESSORS.items() if name != "adassp"])
@@ -494,8 +495,6 @@ def test_command_line_reports_the_released_bounds(tmp_path, capsys):
     assert report["publishable"]["dp_epsilon"] <= 2.0
     assert main([*common, "--tighten-bounds", "auto", "--tighten-share", "0.2"]) == 0
     assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"]["epsilon"] == pytest.approx(2.0)
-    assert main(common) == 0
-    assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"] is not None
     assert main([*common, "--tighten-bounds", "no"]) == 0
     assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"] is None
 
@@ -707,10 +706,10 @@ class _SearchCharge:
 
     def __init__(self, X, y, epsilon, delta=1e-6, **declared):
         est = AdaSSPRegressor(epsilon=epsilon, delta=delta, tighten_bounds=True, **declared)
-        self.rel = plan_release(est, est.resolve_bounds(X, y), X.shape[0], epsilon, delta)
+        self.resolved = est.resolve_bounds(X, y)
+        self.rel = plan_release(est, self.resolved, X.shape[0], epsilon, delta)
         self.rel.fit(X, y)
-        released = released_bounds(self.rel.draw(np.random.default_rng(0)),
-                                   est.resolve_bounds(X, y))
+        released = released_bounds(self.rel.draw(np.random.default_rng(0)), self.resolved)
         self.delta = delta - self.rel.event_
         self.model = AdaSSPRegressor(epsilon=remaining_epsilon(epsilon, self.rel.epsilon),
                                      delta=self.delta, random_state=0, **released).fit(X, y)
@@ -748,11 +747,12 @@ def test_adassp_model_part_bounds_every_plausible_release(declare):
         pick = []
         for k in range(rel.n_quantiles):
             inside = np.flatnonzero((ends[k] >= ranges[k, 0]) & (ends[k] <= ranges[k, 1]))
-            side = (trial + (rel.sign[k] < 0)) % 2 if trial < 2 else rng.randint(2)
+            # (a label end extrapolated from its inner quantile: that one at its far side)
+            side = (trial + (rel.sign[k] < 0) + rel.inner[k]) % 2 if trial < 2 else rng.randint(2)
             pick.append(ends[k, inside[0 if side == 0 else -1]] if trial < 2
                         else ends[k, rng.choice(inside)])
         pick = np.array(pick)
-        data_norm, bounds_X, y_b = _assemble(rel, pick)
+        data_norm, bounds_X, y_b = _assemble(rel, pick, charge.resolved)
         model = AdaSSPRegressor(epsilon=model_epsilon, delta=1e-6 - rel.event_,
                                 y_bound=y_b, data_norm=data_norm, bounds_X=bounds_X,
                                 random_state=0).fit(X, y)
@@ -762,23 +762,9 @@ def test_adassp_model_part_bounds_every_plausible_release(declare):
         assert np.all(model.pdp_epsilon(targets) <= charged_worst + 1e-9)
 
 
-def _assemble(rel, ends):
-    """The bounds a draw of these quantiles releases (as ``BoundsRelease.draw``:
-    the label's ends extrapolated from its inner quantiles)."""
-    distances = rel.sign * (ends - rel.origin)
-    ends = rel.origin + rel.sign * rel._extrapolated(distances, distances)
-    data_norm, bounds_X, y_bound = rel.declared
-    if bounds_X is not None:
-        lower, upper = (b.copy() for b in bounds_X)
-        for k in range(0, rel.n_quantiles, 2):
-            if rel.source[k] != "y":
-                j = rel.source[k]
-                lower[j], upper[j] = sorted((ends[k], ends[k + 1]))
-        bounds_X = (lower, upper)
-    elif data_norm is not None:
-        data_norm = float(ends[0])
-    # a label range the release keeps declared is None here
-    return data_norm, bounds_X, None if y_bound is None else tuple(sorted(ends[-2:]))
+def _assemble(rel, ends, resolved):
+    """The bounds a draw of these quantiles' ends releases."""
+    return [*released_bounds(rel.assemble(rel.sign * (ends - rel.origin)), resolved).values()]
 
 
 def _wide_table(n, seed=0):
@@ -802,13 +788,13 @@ def test_label_alone_where_the_ranges_are_too_many():
     losses and the guarantee are the same for every random_state."""
     X, y, bounds, y_bound = _wide_table(2000)
     params = dict(bounds_X=bounds, y_bound=y_bound, random_state=0)
-    est = AdaSSPRegressor(epsilon=2.0, tighten_bounds="auto", **params).fit(X, y)
+    est = AdaSSPRegressor(epsilon=4.0, tighten_bounds="auto", **params).fit(X, y)
     rel = est.bounds_release_
-    assert rel.source == ["y", "y"] and rel.epsilon == pytest.approx(0.75)
+    assert rel.source == ["y"] * 4 and rel.epsilon == pytest.approx(4.0)
     assert not est.mean_only_
     assert all(np.array_equal(a, b) for a, b in zip(est.bounds_X_, bounds))
     assert est.y_bound_[1] - est.y_bound_[0] < 150.0
-    assert est.dp_epsilon_ <= 0.75 and est.dp_delta_ == 1e-6
+    assert est.dp_epsilon_ <= 4.0 and est.dp_delta_ == 1e-6
     assert est.dp_epsilon_ == max(est.bounds_epsilon_, est.model_epsilon_)
     rows = est.model_rows_
     assert np.array_equal(est.pdp_losses_[~rows], rel.row_epsilon(X, y)[~rows])
@@ -822,18 +808,18 @@ def test_label_alone_where_the_ranges_are_too_many():
     far = X[:5] * 10.0
     assert np.allclose(est.predict(far), np.clip(far, *bounds) @ est.coef_ + est.intercept_)
     with pytest.warns(BoundsWarning, match="only the label's range is tightened"):
-        forced = AdaSSPRegressor(epsilon=2.0, tighten_bounds=True, **params).fit(X, y)
+        forced = AdaSSPRegressor(epsilon=4.0, tighten_bounds=True, **params).fit(X, y)
     assert np.array_equal(forced.pdp_losses_, est.pdp_losses_)
     # enough rows for every range: the per-range design, the label's level
     # capped there: it keeps its declared range
-    wide = AdaSSPRegressor(epsilon=2.5, tighten_bounds="auto", **params).fit(X, y)
+    wide = AdaSSPRegressor(epsilon=5.0, tighten_bounds="auto", **params).fit(X, y)
     assert wide.bounds_release_.n_quantiles == 48 and wide.y_bound_ == y_bound
     # too few for the label's rule too: nothing is tightened
-    small = AdaSSPRegressor(epsilon=1.5, tighten_bounds="auto", **params).fit(X, y)
-    assert not hasattr(small, "bounds_release_") and small.dp_epsilon_ == 1.5
+    small = AdaSSPRegressor(epsilon=3.0, tighten_bounds="auto", **params).fit(X, y)
+    assert not hasattr(small, "bounds_release_") and small.dp_epsilon_ == 3.0
     # every estimator: within the budget, its model part its guarantee
-    ops = OPSRegressor(epsilon=0.75, tighten_bounds="auto", **params).fit(X, y)
-    assert ops.bounds_release_.source == ["y", "y"] and ops.dp_epsilon_ <= 0.75
+    ops = OPSRegressor(epsilon=4.0, tighten_bounds="auto", **params).fit(X, y)
+    assert ops.bounds_release_.source == ["y"] * 4 and ops.dp_epsilon_ <= 4.0
     assert np.all(ops.pdp_losses_[rows] <= ops.model_epsilon_ + 1e-12)
 
 
@@ -841,13 +827,15 @@ def test_label_alone_where_the_ranges_are_too_many():
 @TAILS_CLIPPED
 def test_label_alone_adassp_model_part_bounds_every_plausible_release():
     """With the label alone released, a search's charge for AdaSSP covers
-    the model refitted at the corners of the label's plausible range and
-    inside it (features at their declared bounds), removed and added rows."""
+    the model refitted at the corners of the label's plausible range (each
+    end extrapolated from its two quantiles: the widest and the narrowest)
+    and inside it (features at their declared bounds), removed and added
+    rows."""
     X, y, bounds, y_bound = _wide_table(2000)
     with pytest.warns(BoundsWarning, match="only the label's range"):
-        charge = _SearchCharge(X, y, 0.75, bounds_X=bounds, y_bound=y_bound)
+        charge = _SearchCharge(X, y, 4.0, bounds_X=bounds, y_bound=y_bound)
     rel = charge.rel
-    assert rel.source == ["y", "y"]
+    assert rel.source == ["y"] * 4
     ranges = rel.plausible(rel.event_)
     charged = charge(X, y, add=False)
     targets = X[:30] * np.linspace(0.5, 2.0, 30)[:, None]
@@ -857,10 +845,14 @@ def test_label_alone_adassp_model_part_bounds_every_plausible_release():
     inside = [np.flatnonzero((ends[k] >= ranges[k, 0]) & (ends[k] <= ranges[k, 1]))
               for k in range(4)]
     rng = np.random.RandomState(0)
-    picks = [(inside[0][0], inside[1][-1]), (inside[0][-1], inside[1][0])] + [
-        (rng.choice(inside[0]), rng.choice(inside[1])) for _ in range(3)]
-    for a, b in picks:
-        y_b = tuple(sorted((ends[0, a], ends[1, b])))
+    # grid indices of the quantiles (inner low, inner high, low end, high
+    # end); at the corners each end and its inner quantile are at opposite
+    # sides, which puts the extrapolated end at its nearest or farthest
+    picks = [(inside[0][-a], inside[1][-b], inside[2][a - 1], inside[3][b - 1])
+             for a in (0, 1) for b in (0, 1)] + [
+        tuple(rng.choice(i) for i in inside) for _ in range(3)]
+    for pick in picks:
+        y_b = _assemble(rel, ends[np.arange(4), pick], charge.resolved)[2]
         model = AdaSSPRegressor(epsilon=charge.model.dp_epsilon_, delta=1e-6 - rel.event_,
                                 y_bound=y_b, bounds_X=bounds, random_state=0).fit(X, y)
         assert np.all(model.pdp_losses_ <= charged + 1e-9)
