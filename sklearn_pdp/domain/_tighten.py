@@ -122,10 +122,16 @@ class BoundsRelease:
         elif data_norm is not None:
             origin.append(0.0), sign.append(1.0), width.append(float(data_norm))
             source.append("norm")
-        if y_bound is not None and _tail(epsilon / (len(source) + 4), n_samples) <= _MAX_LEVEL:
-            # only where its level is the guard's (uncapped): the ends are
-            # extrapolated from a spacing, which noise would stretch; the
-            # inner quantiles first: the label's two ends are the last
+        n_features = len(source)
+        # the label's four quantiles each at least the epsilon of its
+        # uncapped level (the tail guard's at _MAX_LEVEL), the features an
+        # even share of the rest; the label only where the whole budget
+        # gives it that (its ends are extrapolated from a spacing, which
+        # noise would stretch)
+        # (_tail inverted: the epsilon whose level is _MAX_LEVEL is _tail(_MAX_LEVEL, n))
+        label_epsilon = max(epsilon / (n_features + 4), _tail(_MAX_LEVEL, n_samples))
+        if y_bound is not None and 4 * label_epsilon <= epsilon:
+            # the inner quantiles first: the label's two ends are the last
             low, high = label_range(y_bound)
             for o, s in ((low, 1.0), (high, -1.0)) * 2:
                 origin.append(o), sign.append(s), width.append(high - low)
@@ -134,22 +140,30 @@ class BoundsRelease:
         self.width, self.source = np.array(width), source
         self.n_quantiles = len(source)
         inner = np.zeros(self.n_quantiles, dtype=bool)
-        if source[-1:] == ["y"]:
+        label = np.array([s == "y" for s in source], dtype=bool)
+        if label.any():
             inner[-4:-2] = True
         else:  # the label keeps its declared range
             self.declared = (data_norm, bounds_X, None)
-        self.epsilon_q = epsilon / max(self.n_quantiles, 1)
-        self.epsilon = self.epsilon_q * self.n_quantiles
+            label_epsilon = 0.0
+        feature_epsilon = (epsilon - 4 * label_epsilon) / max(n_features, 1)
+        self.epsilon_q = np.where(label, label_epsilon, feature_epsilon)
+        while self.epsilon_q.sum() > epsilon:  # rounding
+            self.epsilon_q = np.nextafter(self.epsilon_q, 0.0)
+        self.epsilon = float(self.epsilon_q.sum())
         self.grid = self.width[:, None] * _GRID
         self.grid[:, -1] = self.width  # the declared end itself
-        self.tail = _tail(self.epsilon_q, n_samples)
+        # the features' tail guard (the label's when it is alone)
+        spent = feature_epsilon if n_features else label_epsilon
+        self.tail = _tail(spent, n_samples) if spent > 0 else np.inf
         # "auto" tightens only where the levels stay small (public rule)
         self.worthwhile = self.n_quantiles > 0 and self.tail <= _AUTO_TAIL
-        self.level = min(max(_LEVEL, self.tail), _MAX_LEVEL)
+        level = min(max(_LEVEL, self.tail), _MAX_LEVEL)
+        label_level = max(_LEVEL, _tail(label_epsilon, n_samples)) if label.any() else level
         self.inner = inner
-        self.levels = np.where(inner, _INNER * self.level, self.level)
+        self.levels = np.where(label, label_level, level) * np.where(inner, _INNER, 1.0)
         # the label's ends: extrapolated over log_INNER(level n) inner spacings
-        self.stretch = max(np.log(self.level * n_samples) / np.log(_INNER), 0.0)
+        self.stretch = max(np.log(label_level * n_samples) / np.log(_INNER), 0.0)
 
     def cells(self, X, y):
         """Grid cell (values rounded up) of each row for each quantile: (n, k)."""
@@ -186,7 +200,7 @@ class BoundsRelease:
     def log_proba(self, counts=None):
         """Log output probabilities of each quantile, (k, G)."""
         counts = self.counts_ if counts is None else counts
-        return quantile_log_proba(counts, 1.0 - self.levels[:, None], self.epsilon_q)
+        return quantile_log_proba(counts, 1.0 - self.levels[:, None], self.epsilon_q[:, None])
 
     def draw(self, rng):
         """Released bounds ``(data_norm, bounds_X, y_bound)``, post-processed.
@@ -225,7 +239,7 @@ class BoundsRelease:
         quantiles together, on these data and on any neighbour (each
         quantile is epsilon_q-DP: the set leaves out at most
         ``delta e^-epsilon_q / k`` of each quantile's mass here); (k, 2)."""
-        budget = delta * np.exp(-self.epsilon_q) / max(self.n_quantiles, 1)
+        budget = (delta * np.exp(-self.epsilon_q) / max(self.n_quantiles, 1))[:, None]
         p = np.exp(self.log_proba())
         order = np.argsort(p, axis=1)
         dropped = np.cumsum(np.take_along_axis(p, order, axis=1), axis=1) <= budget
@@ -288,7 +302,7 @@ class BoundsRelease:
         out = np.empty((2, self.n_quantiles, _GRID_POINTS))
         for k in range(self.n_quantiles):
             out[:, k] = quantile_loss_table(self.counts_[k], 1.0 - self.levels[k],
-                                            self.epsilon_q, add=add)
+                                            self.epsilon_q[k], add=add)
         return out
 
     def row_epsilon(self, X, y, add=False):
@@ -356,15 +370,23 @@ def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5, s
     share = tighten_share(estimator)
     n_rows, budget = (share * n_samples, epsilon) if split else (n_samples, share * epsilon)
     release = BoundsRelease(*declared, n_rows, budget)
-    if not release.worthwhile:
-        label = label_release(declared, n_rows, budget, release.n_quantiles)
+    # the label first: feature ranges tightened around a loose declared
+    # label only magnify the model's noise in the label's units, so where
+    # the label's ends cannot join the others at their uncapped level they
+    # are released alone, or nothing is ("The label first", tightening page)
+    label_left = declared[2] is not None and release.declared[2] is None
+    if label_left or not release.worthwhile:
+        label = label_release(declared, n_rows, budget, release.n_quantiles + 4 * label_left)
         if release.n_quantiles and _always(estimator.tighten_bounds):
             warnings.warn(
                 f"tighten_bounds=True: {n_samples} rows are too few to tighten the "
-                f"{release.n_quantiles} declared ends with tighten_share "
-                f"{share:g} at epsilon={epsilon:g} (each end's epsilon times the "
-                "number of rows it is released from must be at least "
-                f"{_TAIL_GUARD * np.log(_GRID_POINTS) / _AUTO_TAIL:.1f}, or the released "
+                f"{release.n_quantiles} declared ends" + (" and the label's range" if
+                                                          label_left else "")
+                + f" with tighten_share {share:g} at epsilon={epsilon:g} (each end's "
+                "epsilon times the number of rows it is released from must be at least "
+                f"{_TAIL_GUARD * np.log(_GRID_POINTS) / _AUTO_TAIL:.1f}, and the "
+                "label's four "
+                f"{_TAIL_GUARD * np.log(_GRID_POINTS) / _MAX_LEVEL:.0f}, or the released "
                 "ends fall almost anywhere); "
                 + ("only the label's range is tightened, the features keep their "
                    "declared bounds. " if label is not None else
