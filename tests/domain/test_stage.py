@@ -24,9 +24,10 @@ ESTIMATORS = sorted(REGRESSORS.values(), key=lambda cls: cls.__name__)
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
 
 
-def _data(n=600, seed=0):
-    """Rows well inside a declared data_norm and label range: three
-    quantiles, enough rows at epsilon 2 for tightening=True to apply."""
+def _data(n=4000, seed=0):
+    """Rows well inside a declared data_norm and label range: five
+    quantiles (the norm's, the label's four), enough rows at epsilon 2 for
+    tightening=True to apply."""
     rng = np.random.RandomState(seed)
     X = rng.uniform(-1, 1, size=(n, 2))
     y = X @ [1.0, -2.0] + 0.1 * rng.randn(n)
@@ -64,7 +65,7 @@ def test_tightening_fits_inside_meta_estimators(cls):
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
 @pytest.mark.parametrize("cls", every_regressor())
 def test_private_search_tightens_every_estimator(cls):
-    X, y = _data(800)
+    X, y = _data(7200)  # the search's bounds: a tenth of epsilon on every row
     search = PrivateGridSearchCV(_tightened(cls), {"fit_intercept": [True, False]},
                                  epsilon=2.0, random_state=0).fit(X, y)
     assert search.bounds_epsilon_ > 0 and search.dp_epsilon_ <= 2.0
