@@ -54,9 +54,12 @@ tighten_bounds : bool or "auto", default=False
     and a schema's categorical blocks, one of the row norms for
     ``data_norm``, four of the label's range (``y_bound`` or the schema's
     ``label_range``: each end extrapolated from two quantiles, for long
-    tails; the label keeps its declared range where the rows are too few
-    for that). The model is fitted and calibrated on the other rows at the
-    released bounds. Each part has the whole budget (parallel
+    tails). The label first: its four quantiles get at least the epsilon
+    of the level 0.1 (4 log(79) / 0.1 over the rows they are released
+    from), the features an even share of the rest; where the budget cannot
+    give the label that, nothing is tightened, and where the features'
+    share is too small, the label alone. The model is fitted and
+    calibrated on the other rows at the released bounds. Each part has the whole budget (parallel
     composition): ``dp_epsilon_`` is the larger of the two, and each row's
     ``pdp_losses_`` is its part's, given the released bounds (``pdp_kind_``
     "conditional"); predictions clip new rows to the released bounds
