@@ -100,8 +100,10 @@ def _refit_log_ratio(release, full, X, y, new_x, new_y, i):
     return release(np.delete(X, i, 0), np.delete(y, i)).log_proba() - full.log_proba()
 
 
+# at epsilon 8 the label's quantiles get more than the norm's (the label first)
+@pytest.mark.parametrize("eps", [15.0, 8.0])
 @pytest.mark.parametrize("add", [False, True])
-def test_release_row_epsilon_matches_brute_force_refits(add, monkeypatch):
+def test_release_row_epsilon_matches_brute_force_refits(add, eps, monkeypatch):
     """The whole bounds release (data_norm: one quantile; y: four, each end
     and its inner quantile) against the exact joint log-ratio of its
     outputs, refitted with and without the row, over the product of the
@@ -110,13 +112,14 @@ def test_release_row_epsilon_matches_brute_force_refits(add, monkeypatch):
     monkeypatch.setattr(_tighten, "_GRID", grid)
     monkeypatch.setattr(_tighten, "_GRID_POINTS", grid.size)
     X, y, _, y_bound = _table(60)
-    n, eps = X.shape[0], 15.0
+    n = X.shape[0]
 
     def release(Xr, yr):
         return BoundsRelease(70.0, None, y_bound, n, eps).fit(Xr, yr)
 
     full = release(X, y)
     assert full.n_quantiles == 5 and full.epsilon == pytest.approx(eps)
+    assert (full.epsilon_q[0] < full.epsilon_q[1]) == (eps < 10)
     rows = range(5)
     if add:
         new_X, new_y = X[:5] * 1.3, np.array([-60.0, -3.0, 0.0, 7.0, 59.0])
