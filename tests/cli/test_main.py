@@ -636,14 +636,14 @@ def test_every_per_instance_epsilon_says_what_kind_of_number_it_is(tmp_path, cap
     shares "at least") instead of "computed from their own record"; a
     conditional number says "given the released bounds"."""
     path = tmp_path / "table.csv"
-    _table(path, n=3000)  # rows enough to tighten 6 ends with 0.1 of epsilon 1
+    _table(path, n=3000)  # at epsilon 4: the label's four ends and the features' four
     args = [str(path), *TABLE_ARGS, "--random-state", "0"]
     assert main([*args, "--tighten-bounds", "no", "--json"]) == 0
     exact = _strict(capsys.readouterr().out)
     assert exact["curator_only"]["pdp_kind"] == "exact"
     assert main([*args, "--tighten-bounds", "no"]) == 0
     assert "computed from their own record" in _flat(capsys.readouterr().out)
-    tightened = [*args, "--estimator", "ops", "--tighten-bounds"]
+    tightened = [*args, "--estimator", "ops", "--epsilon", "4", "--tighten-bounds"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the fit's warnings are the report's
         assert main([*tightened, "--json"]) == 0
