@@ -57,7 +57,8 @@ def _estimator(args, bounds, one_hot, encoding=None):
             raise DataError(f"--{name} does not apply to --estimator {args.estimator}")
         params[name] = value
     if args.tighten_bounds is not None:
-        params["tighten_bounds"] = True if args.tighten_bounds == "yes" else "auto"
+        params["tighten_bounds"] = {"yes": True, "auto": "auto", "no": False}[
+            args.tighten_bounds]
     if args.tighten_share is not None:
         params["tighten_share"] = args.tighten_share
     if args.max_records is not None:

@@ -42,11 +42,12 @@ _TAIL_GUARD = 4.0
 # above _AUTO_TAIL (the ends would collapse: "When to tighten", same page).
 _MAX_LEVEL = 0.1
 _AUTO_TAIL = 1.0
-# Where the ends of every range are too many for _AUTO_TAIL, the label's two
-# alone are released if their tail guard asks for a level at most this (a
-# stricter rule: on fewer rows they cost more than they gain; "Too few rows
-# for every range: the label alone" in the tightening page).
-_LABEL_TAIL = 0.35
+# Each end of the label's range is released twice, at its level and at
+# _INNER times it, and extrapolated from the two as an exponential tail to
+# the level 1 / n (the largest of n rows), within the declared range: a
+# quantile end clips a long-tailed label where its error is ("The label's
+# ends" in the tightening page).
+_INNER = 4.0
 # Share of delta kept, for a model that bounds its rows' losses over the
 # plausible released bounds (AdaSSP), for the bounds falling outside them.
 _EVENT_SHARE = 0.1
@@ -57,15 +58,21 @@ _GRID = np.unique(np.concatenate([np.geomspace(1e-3, 1.0, 48), np.linspace(0.0, 
 _GRID_POINTS = _GRID.size
 
 
+def _tail(epsilon_q, n_samples):
+    """The tail guard's level for quantiles of ``epsilon_q`` each on ``n_samples`` rows."""
+    return _TAIL_GUARD * np.log(_GRID_POINTS) / (epsilon_q * n_samples)
+
+
 def tightening_on(estimator):
     """Whether ``fit`` tightens the bounds (``tighten_bounds``; "auto" is
     decided later, by :attr:`BoundsRelease.worthwhile`)."""
     mode = getattr(estimator, "tighten_bounds", False)
     if not _always(mode) and mode != "auto":
         return False
-    if getattr(estimator, "epsilon", None) is None:
-        if mode == "auto":
-            return False
+    epsilon = getattr(estimator, "epsilon", None)
+    if mode == "auto" and (epsilon is None or not np.isfinite(epsilon)):
+        return False  # no budget to spend a share of (inf: least squares)
+    if epsilon is None:
         raise ValueError(
             "tighten_bounds needs an epsilon budget to spend a share of; this "
             f"{type(estimator).__name__} has epsilon=None (a raw noise level)."
@@ -115,22 +122,48 @@ class BoundsRelease:
         elif data_norm is not None:
             origin.append(0.0), sign.append(1.0), width.append(float(data_norm))
             source.append("norm")
-        if y_bound is not None:
+        n_features = len(source)
+        # the label's four quantiles each at least the epsilon of its
+        # uncapped level (the tail guard's at _MAX_LEVEL), the features an
+        # even share of the rest; the label only where the whole budget
+        # gives it that (its ends are extrapolated from a spacing, which
+        # noise would stretch)
+        # (_tail inverted: the epsilon whose level is _MAX_LEVEL is _tail(_MAX_LEVEL, n))
+        label_epsilon = max(epsilon / (n_features + 4), _tail(_MAX_LEVEL, n_samples))
+        if y_bound is not None and 4 * label_epsilon <= epsilon:
+            # the inner quantiles first: the label's two ends are the last
             low, high = label_range(y_bound)
-            for o, s in ((low, 1.0), (high, -1.0)):
+            for o, s in ((low, 1.0), (high, -1.0)) * 2:
                 origin.append(o), sign.append(s), width.append(high - low)
                 source.append("y")
         self.origin, self.sign = np.array(origin), np.array(sign)
         self.width, self.source = np.array(width), source
         self.n_quantiles = len(source)
-        self.epsilon_q = epsilon / max(self.n_quantiles, 1)
-        self.epsilon = self.epsilon_q * self.n_quantiles
+        inner = np.zeros(self.n_quantiles, dtype=bool)
+        label = np.array([s == "y" for s in source], dtype=bool)
+        if label.any():
+            inner[-4:-2] = True
+        else:  # the label keeps its declared range
+            self.declared = (data_norm, bounds_X, None)
+            label_epsilon = 0.0
+        feature_epsilon = (epsilon - 4 * label_epsilon) / max(n_features, 1)
+        self.epsilon_q = np.where(label, label_epsilon, feature_epsilon)
+        while self.epsilon_q.sum() > epsilon:  # rounding
+            self.epsilon_q = np.nextafter(self.epsilon_q, 0.0)
+        self.epsilon = float(self.epsilon_q.sum())
         self.grid = self.width[:, None] * _GRID
         self.grid[:, -1] = self.width  # the declared end itself
-        self.tail = _TAIL_GUARD * np.log(_GRID_POINTS) / (self.epsilon_q * n_samples)
+        # the features' tail guard (the label's when it is alone)
+        spent = feature_epsilon if n_features else label_epsilon
+        self.tail = _tail(spent, n_samples) if spent > 0 else np.inf
         # "auto" tightens only where the levels stay small (public rule)
         self.worthwhile = self.n_quantiles > 0 and self.tail <= _AUTO_TAIL
-        self.level = min(max(_LEVEL, self.tail), _MAX_LEVEL)
+        level = min(max(_LEVEL, self.tail), _MAX_LEVEL)
+        label_level = max(_LEVEL, _tail(label_epsilon, n_samples)) if label.any() else level
+        self.inner = inner
+        self.levels = np.where(label, label_level, level) * np.where(inner, _INNER, 1.0)
+        # the label's ends: extrapolated over log_INNER(level n) inner spacings
+        self.stretch = max(np.log(label_level * n_samples) / np.log(_INNER), 0.0)
 
     def cells(self, X, y):
         """Grid cell (values rounded up) of each row for each quantile: (n, k)."""
@@ -167,7 +200,7 @@ class BoundsRelease:
     def log_proba(self, counts=None):
         """Log output probabilities of each quantile, (k, G)."""
         counts = self.counts_ if counts is None else counts
-        return quantile_log_proba(counts, 1.0 - self.level, self.epsilon_q)
+        return quantile_log_proba(counts, 1.0 - self.levels[:, None], self.epsilon_q[:, None])
 
     def draw(self, rng):
         """Released bounds ``(data_norm, bounds_X, y_bound)``, post-processed.
@@ -175,8 +208,13 @@ class BoundsRelease:
         A released lower end above the released upper one (only when the
         column's values are nearly constant) is swapped with it.
         """
-        picked = self.grid[np.arange(self.n_quantiles), select(self.log_proba(), rng)]
-        ends = self.origin + self.sign * picked
+        return self.assemble(self.grid[np.arange(self.n_quantiles),
+                                       select(self.log_proba(), rng)])
+
+    def assemble(self, picked):
+        """The released bounds of the quantiles' released distances
+        ``picked`` (one grid point each; the label's ends extrapolated)."""
+        ends = self.origin + self.sign * self._extrapolated(picked, picked)
         data_norm, bounds_X, y_bound = self.declared
         if bounds_X is not None:
             lower, upper = (b.copy() for b in bounds_X)
@@ -201,7 +239,7 @@ class BoundsRelease:
         quantiles together, on these data and on any neighbour (each
         quantile is epsilon_q-DP: the set leaves out at most
         ``delta e^-epsilon_q / k`` of each quantile's mass here); (k, 2)."""
-        budget = delta * np.exp(-self.epsilon_q) / max(self.n_quantiles, 1)
+        budget = (delta * np.exp(-self.epsilon_q) / max(self.n_quantiles, 1))[:, None]
         p = np.exp(self.log_proba())
         order = np.argsort(p, axis=1)
         dropped = np.cumsum(np.take_along_axis(p, order, axis=1), axis=1) <= budget
@@ -211,9 +249,21 @@ class BoundsRelease:
         return np.stack([np.where(keep, ends, np.inf).min(axis=1),
                          np.where(keep, ends, -np.inf).max(axis=1)], axis=1)
 
+    def _extrapolated(self, distances, inner):
+        """The distances of the released ends from their origins, the
+        label's two extrapolated from the inner quantiles' distances in
+        ``inner`` (the label's end moves ``stretch`` times its spacing from
+        the inner quantile, within the declared range)."""
+        out = np.array(distances, dtype=np.float64)
+        if self.source[-1:] == ["y"]:
+            spacing = np.maximum(out[-2:] - inner[-4:-2], 0.0)
+            out[-2:] = np.minimum(out[-2:] + self.stretch * spacing, self.width[-2:])
+        return out
+
     def box(self, ranges):
-        """For released ends within ``ranges`` (:meth:`plausible`), the two
-        corners that bound a scaled value's magnitude: ``(lo, hi)`` arrays of
+        """For released quantiles within ``ranges`` (:meth:`plausible`; the
+        label's ends extrapolated from them), the two corners that bound a
+        scaled value's magnitude: ``(lo, hi)`` arrays of
         shape (2, m) for the features (bounds_X) then the label, and a mask
         of the ranges whose released ends may cross (then only |z| <= 1
         holds). The scaled value of x in [lo, hi] is
@@ -231,8 +281,17 @@ class BoundsRelease:
             lows.append(np.full((2, 1), low))
             highs.append(np.full((2, 1), high))
         lo, hi = np.hstack(lows), np.hstack(highs)
-        # pairs of quantiles, after the norm's (alone, first) if any
+        # as distances from the origins: the extrapolated distance grows
+        # with the end's and falls with the inner quantile's
+        dist = np.sort(self.sign[:, None] * (np.asarray(ranges) - self.origin[:, None]), axis=1)
+        near = self._extrapolated(dist[:, 0], dist[:, 1])
+        far = self._extrapolated(dist[:, 1], dist[:, 0])
+        ranges = np.sort(self.origin[:, None] + self.sign[:, None] * np.stack([near, far], 1), 1)
+        # pairs of quantiles, after the norm's (alone, first) if any; the
+        # label's inner quantiles are in its ends' ranges
         for k in range(int(self.source[:1] == ["norm"]), self.n_quantiles, 2):
+            if self.inner[k]:
+                continue
             col = lo.shape[1] - 1 if self.source[k] == "y" else self.source[k]
             # quantile k releases the upper end, k + 1 the lower one
             hi[:, col], lo[:, col] = ranges[k], ranges[k + 1]
@@ -240,10 +299,10 @@ class BoundsRelease:
 
     def _tables(self, add):
         """Per quantile, the (upper, lower) log-ratio extremes by cell: (2, k, G)."""
-        q = 1.0 - self.level
         out = np.empty((2, self.n_quantiles, _GRID_POINTS))
         for k in range(self.n_quantiles):
-            out[:, k] = quantile_loss_table(self.counts_[k], q, self.epsilon_q, add=add)
+            out[:, k] = quantile_loss_table(self.counts_[k], 1.0 - self.levels[k],
+                                            self.epsilon_q[k], add=add)
         return out
 
     def row_epsilon(self, X, y, add=False):
@@ -300,23 +359,34 @@ def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5, s
     (:class:`~._split.SplitStage`), rather than from every row with that
     share of ``epsilon``; the levels and the rule are the same (each end's
     epsilon times its number of rows), and nothing of ``delta`` is kept."""
+    schema = getattr(estimator, "schema", None)
+    label_declared = estimator.y_bound is not None or (
+        schema is not None and schema.label_range is not None)
     declared = (
         None if estimator.data_norm is None else resolved[0],
         resolved[1],
-        None if estimator.y_bound is None else resolved[2],
+        resolved[2] if label_declared else None,
     )
     share = tighten_share(estimator)
     n_rows, budget = (share * n_samples, epsilon) if split else (n_samples, share * epsilon)
     release = BoundsRelease(*declared, n_rows, budget)
-    if not release.worthwhile:
-        label = label_release(declared, n_rows, budget, release.n_quantiles)
+    # the label first: feature ranges tightened around a loose declared
+    # label only magnify the model's noise in the label's units, so where
+    # the label's ends cannot join the others at their uncapped level they
+    # are released alone, or nothing is ("The label first", tightening page)
+    label_left = declared[2] is not None and release.declared[2] is None
+    if label_left or not release.worthwhile:
+        label = label_release(declared, n_rows, budget, release.n_quantiles + 4 * label_left)
         if release.n_quantiles and _always(estimator.tighten_bounds):
             warnings.warn(
                 f"tighten_bounds=True: {n_samples} rows are too few to tighten the "
-                f"{release.n_quantiles} declared ends with tighten_share "
-                f"{share:g} at epsilon={epsilon:g} (each end's epsilon times the "
-                "number of rows it is released from must be at least "
-                f"{_TAIL_GUARD * np.log(_GRID_POINTS) / _AUTO_TAIL:.1f}, or the released "
+                f"{release.n_quantiles} declared ends" + (" and the label's range" if
+                                                          label_left else "")
+                + f" with tighten_share {share:g} at epsilon={epsilon:g} (each end's "
+                "epsilon times the number of rows it is released from must be at least "
+                f"{_TAIL_GUARD * np.log(_GRID_POINTS) / _AUTO_TAIL:.1f}, and the "
+                "label's four "
+                f"{_TAIL_GUARD * np.log(_GRID_POINTS) / _MAX_LEVEL:.0f}, or the released "
                 "ends fall almost anywhere); "
                 + ("only the label's range is tightened, the features keep their "
                    "declared bounds. " if label is not None else
@@ -331,16 +401,16 @@ def plan_release(estimator, resolved, n_samples, epsilon, delta, stacklevel=5, s
 
 
 def label_release(declared, n_samples, epsilon, n_quantiles):
-    """The release of the label's two ends alone with the whole ``epsilon``
-    of the bounds, where the ``n_quantiles`` ends of every declared range
-    are too many for the rows and the label's pass the stricter rule
-    ``_LABEL_TAIL``; else None. Its ``declared`` holds the label's range
-    only: the model keeps the declared feature bounds (or ``data_norm``)."""
-    y_bound = declared[2]
-    if y_bound is None or n_quantiles <= 2:
+    """The release of the label's range alone with the whole ``epsilon`` of
+    the bounds, where the ``n_quantiles`` ends of every declared range are
+    too many for the rows and the label's level with the whole budget is
+    the guard's (uncapped, as everywhere for the label); else None. Its
+    ``declared`` holds the label's range only: the model keeps the declared
+    feature bounds (or ``data_norm``)."""
+    if declared[2] is None or not n_quantiles:
         return None
-    release = BoundsRelease(None, None, y_bound, n_samples, epsilon)
-    return release if release.tail <= _LABEL_TAIL else None
+    release = BoundsRelease(None, None, declared[2], n_samples, epsilon)
+    return release if release.n_quantiles else None
 
 
 def _bounds_its_rows(estimator):

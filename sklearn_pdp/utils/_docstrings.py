@@ -50,18 +50,27 @@ tighten_bounds : bool or "auto", default=False
     share ``tighten_share`` (each row's part a public hash of its content,
     so adding or removing a row moves no other): two private quantiles
     (exponential mechanism on a public grid) of each declared range of
-    ``bounds_X`` but the (0, 1) ones of indicator columns, one of the row
-    norms for ``data_norm``, two of ``y_bound``. The model is fitted and
-    calibrated on the other rows at the released bounds. Each part has the
-    whole budget (parallel composition): ``dp_epsilon_`` is the larger of
-    the two, and each row's ``pdp_losses_`` is its part's, given the
-    released bounds (``pdp_kind_`` "conditional"); predictions clip new
-    rows to the released bounds (:doc:`/mechanisms/tightening`). Both
-    tighten only where each quantile's epsilon times the rows it is
-    released from is at least 4 log(79) (a public rule); elsewhere the
-    model takes the declared bounds and the whole budget, silently with
-    "auto", with a ``BoundsWarning`` saying why with True. Needs an epsilon
-    budget.
+    ``bounds_X`` (or of a schema) but the (0, 1) ones of indicator columns
+    and a schema's categorical blocks, one of the row norms for
+    ``data_norm``, four of the label's range (``y_bound`` or the schema's
+    ``label_range``: each end extrapolated from two quantiles, for long
+    tails). The label first: its four quantiles get at least the epsilon
+    of the level 0.1 (4 log(79) / 0.1 over the rows they are released
+    from), the features an even share of the rest; where the budget cannot
+    give the label that, nothing is tightened, and where the features'
+    share is too small, the label alone. The model is fitted and
+    calibrated on the other rows at the released bounds. Each part has the whole budget (parallel
+    composition): ``dp_epsilon_`` is the larger of the two, and each row's
+    ``pdp_losses_`` is its part's, given the released bounds (``pdp_kind_``
+    "conditional"); predictions clip new rows to the released bounds
+    (:doc:`/mechanisms/tightening`). Both tighten only where each
+    quantile's epsilon times the rows it is released from is at least
+    4 log(79) (a public rule); elsewhere the model takes the declared
+    bounds and the whole budget, silently with "auto", with a
+    ``BoundsWarning`` saying why with True. False, the default, fits on
+    the declared bounds with the whole budget (exact per-instance losses
+    where the mechanism has them). True needs an epsilon budget ("auto" does not
+    tighten without one).
 tighten_share : float in (0, 1), default=None
     Share of the rows the bounds are released from; None means 0.1.""",
     "fit_intercept": """\

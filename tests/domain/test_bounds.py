@@ -19,7 +19,9 @@ def _off_centre_data(n=300, seed=0):
 
 
 def _fit(X, y, **bounds):
-    return OutputPerturbationRegressor(epsilon=1.0, alpha=5.0, random_state=0, **bounds).fit(X, y)
+    """A fit on the given bounds (declared, not tightened, unless asked)."""
+    params = {"tighten_bounds": False, **bounds}
+    return OutputPerturbationRegressor(epsilon=1.0, alpha=5.0, random_state=0, **params).fit(X, y)
 
 
 # 300 rows at epsilon 1 release the label mean; some bounds clip labels
@@ -109,7 +111,7 @@ def test_bounds_from_data_with_tightening_and_in_the_search():
         reg = _fit(X, y, bounds_X=(X.min(0) - 1, X.max(0) + 1), tighten_bounds=True)
     assert hasattr(reg, "bounds_release_") and reg.bounds_from_data_ == ("y_bound",)
     search = PrivateGridSearchCV(
-        OutputPerturbationRegressor(data_norm=400.0), {"alpha": [1.0, 10.0]}, epsilon=1.0,
+        OutputPerturbationRegressor(data_norm=400.0, tighten_bounds=False), {"alpha": [1.0, 10.0]}, epsilon=1.0,
         random_state=0)
     with pytest.warns(PrivacyLeakWarning, match="y_bound was not given"):
         search.fit(X, y)

@@ -65,6 +65,7 @@ def test_adaops_added_row_at_the_corner(n, d, fit_intercept):
     the published bound covers it."""
     X, y = regression_data(n, d)
     report = PDPReport(AdaOPSRegressor(data_norm=1.0, y_bound=1.0, fit_intercept=fit_intercept,
+                                       tighten_bounds=False,
                                        random_state=0),
                        publish_epsilon=0.2, random_state=0).fit(X, y)
     est, published = report.estimator_, report.published_

@@ -133,7 +133,9 @@ def test_tightened_public_model_without_declared_row_bounds_predicts():
     X, y = _frame_data(3000)
     X = X.to_numpy()
     with pytest.warns(PrivacyLeakWarning):
-        est = AdaSSPRegressor(y_bound=5.0, tighten_bounds=True, random_state=0).fit(X, y)
+        # epsilon 3: the label's four quantiles on 300 rows at their uncapped level
+        est = AdaSSPRegressor(epsilon=3.0, y_bound=5.0, tighten_bounds=True,
+                              random_state=0).fit(X, y)
     public = est.public_model()
     assert public.clip and public.bounds["data_norm"] is None
     # the share of the rows the bounds were released from, not the default's None
