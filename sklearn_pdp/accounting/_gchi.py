@@ -47,8 +47,6 @@ more than the public cap ``_MAX_TERMS``; there the loss is not certified
 import numpy as np
 from scipy.special import chdtr, chdtrc, gammaln
 
-from ._ops import ops_epsilon
-
 # Public cap on Ruben's terms per law and person.
 _MAX_TERMS = 20000
 # Steps of the recursion between checks of the mass left out.
@@ -424,58 +422,3 @@ def gchi_epsilon(delta, w, lam, nu, max_terms=_MAX_TERMS):
     law B; ``nan`` where Ruben's series needs more than ``max_terms``."""
     return GChiLoss(w, lam, nu, delta, max_terms).epsilon(delta)
 
-
-# Eigenvalues of the whitened change at most this are rounding: no direction.
-_NULL_EIGEN = 1e-13
-# In-sample eigenvalues within rounding of 1: the rows alone span a direction.
-_ONE = 1.0 - 1e-12
-
-
-def whitened_change(whitener, gram, cross=None, add=False):
-    """The eigen-decomposition of each person's change of a factorised
-    positive-definite system S = L L^T (``whitener`` = L^-T): the weights
-    w_j (eigenvalues of L^-1 G L^-T on the smaller system, 0 for none),
-    and with ``cross`` (each person's X_p^T e_p, e_p their residuals on the
-    fitted system) its coordinates b_j in the same basis on the smaller
-    system. On a removal (the fitted system holds the person) the in-sample
-    eigenvalue a maps to w = a / (1 - a) and the coordinate to
-    b / (1 - a)^(3/2) (Sherman-Morrison-Woodbury); a = 1 is an infinite
-    weight."""
-    A = np.einsum("ji,pjk,kl->pil", whitener, gram, whitener)
-    a, U = np.linalg.eigh(A)
-    b = None if cross is None else np.einsum("pji,kj,pk->pi", U, whitener, cross)
-    a = np.where(a > _NULL_EIGEN, a, 0.0)
-    if add:
-        return a, b
-    with np.errstate(divide="ignore", invalid="ignore"):
-        keep = 1.0 - a
-        w = np.where(a > _ONE, np.inf, a / keep)
-        if b is not None:
-            b = np.where(a > _ONE, 0.0, b / keep**1.5)
-    return w, b
-
-
-def person_epsilon(delta, w, b, gamma):
-    """Each person's OPS loss at ``delta`` from the weights ``w`` and
-    coordinates ``b`` of :func:`whitened_change` (posterior scaling
-    ``gamma``): noncentralities gamma b^2 / w^2, one degree of freedom
-    each. A person whose rows span one direction has the one-row loss at
-    leverage w and residual b / sqrt(w) (closed form); one with an infinite
-    weight, an infinite loss. None where some person's series is not
-    certified."""
-    present = w > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lam = np.where(present & np.isfinite(w), gamma * b**2 / np.where(present, w, 1.0)**2, 0.0)
-    out = np.zeros(w.shape[0])
-    infinite = ~np.isfinite(w).all(axis=1)
-    out[infinite] = np.inf
-    rank = present.sum(axis=1)
-    one = np.flatnonzero(~infinite & (rank == 1))
-    if one.size:
-        col = np.argmax(w[one], axis=1)
-        mu, coord = w[one, col], b[one, col]
-        out[one] = ops_epsilon(delta, mu, coord / np.sqrt(mu), gamma)
-    many = np.flatnonzero(~infinite & (rank > 1))
-    if many.size:
-        out[many] = gchi_epsilon(delta, w[many], lam[many], 1.0)
-    return None if np.isnan(out).any() else out

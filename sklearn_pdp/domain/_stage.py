@@ -87,7 +87,10 @@ class DeclaredStage:
         exact = getattr(self.release, "person_losses", None)
         if exact is None:
             return None
-        return exact(*person_sums(data, codes, sizes.size), sizes, add=add)
+        extra = {}
+        if getattr(self.release, "person_label_squares", False):
+            extra["label_squares"] = label_squares(data, codes, sizes.size)
+        return exact(*person_sums(data, codes, sizes.size), sizes, add=add, **extra)
 
     def statistics(self):
         return self.release.statistics
@@ -115,6 +118,19 @@ class DeclaredStage:
 
     def warn_clipping(self, clipped, stacklevel):
         warn_clipping(clipped, stacklevel=stacklevel + 1)
+
+
+def label_squares(data, codes, n_people):
+    """Each person's ``sum y^2`` over their scaled labels (rows with a
+    negative code left out): with :func:`person_sums`, the Gram matrix of
+    their rows [x, y] (the sketch's)."""
+    def part(start, Xs, ys):
+        own = codes[start:start + Xs.shape[0]]
+        keep = own >= 0
+        return np.bincount(own[keep], weights=np.square(np.asarray(ys)[keep]),
+                           minlength=n_people)
+
+    return data.reduce(part, combine=np.add)
 
 
 def added_guarantee(release):

@@ -5,7 +5,7 @@ from functools import partial
 import numpy as np
 from scipy.special import ndtri
 
-from ...accounting._gchi import person_epsilon, whitened_change
+from ...accounting._person_change import person_epsilon, whitened_change
 from ...accounting import (
     GAUSSIAN_DELTA_SHARE, compose_with_gaussian, domain_bounds, gaussian_allowance, ops_auto_alpha,
     ops_dp_epsilon, ops_epsilon, ops_gamma,
