@@ -48,7 +48,7 @@ import numpy as np
 from scipy.special import chdtr, chdtrc, gammaln
 
 # Public cap on Ruben's terms per law and person.
-_MAX_TERMS = 20000
+_MAX_TERMS = 50000
 # Steps of the recursion between checks of the mass left out.
 _CHECK_EVERY = 32
 # Mass left beyond the last term, relative to delta.
@@ -62,11 +62,16 @@ _CHI2_RTOL = 1e-13
 # The first terms left out weigh at most e^-_LOW_EPS times the tail's mass.
 _LOW_EPS = 60.0
 # Public cap on the nodes of the inversion per law and person.
-_MAX_NODES = 20000
+_MAX_NODES = 200000
+# Entries of the arrays of nodes held at once.
+_CHUNK = 2**21
+# The inversion's sum is cut where the terms left out weigh at most this
+# (or tol, if larger): about the rounding of the sum.
+_CUT_TOL = 1e-15
 # Points s (times 1 / (2 max w)) at which Chernoff's bound is tried.
 _CHERNOFF_GRID = 1.0 - np.geomspace(1e-6, 1.0 - 1e-6, 200)
-# Laws whose Ruben series has a mixing mean beyond this use the inversion.
-_RUBEN_MEAN = 2000.0
+# Laws whose Ruben series needs more terms than this (about) use the inversion.
+_RUBEN_TERMS = 3000.0
 # Relative precision of the epsilon search (bisection; the upper end is kept).
 _EPS_RTOL = 1e-12
 
@@ -81,7 +86,8 @@ class RubenSeries:
     ``max_terms`` are flagged in ``ok`` (their brackets are [0, 1]).
     """
 
-    def __init__(self, w, lam, nu, tol, max_terms=_MAX_TERMS):
+    def __init__(self, w, lam, nu, tol, max_terms=None):
+        max_terms = _MAX_TERMS if max_terms is None else max_terms
         w, lam, nu = np.broadcast_arrays(*(np.atleast_2d(np.asarray(a, dtype=float))
                                            for a in (w, lam, nu)))
         mask = w > 0
@@ -129,13 +135,15 @@ class RubenSeries:
         P = rows.size
         A, B = np.zeros(g.shape), np.zeros(g.shape)
         c, scale = np.ones(P), self.log_c0[rows].copy()
-        out = np.full((P, max_terms), -np.inf)
+        out = []  # log c_k of every law, -inf once done
         terms, ok = np.full(P, max_terms), np.zeros(P, dtype=bool)
         log_tol = np.log(self.tol[rows])
         live = np.arange(P)
         for k in range(max_terms):
+            column = np.full(P, -np.inf)
             with np.errstate(divide="ignore"):
-                out[live, k] = np.log(c) + scale
+                column[live] = np.log(c) + scale
+            out.append(column)
             A *= g
             A += c[:, None]
             B *= g
@@ -157,7 +165,7 @@ class RubenSeries:
                     g, nug, lamg = g[keep], nug[keep], lamg[keep]
                     if not live.size:
                         break
-        return out[:, :max(int(terms.max()), 1)], terms, ok
+        return np.column_stack(out), terms, ok
 
     def _window(self, log_c):
         """The terms kept (from ``lo`` to ``terms``), their cumulative sums
@@ -240,27 +248,26 @@ class GilPelaez:
     per law just beyond x_tol, where Chernoff's bound exp(-s x) E[e^{s T}]
     on P(T > x) falls to ``tol`` (so the nodes and phi at them are computed
     once); beyond x_tol, P(T <= t) is within that bound of 1. The sum is cut
-    where (1/pi) int_V^inf |phi(v)| / v dv, at most
-    E(V) prod_j (2 w_j)^(-nu_j/2) (2/n) V^(-n/2) / pi with
-    E(V) = exp(-2 sum lam_j w_j^2 V^2 / (1 + 4 w_j^2 V^2)) (|phi| / v
-    falls with v), is at most ``tol``; rounding of the phases and of the
+    where (1/pi) int_V^inf |phi(v)| / v dv (|phi| / v falls with v, so
+    this bounds the terms left out) is at most ``tol`` (:meth:`_log_cut`); rounding of the phases and of the
     sum is a further absolute margin. ``ok`` is False where the cut needs
     more than ``max_nodes`` nodes.
     """
 
-    def __init__(self, w, lam, nu, tol, max_nodes=_MAX_NODES):
+    def __init__(self, w, lam, nu, tol, max_nodes=None):
+        max_nodes = _MAX_NODES if max_nodes is None else max_nodes
         mask = w > 0
         self.w = np.where(mask, w, 0.0)
         self.lam, self.nu = np.where(mask, lam, 0.0), np.where(mask, nu, 0.0)
         self.n = self.nu.sum(axis=1)
         self.tol = np.asarray(tol, dtype=float)
-        with np.errstate(divide="ignore"):
-            self.log_w = np.sum(np.where(mask, -0.5 * self.nu * np.log(2.0 * self.w), 0.0), axis=1)
-        # the cut V: bisection on log V of the bound above (it falls with V)
+        # the cut V: bisection on log V of the bound above (it falls with V);
+        # its error need not be far below the rounding of the sum
+        self.cut = np.maximum(self.tol, _CUT_TOL)
         lo, hi = np.full(w.shape[0], -40.0), np.full(w.shape[0], 40.0)
         for _ in range(80):
             mid = 0.5 * (lo + hi)
-            fine = self._log_cut(np.exp(mid)) <= np.log(self.tol)
+            fine = self._log_cut(np.exp(mid)) <= np.log(self.cut)
             hi, lo = np.where(fine, mid, hi), np.where(fine, lo, mid)
         self.x_tol = np.min((self._log_mgf() - np.log(self.tol)[:, None]) / self._s, axis=1)
         self.period = 1.001 * self.x_tol
@@ -268,21 +275,35 @@ class GilPelaez:
         nodes = np.ceil(np.exp(hi) / step + 0.5)
         self.ok = nodes <= max_nodes
         nodes = np.where(self.ok, np.maximum(nodes, 1), 1).astype(np.int64)
+        # laws with similar numbers of nodes together, a bounded array each
+        order = np.argsort(nodes, kind="stable")
+        self.chunks, start = [], 0
+        while start < order.size:
+            stop = start + 1
+            while stop < order.size and (stop + 1 - start) * nodes[order[stop]] <= _CHUNK:
+                stop += 1
+            rows = order[start:stop]
+            self.chunks.append((rows, self._nodes(rows, nodes[rows], step[rows])))
+            start = stop
+
+    def _nodes(self, rows, nodes, step):
+        """phi at the nodes of the laws ``rows``: ``(v, modulus / (pi (k + 1/2)),
+        phase without -v t, rounding per unit t, rounding)``."""
         k = np.arange(int(nodes.max()))[None, :] + 0.5
-        self.v = np.where(self.ok[:, None], k * step[:, None], 0.0)
-        wv = 2.0 * self.w[:, None, :] * self.v[:, :, None]
+        v = np.where(self.ok[rows, None], k * step[:, None], 0.0)
+        w, nu, lam = self.w[rows], self.nu[rows], self.lam[rows]
+        wv = 2.0 * w[:, None, :] * v[:, :, None]
         one_plus = 1.0 + wv**2
-        real = np.sum(-0.25 * self.nu[:, None, :] * np.log(one_plus)
-                      - 0.5 * self.lam[:, None, :] * wv**2 / one_plus, axis=2)
-        self.modulus = np.where(k < nodes[:, None], np.exp(real) / (np.pi * k), 0.0)
-        # the phase of phi(v_k), without the -v_k t of the point
-        self.phase = np.sum(0.5 * self.nu[:, None, :] * np.arctan(wv)
-                            + 0.5 * self.lam[:, None, :] * wv / one_plus, axis=2)
+        real = np.sum(-0.25 * nu[:, None, :] * np.log(one_plus)
+                      - 0.5 * lam[:, None, :] * wv**2 / one_plus, axis=2)
+        modulus = np.where(k < nodes[:, None], np.exp(real) / (np.pi * k), 0.0)
+        phase = np.sum(0.5 * nu[:, None, :] * np.arctan(wv)
+                       + 0.5 * lam[:, None, :] * wv / one_plus, axis=2)
         # rounding: each term's phase errs by a few ulps of its largest part
         # (and its modulus by a few ulps), the sum by N ulps of its terms
-        self._round_t = 8e-16 * np.sum(self.modulus * self.v, axis=1)
-        self._round = 8e-16 * np.sum(self.modulus * (self.phase + 8.0 + nodes[:, None]),
-                                     axis=1) + 1e-16
+        round_t = 8e-16 * np.sum(modulus * v, axis=1)
+        rounding = 8e-16 * np.sum(modulus * (phase + 8.0 + nodes[:, None]), axis=1) + 1e-16
+        return v, modulus, phase, round_t, rounding
 
     @property
     def _s(self):
@@ -295,18 +316,26 @@ class GilPelaez:
                       + 0.5 * self.lam[:, None, :] * ws / (1.0 - ws), axis=2)
 
     def _log_cut(self, V):
-        wv2 = (self.w * V[:, None]) ** 2
-        log_e = -2.0 * np.sum(self.lam * wv2 / (1.0 + 4.0 * wv2), axis=1)
-        return log_e + self.log_w + np.log(2.0 / (np.pi * self.n)) - 0.5 * self.n * np.log(V)
+        """log of (1/pi) |phi(V)| / kappa, a bound on (1/pi) int_V^inf |phi(v)| / v dv:
+        1 + 4 w^2 v^2 >= (1 + 4 w^2 V^2) (v / V)^(2 c), c = 4 w^2 V^2 / (1 + 4 w^2 V^2)
+        for v >= V, so |phi(v)| <= |phi(V)| (v / V)^-kappa, kappa = sum nu c / 2."""
+        wv2 = 4.0 * (self.w * V[:, None]) ** 2
+        one_plus = 1.0 + wv2
+        log_phi = np.sum(-0.25 * self.nu * np.log(one_plus) - 0.5 * self.lam * wv2 / one_plus,
+                         axis=1)
+        kappa = 0.5 * np.sum(self.nu * wv2 / one_plus, axis=1)
+        return log_phi - np.log(np.pi * kappa)
 
     def brackets(self, t):
         """``(cdf_lo, cdf_hi, sf_lo, sf_hi)`` of P(T <= t) and P(T > t)."""
         t = np.asarray(t, dtype=float)
         inner = t < self.x_tol
-        I = 0.5 - np.sum(self.modulus * np.sin(self.phase - self.v * t[:, None]), axis=1)
-        margin = self._round + self._round_t * np.abs(t)
-        # alias P(T > t + p) <= tol, and the sum's cut, tol
-        cdf_lo, cdf_hi = I - 2.0 * self.tol - margin, I + self.tol + margin
+        I, margin = np.empty(t.shape), np.empty(t.shape)
+        for rows, (v, modulus, phase, round_t, rounding) in self.chunks:
+            I[rows] = 0.5 - np.sum(modulus * np.sin(phase - v * t[rows, None]), axis=1)
+            margin[rows] = rounding + round_t * np.abs(t[rows])
+        # alias P(T > t + p) <= tol, and the sum's cut
+        cdf_lo, cdf_hi = I - self.tol - self.cut - margin, I + self.cut + margin
         far = np.flatnonzero(~inner & (t > 0))
         if far.size:  # P(T > t) within Chernoff's bound
             tail = np.exp(np.min(self._log_mgf()[far] - self._s[far] * t[far, None], axis=1))
@@ -320,11 +349,13 @@ class GilPelaez:
 
 class GChiLaw:
     """Certified brackets of the tails of T = sum_j w_j chi2_{nu_j}(lam_j)
-    for many laws (rows): Ruben's series where its mixing mean is at most
-    ``_RUBEN_MEAN`` (small noncentralities: the inversion's sum converges
-    slowly there), the inversion elsewhere. ``ok``: certified."""
+    for many laws (rows): Ruben's series where it needs at most about
+    ``_RUBEN_TERMS`` terms (small noncentralities: the inversion's sum
+    converges slowly there), the inversion elsewhere, and Ruben's series
+    again (up to its cap) where the inversion's sum is beyond its cap.
+    ``ok``: certified."""
 
-    def __init__(self, w, lam, nu, tol, max_terms=_MAX_TERMS):
+    def __init__(self, w, lam, nu, tol, max_terms=None):
         w, lam, nu = np.broadcast_arrays(*(np.atleast_2d(np.asarray(a, dtype=float))
                                            for a in (w, lam, nu)))
         P = w.shape[0]
@@ -332,24 +363,33 @@ class GChiLaw:
         mask = w > 0
         beta = np.where(mask, w, np.inf).min(axis=1, keepdims=True)
         g = np.where(mask, 1.0 - beta / np.where(mask, w, 1.0), 0.0)
+        # Ruben's terms: about the mixing mean, then a geometric tail at rate max g
         mean = 0.5 * np.sum(np.where(mask, (nu * g + lam) / (1.0 - g), 0.0), axis=1)
+        terms = mean - np.log(tol) / (1.0 - g.max(axis=1))
         self.parts = []
         self.ok = np.zeros(P, dtype=bool)
-        for rows, kind in ((np.flatnonzero(mean <= _RUBEN_MEAN), "ruben"),
-                           (np.flatnonzero(mean > _RUBEN_MEAN), "inversion")):
-            if not rows.size:
-                continue
-            part = (RubenSeries(w[rows], lam[rows], nu[rows], tol[rows], max_terms)
-                    if kind == "ruben" else GilPelaez(w[rows], lam[rows], nu[rows], tol[rows]))
-            self.parts.append((rows, part))
-            self.ok[rows] = part.ok
+        ruben = terms <= _RUBEN_TERMS
+        rows = np.flatnonzero(~ruben)
+        if rows.size:
+            part = GilPelaez(w[rows], lam[rows], nu[rows], tol[rows])
+            self.parts.append((rows, part, part.ok))
+            # where the inversion's sum converges too slowly (little
+            # noncentrality on the large weights), Ruben's series may not
+            ruben[rows[~part.ok & (terms[rows] <= (max_terms or _MAX_TERMS))]] = True
+        rows = np.flatnonzero(ruben)
+        if rows.size:
+            part = RubenSeries(w[rows], lam[rows], nu[rows], tol[rows], max_terms)
+            self.parts.append((rows, part, np.ones(rows.size, dtype=bool)))
+        for rows, part, used in self.parts:
+            self.ok[rows[used]] = part.ok[used]
 
     def brackets(self, t):
         """``(cdf_lo, cdf_hi, sf_lo, sf_hi)`` of P(T <= t) and P(T > t)."""
-        out = [np.zeros(t.shape[0]) for _ in range(4)]
-        for rows, part in self.parts:
+        P = t.shape[0]  # [0, 1] where not certified
+        out = [np.zeros(P), np.ones(P), np.zeros(P), np.ones(P)]
+        for rows, part, used in self.parts:
             for full, piece in zip(out, part.brackets(t[rows])):
-                full[rows] = piece
+                full[rows[used]] = piece[used]
         return tuple(out)
 
 
@@ -358,7 +398,7 @@ class GChiLoss:
     (rows; weights <= 0 are absent columns), with a certified upper bound on
     delta(eps) in both directions."""
 
-    def __init__(self, w, lam, nu, delta, max_terms=_MAX_TERMS):
+    def __init__(self, w, lam, nu, delta, max_terms=None):
         w, lam, nu = np.broadcast_arrays(*(np.atleast_2d(np.asarray(a, dtype=float))
                                            for a in (w, lam, nu)))
         present = w > 0
@@ -415,7 +455,7 @@ def _times_exp(eps, p):
         return np.where(p > 0, np.exp(np.minimum(eps + np.log(p), 700.0)), 0.0)
 
 
-def gchi_epsilon(delta, w, lam, nu, max_terms=_MAX_TERMS):
+def gchi_epsilon(delta, w, lam, nu, max_terms=None):
     """Certified epsilon at ``delta`` of the losses of :class:`GChiLoss`
     (module docstring): weights ``w`` (n_persons, m) of the change (<= 0:
     absent), noncentralities ``lam`` and degrees of freedom ``nu`` under the
