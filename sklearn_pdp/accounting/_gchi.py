@@ -39,16 +39,23 @@ returned is an upper bound, certified up to that margin.
 
 The number of terms grows like the mixing mean
 sum (nu_j + lam_j) / (2 (1 - g_j)): large noncentralities (residuals many
-posterior deviations away) over weights spanning orders of magnitude need
-more than the public cap ``_MAX_TERMS``; there the loss is not certified
-(``nan``) and the caller falls back to a labelled bound.
+posterior deviations away, the rule for OPS on thousands of rows) need
+tens of thousands. There the characteristic function decays like a
+normal's, and its discretised inversion (Davies 1973, :class:`GilPelaez`)
+needs tens of nodes, with a certified error: the aliasing is a tail of T
+(Chernoff's bound), the sum's cut a bound on |phi|, and the rounding a
+margin; its brackets are absolute (~1e-13), so the epsilon is rounded up
+by about e^eps 1e-13 / delta relative. Where neither converges within its
+public cap (``_MAX_TERMS``, ``_MAX_NODES``: little noncentrality on large
+weights together with weights orders of magnitude apart) the loss is not
+certified (``nan``) and the caller falls back to a labelled bound.
 """
 
 import numpy as np
 from scipy.special import chdtr, chdtrc, gammaln
 
 # Public cap on Ruben's terms per law and person.
-_MAX_TERMS = 50000
+_MAX_TERMS = 20000
 # Steps of the recursion between checks of the mass left out.
 _CHECK_EVERY = 32
 # Mass left beyond the last term, relative to delta.
@@ -368,18 +375,20 @@ class GChiLaw:
         terms = mean - np.log(tol) / (1.0 - g.max(axis=1))
         self.parts = []
         self.ok = np.zeros(P, dtype=bool)
-        ruben = terms <= _RUBEN_TERMS
-        rows = np.flatnonzero(~ruben)
+        short = terms <= _RUBEN_TERMS
+        groups = [np.flatnonzero(short)]
+        rows = np.flatnonzero(~short)
         if rows.size:
             part = GilPelaez(w[rows], lam[rows], nu[rows], tol[rows])
             self.parts.append((rows, part, part.ok))
             # where the inversion's sum converges too slowly (little
             # noncentrality on the large weights), Ruben's series may not
-            ruben[rows[~part.ok & (terms[rows] <= (max_terms or _MAX_TERMS))]] = True
-        rows = np.flatnonzero(ruben)
-        if rows.size:
-            part = RubenSeries(w[rows], lam[rows], nu[rows], tol[rows], max_terms)
-            self.parts.append((rows, part, np.ones(rows.size, dtype=bool)))
+            # (apart: its window is long)
+            groups.append(rows[~part.ok & (terms[rows] <= (max_terms or _MAX_TERMS))])
+        for rows in groups:
+            if rows.size:
+                part = RubenSeries(w[rows], lam[rows], nu[rows], tol[rows], max_terms)
+                self.parts.append((rows, part, np.ones(rows.size, dtype=bool)))
         for rows, part, used in self.parts:
             self.ok[rows[used]] = part.ok[used]
 
@@ -435,7 +444,6 @@ class GChiLoss:
                 break
             lo[over], hi[over] = hi[over], 2.0 * hi[over]
         unreached = search & ~(self.delta_upper(hi) <= delta)
-        hi[unreached] = np.inf
         search &= ~unreached
         while True:
             open_ = search & (hi - lo > _EPS_RTOL * hi)
@@ -445,7 +453,7 @@ class GChiLoss:
             below = self.delta_upper(mid) <= delta
             hi = np.where(open_ & below, mid, hi)
             lo = np.where(open_ & ~below, mid, lo)
-        return np.where(self.A.ok & self.B.ok, hi, np.nan)
+        return np.where(self.A.ok & self.B.ok, np.where(unreached, np.inf, hi), np.nan)
 
 
 def _times_exp(eps, p):
@@ -455,10 +463,14 @@ def _times_exp(eps, p):
         return np.where(p > 0, np.exp(np.minimum(eps + np.log(p), 700.0)), 0.0)
 
 
-def gchi_epsilon(delta, w, lam, nu, max_terms=None):
+def gchi_epsilon(delta, w, lam, nu, max_terms=None, all_or_none=False):
     """Certified epsilon at ``delta`` of the losses of :class:`GChiLoss`
     (module docstring): weights ``w`` (n_persons, m) of the change (<= 0:
     absent), noncentralities ``lam`` and degrees of freedom ``nu`` under the
-    law B; ``nan`` where Ruben's series needs more than ``max_terms``."""
-    return GChiLoss(w, lam, nu, delta, max_terms).epsilon(delta)
+    law B; ``nan`` where neither method converges within its cap (with
+    ``all_or_none``: None as soon as one does not, before any search)."""
+    loss = GChiLoss(w, lam, nu, delta, max_terms)
+    if all_or_none and not (loss.A.ok & loss.B.ok).all():
+        return None
+    return loss.epsilon(delta)
 

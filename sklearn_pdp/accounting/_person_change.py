@@ -63,8 +63,11 @@ def person_epsilon(delta, w, b, gamma):
         out[one] = ops_epsilon(delta, mu, coord / np.sqrt(mu), gamma)
     many = np.flatnonzero(~infinite & (rank > 1))
     if many.size:
-        out[many] = gchi_epsilon(delta, w[many], lam[many], 1.0)
-    return None if np.isnan(out).any() else out
+        eps = gchi_epsilon(delta, w[many], lam[many], 1.0, all_or_none=True)
+        if eps is None:
+            return None
+        out[many] = eps
+    return out
 
 
 def sketch_person_epsilon(delta, tau, n_components):
@@ -83,5 +86,8 @@ def sketch_person_epsilon(delta, tau, n_components):
         out[one] = chi2_epsilon(delta, tau[one].max(axis=1), n_components)
     many = np.flatnonzero(~infinite & (rank > 1))
     if many.size:
-        out[many] = gchi_epsilon(delta, tau[many], 0.0, float(n_components))
-    return None if np.isnan(out).any() else out
+        eps = gchi_epsilon(delta, tau[many], 0.0, float(n_components), all_or_none=True)
+        if eps is None:
+            return None
+        out[many] = eps
+    return out

@@ -27,7 +27,7 @@ def _panel(n_people, rows, d, seed):
 
 
 def _ops(random_state=0, fit_intercept=True):
-    return OPSRegressor(epsilon=None, gamma=2.0, alpha=5.0, data_norm=np.sqrt(2), y_bound=1.0,
+    return OPSRegressor(epsilon=None, gamma=20.0, alpha=5.0, data_norm=np.sqrt(2), y_bound=1.0,
                         fit_intercept=fit_intercept, tighten_bounds=False,
                         random_state=random_state)
 
@@ -109,7 +109,7 @@ def test_sketch_person_losses_equal_refit():
                                          y_bound=1.0, tighten_bounds=False, random_state=rs),
 ], ids=["ops", "random_projection"])
 def test_person_losses_exact_and_draw_independent(make):
-    X, y, groups = _panel(700, 3, 2, seed=4)
+    X, y, groups = _panel(300, 3, 2, seed=4)
     first = make(0).fit(X, y, groups=groups)
     second = make(1).fit(X, y, groups=groups)
     assert first.person_pdp_kind_ == "exact"
