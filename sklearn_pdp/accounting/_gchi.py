@@ -103,7 +103,8 @@ class RubenSeries:
         beta = np.where(np.isfinite(self.beta), self.beta, 1.0)[:, None]
         self.g = np.where(mask, 1.0 - beta / np.where(mask, w, 1.0), 0.0)
         self.nu, self.lam = np.where(mask, nu, 0.0), np.where(mask, lam, 0.0)
-        self.log_c0 = np.sum(np.where(mask, -0.5 * self.nu * np.log(w / beta), 0.0)
+        ratio = np.where(mask, w, 1.0) / beta
+        self.log_c0 = np.sum(np.where(mask, -0.5 * self.nu * np.log(ratio), 0.0)
                              - 0.5 * self.lam, axis=1)
         self.n = self.nu.sum(axis=1)
         self.tol = np.broadcast_to(np.asarray(tol, dtype=float), (P,))
