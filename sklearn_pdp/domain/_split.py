@@ -42,10 +42,9 @@ from ..mechanisms._guarantee_law import GuaranteeLaw
 from ..report._profile import PrivacyProfile
 from ..utils._arrays import compute, is_dask_array
 from ..utils._dask import scaled_data
-from ..utils._people import person_sums
 from ._scaler import resolve_bounds
 from ._schema import estimator_layout
-from ._stage import DeclaredStage, added_guarantee
+from ._stage import DeclaredStage, added_guarantee, release_person_losses
 from ._tighten import plan_release, released_bounds, tighten_share, tightening_on
 
 # entries of the groups' grid counts formed at once (bounds_group_epsilon)
@@ -247,16 +246,17 @@ class SplitStage:
                                   bounds_part(X, y, self.share, keys))[0])
         out = bounds_group_epsilon(self.bounds_release, X[part], y[part], codes[part],
                                    sizes.size, add)
-        exact = getattr(self.release, "person_losses", None)
         mine = np.unique(codes[~part & (codes >= 0)])
-        if exact is not None and mine.size:
+        if getattr(self.release, "person_losses", None) is not None and mine.size:
             if data is None:
                 data = scaled_data(*self.model_part(X, y) if not add else (X[~part], y[~part]),
                                    self.scaler, self.n_jobs)
             index = np.full(sizes.size + 1, -1)  # the last: rows of no group
             index[mine] = np.arange(mine.size)
-            out[mine] = exact(*person_sums(data, index[codes[~part]], mine.size),
-                              sizes[mine], add=add)
+            exact = release_person_losses(self.release, data, index[codes[~part]], sizes[mine],
+                                          add)
+            if exact is not None:  # else nan: bounded by group privacy
+                out[mine] = exact
         return out
 
     def fitted_attributes(self):

@@ -86,11 +86,10 @@ class DeclaredStage:
         together (``codes``: each row's group, -1 for none; ``sizes``: the
         groups' numbers of rows; ``data``: the rows scaled, if at hand), or
         None where the release has no closed form."""
-        exact = getattr(self.release, "person_losses", None)
-        if exact is None:
+        if getattr(self.release, "person_losses", None) is None:
             return None
         data = scaled_data(X, y, self.scaler, self.n_jobs) if data is None else data
-        return exact(*person_sums(data, codes, sizes.size), sizes, add=add)
+        return release_person_losses(self.release, data, codes, sizes, add)
 
     def statistics(self):
         return self.release.statistics
@@ -118,6 +117,33 @@ class DeclaredStage:
 
     def warn_clipping(self, clipped, stacklevel):
         warn_clipping(clipped, stacklevel=stacklevel + 1)
+
+
+def release_person_losses(release, data, codes, sizes, add=False):
+    """The release's exact loss of each person (``codes``: each scaled row's
+    person in ``data``, -1 for none; ``sizes``: their numbers of rows), from
+    their sums; None where the release has no closed form or cannot certify
+    one for every person."""
+    exact = getattr(release, "person_losses", None)
+    if exact is None:
+        return None
+    extra = {}
+    if getattr(release, "person_label_squares", False):
+        extra["label_squares"] = label_squares(data, codes, sizes.size)
+    return exact(*person_sums(data, codes, sizes.size), sizes, add=add, **extra)
+
+
+def label_squares(data, codes, n_people):
+    """Each person's ``sum y^2`` over their scaled labels (rows with a
+    negative code left out): with :func:`person_sums`, the Gram matrix of
+    their rows [x, y] (the sketch's)."""
+    def part(start, Xs, ys):
+        own = codes[start:start + Xs.shape[0]]
+        keep = own >= 0
+        return np.bincount(own[keep], weights=np.square(np.asarray(ys)[keep]),
+                           minlength=n_people)
+
+    return data.reduce(part, combine=np.add)
 
 
 def added_guarantee(release):

@@ -191,8 +191,8 @@ def _people_parts(est, groups):
 def test_a_split_with_person_keys_puts_each_person_in_one_part():
     """The hash of the person key: all of a person's rows in one part, the
     part a function of the key alone."""
-    X, y, bounds, y_bound, groups = _panel(800)
-    est = OPSRegressor(epsilon=1.0, bounds_X=bounds, y_bound=y_bound, tighten_bounds=True,
+    X, y, bounds, y_bound, groups = _panel(800)  # epsilon 4: the label's quantiles fit
+    est = OPSRegressor(epsilon=4.0, bounds_X=bounds, y_bound=y_bound, tighten_bounds=True,
                        random_state=0).fit(X, y, groups=groups)
     in_bounds = _people_parts(est, groups)
     assert 0 < in_bounds.sum() < in_bounds.size
@@ -206,8 +206,8 @@ def test_a_person_loses_their_part_s_joint_loss():
     without all their rows (brute force), whatever the draw; a model-part
     person: AdaSSP's exact joint loss given the released bounds, that of the
     estimator declared at them on the model part; the guarantee per record."""
-    X, y, bounds, y_bound, groups = _panel(1500)
-    fits = [AdaSSPRegressor(epsilon=1.0, bounds_X=bounds, y_bound=y_bound,
+    X, y, bounds, y_bound, groups = _panel(1500)  # epsilon 3: the label's quantiles fit
+    fits = [AdaSSPRegressor(epsilon=3.0, bounds_X=bounds, y_bound=y_bound,
                             tighten_bounds=True, random_state=seed).fit(X, y, groups=groups)
             for seed in (0, 1)]
     est = fits[0]
@@ -221,7 +221,7 @@ def test_a_person_loses_their_part_s_joint_loss():
     assert several.size == 3
     for k in several:
         keep = gB != est.person_ids_[k]
-        without = BoundsRelease(None, bounds, y_bound, 0.1 * X.shape[0], 1.0).fit(
+        without = BoundsRelease(None, bounds, y_bound, 0.1 * X.shape[0], 3.0).fit(
             XB[keep], yB[keep])
         L = without.log_proba() - rel.log_proba()
         joint = max(L.max(axis=1).sum(), (-L).max(axis=1).sum())
@@ -248,7 +248,7 @@ def test_a_person_loses_their_part_s_joint_loss():
         X[new], y[new], groups=keys)[~into], rtol=1e-10)
     for k in np.flatnonzero(into)[:2]:
         person = keys == np.unique(keys)[k]
-        bigger = BoundsRelease(None, bounds, y_bound, 0.1 * X.shape[0], 1.0).fit(
+        bigger = BoundsRelease(None, bounds, y_bound, 0.1 * X.shape[0], 3.0).fit(
             np.vstack([XB, X[new][person]]), np.append(yB, y[new][person]))
         L = rel.log_proba() - bigger.log_proba()
         assert added[k] == pytest.approx(max(L.max(axis=1).sum(), (-L).max(axis=1).sum()),
@@ -264,7 +264,7 @@ def _key_parts(keys):
 def test_dask_split_by_person_is_the_in_memory_one():
     da = pytest.importorskip("dask.array")
     X, y, bounds, y_bound, groups = _panel(1500, seed=2)
-    params = dict(epsilon=1.0, bounds_X=bounds, y_bound=y_bound, tighten_bounds=True,
+    params = dict(epsilon=3.0, bounds_X=bounds, y_bound=y_bound, tighten_bounds=True,
                   random_state=0)
     mem = AdaSSPRegressor(**params).fit(X, y, groups=groups)
     lazy = AdaSSPRegressor(**params).fit(da.from_array(X, chunks=700),
@@ -283,16 +283,16 @@ def test_max_records_sizes_the_bounds_for_a_person_and_the_model_per_person():
     loss (given the released bounds) at most the guarantee; the group path
     over epsilon / k is what the other estimators keep."""
     X, y, bounds, y_bound, groups = _panel(4000, seed=4)  # enough for slopes
-    k = 4
-    params = dict(epsilon=1.0, delta=1e-6, bounds_X=bounds, y_bound=y_bound,
+    k, eps = 4, 4.0  # epsilon / k a record: the label's quantiles fit
+    params = dict(epsilon=eps, delta=1e-6, bounds_X=bounds, y_bound=y_bound,
                   tighten_bounds=True, max_records=k)
     fits = [AdaSSPRegressor(**params, random_state=seed).fit(X, y, groups=groups)
             for seed in (0, 1)]
     est = fits[0]
     rel = est.bounds_release_
-    assert rel.epsilon == pytest.approx(1.0 / k)
-    assert (est.dp_epsilon_, est.dp_delta_) == (1.0, 1e-6)
-    assert (est.model_epsilon_, est.model_delta_) == (1.0, 1e-6)
+    assert rel.epsilon == pytest.approx(eps / k)
+    assert (est.dp_epsilon_, est.dp_delta_) == (eps, 1e-6)
+    assert (est.model_epsilon_, est.model_delta_) == (eps, 1e-6)
     assert est.person_pdp_kind_ == "conditional" and np.any(est.coef_)
     assert np.all(est.person_losses_ <= est.dp_epsilon_ * (1 + 1e-12))
     # a bounds-part person with k records: their exact joint loss, within
@@ -308,7 +308,7 @@ def test_max_records_sizes_the_bounds_for_a_person_and_the_model_per_person():
     part = first & ~est.model_rows_
     for p in full:
         keep = part & (codes != p)
-        without = BoundsRelease(None, bounds, y_bound, 0.1 * first.sum(), 1.0 / k).fit(
+        without = BoundsRelease(None, bounds, y_bound, 0.1 * first.sum(), eps / k).fit(
             X[keep], y[keep])
         L = without.log_proba() - rel.log_proba()
         joint = max(L.max(axis=1).sum(), (-L).max(axis=1).sum())
@@ -317,7 +317,7 @@ def test_max_records_sizes_the_bounds_for_a_person_and_the_model_per_person():
     np.testing.assert_array_equal(fits[1].person_losses_[in_bounds],
                                   est.person_losses_[in_bounds])
     # the model part: the estimator declared at the released bounds, capped
-    ref = AdaSSPRegressor(epsilon=1.0, delta=1e-6, bounds_X=est.bounds_X_,
+    ref = AdaSSPRegressor(epsilon=eps, delta=1e-6, bounds_X=est.bounds_X_, tighten_bounds=False,
                           y_bound=est.y_bound_, max_records=k, random_state=0).fit(
         X[first & est.model_rows_], y[first & est.model_rows_],
         groups=groups[first & est.model_rows_])
@@ -325,4 +325,4 @@ def test_max_records_sizes_the_bounds_for_a_person_and_the_model_per_person():
                                rtol=1e-10)
     # other estimators keep group privacy over the per-record calibration
     ops = OPSRegressor(**params, random_state=0).fit(X, y, groups=groups)
-    assert ops.person_pdp_kind_ == "bound" and ops.model_epsilon_ < 1.0 / k * 1.01
+    assert ops.person_pdp_kind_ == "bound" and ops.model_epsilon_ < eps / k * 1.01

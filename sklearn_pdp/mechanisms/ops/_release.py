@@ -5,6 +5,7 @@ from functools import partial
 import numpy as np
 from scipy.special import ndtri
 
+from ...accounting._person_change import person_epsilon, whitened_change
 from ...accounting import (
     GAUSSIAN_DELTA_SHARE, compose_with_gaussian, domain_bounds, gaussian_allowance, ops_auto_alpha,
     ops_dp_epsilon, ops_epsilon, ops_gamma,
@@ -137,6 +138,19 @@ class OPSRelease(Release):
             return np.minimum(eps, self.guarantee[0]) if self.capped else eps
 
         return TwoStageRows(statistics, finish, 2)
+
+    def person_losses(self, gram, cross, sizes, add=False):
+        """Certified loss at ``delta`` of removing (adding, ``add``) each
+        person's rows together, from their sums ``gram`` (``sum z z^T``)
+        and ``cross`` (``sum y z``): a generalised chi-square
+        (:mod:`~sklearn_pdp.accounting._gchi`), in closed form where the
+        rows span one direction. None where Ruben's series needs more than
+        its public cap of terms for some person: the fit then charges every
+        person the labelled group-privacy bound."""
+        # X_p^T e_p: the persons' residuals on the fitted system
+        g = cross - gram @ self.ridge.coef
+        w, b = whitened_change(self.ridge._whitener, gram, g, add=add)
+        return person_epsilon(self.delta, w, b, self.gamma)
 
     # -- the law of a published report ----------------------------------------
 

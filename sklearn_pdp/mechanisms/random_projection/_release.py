@@ -10,6 +10,7 @@ import numpy as np
 from scipy import linalg
 
 from ...accounting import chi2_epsilon, chi2_noise_scale, compose_with_gaussian
+from ...accounting._person_change import sketch_person_epsilon, whitened_change
 from ...utils._arrays import row_norms
 from ...utils._rows import TwoStageRows
 from .._release import Release, _label_change
@@ -61,6 +62,8 @@ class RandomProjectionRelease(Release):
     """
 
     needs_gram = False
+    # its person_losses needs each person's sum of squared labels
+    person_label_squares = True
     _private = ("sigma", "basis", "null", "label_sum")
 
     def __init__(self, *, n_components, noise_scale, variant, label_epsilon=0.0,
@@ -266,6 +269,28 @@ class RandomProjectionRelease(Release):
         # an added row is not a neighbour the calibration covered: uncapped
         return (chi2_epsilon(self.delta, tau, self.n_components)
                 + self.label_epsilon * _label_change(Xs, ys)["ysum"])
+
+    def person_losses(self, gram, cross, sizes, add=False, label_squares=None):
+        """Certified loss at ``delta`` of removing (adding, ``add``) each
+        person's rows together, from their sums ``gram``, ``cross`` and
+        ``label_squares`` (``sum y^2``) of the rows z = [x, y]: the
+        sketch's generalised chi-square loss
+        (:func:`~sklearn_pdp.accounting._person_change.sketch_person_epsilon`)
+        plus, with the label sum, ``|sum y|`` times its share (basic
+        composition, as for a row). None on a singular Sigma, or where
+        Ruben's series needs more than its cap: the fit then charges the
+        labelled group-privacy bound."""
+        if self.null is not None or label_squares is None:
+            return None
+        labelled = np.concatenate([
+            np.concatenate([gram, cross[:, :, None]], axis=2),
+            np.concatenate([cross, label_squares[:, None]], axis=1)[:, None, :]], axis=1)
+        tau, _ = whitened_change(self.sigma._whitener, labelled, add=add)
+        sketch = sketch_person_epsilon(self.delta, tau, self.n_components)
+        if sketch is None:
+            return None
+        # the constant feature is the last column of the rows (with an intercept)
+        return sketch + self.label_epsilon * np.abs(cross[:, -1])
 
     def row_losses(self, add=False):
         """Training rows: a :class:`~sklearn_pdp.utils._rows.TwoStageRows`, the
