@@ -260,7 +260,11 @@ def test_gram_noise_bound_coverage(intercept):
     assert t < 1.8 * np.quantile(norms, 1 - beta)
 
 
-@pytest.mark.parametrize("cls, params", LAWS)
+# objective perturbation's per-row quadratures over 20000 rows take a minute:
+# under the audit marker (its laws at a smaller n: the tests below)
+@pytest.mark.parametrize("cls, params", [
+    pytest.param(*law.values, id=law.id, marks=pytest.mark.audit)
+    if law.values[0] is ObjPertRegressor else law for law in LAWS])
 def test_targets_at_n_20000(cls, params):
     X, y = _squeezable_data(20000)
     report = _report(cls, X, y, **params)
@@ -872,8 +876,10 @@ def _redraw_private_ridge(report, rng, draw=_gaussian_draw):
     return other
 
 
+# squeeze 0.55 under the audit marker only, at 1000 runs
 @pytest.mark.parametrize("squeeze, runs", [
-    (1.0, 100), (0.55, 100), pytest.param(0.55, 1000, marks=pytest.mark.audit)])
+    (1.0, 100), pytest.param(0.55, 100, marks=pytest.mark.audit),
+    pytest.param(0.55, 1000, marks=pytest.mark.audit)])
 def test_private_ridge_published_bound_coverage(squeeze, runs):
     """The whole release redrawn (the eigenvalue, so the cell, the
     coefficients and the Gram noise): each fixed row's published bound
@@ -1046,8 +1052,10 @@ def test_private_objpert_law_reproduces_the_estimators_losses():
     assert np.all(est.pdp_epsilon(targets) <= cap * (1 + 1e-9))
 
 
+# squeeze 0.7 (the floor cell reached) under the audit marker only, at 600 runs
 @pytest.mark.parametrize("squeeze, runs", [
-    (1.0, 40), (0.7, 40), pytest.param(0.7, 600, marks=pytest.mark.audit)])
+    (1.0, 40), pytest.param(0.7, 40, marks=pytest.mark.audit),
+    pytest.param(0.7, 600, marks=pytest.mark.audit)])
 def test_private_objpert_published_bound_coverage(squeeze, runs):
     """The whole release redrawn (the eigenvalue, so the cell; the
     coefficients; the Gram noise): each fixed row's published bound covers
