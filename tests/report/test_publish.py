@@ -40,6 +40,8 @@ from sklearn_pdp.utils._eigen import eigen_change, eigen_max_change, scatter_eig
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
+from ..conftest import audit_if_slow
+
 # mechanisms whose loss is a function of the leverage and residual
 RIDGE_LAWS = [OPSRegressor, OutputPerturbationRegressor, ObjPertRegressor]
 # every registered regressor publishes
@@ -937,7 +939,8 @@ def _registry_data(n=20000, d=5, seed=0):
     return X, y
 
 
-@pytest.mark.parametrize("name", list(REGRESSORS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=audit_if_slow(name))
+                                  for name in REGRESSORS])
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.PrivacyLeakWarning")
 def test_every_default_regressor_publishes(name):
     """``PDPReport(Est(), publish_epsilon=0.2)`` for every registered
