@@ -559,7 +559,9 @@ def test_objpert_loss_grows_with_the_leverage_at_fixed_inverse_norm():
             assert np.all(np.diff(eps) >= -1e-9 * eps[-1])
 
 
-def test_private_quantile_is_the_exponential_mechanism():
+# a call per draw: 20000 draws under the audit marker
+@pytest.mark.parametrize("runs", [5000, pytest.param(20000, marks=pytest.mark.audit)])
+def test_private_quantile_is_the_exponential_mechanism(runs):
     # on a tiny data set with ties the output's law is exp(eps u / 2) over
     # the grid: check the mass at each rounded value and on each stretch
     # between them (where the utility is constant) against the draws
@@ -567,7 +569,7 @@ def test_private_quantile_is_the_exponential_mechanism():
     eps, lower, upper, q = 2.0, 0.5, 1.0, 0.5
     rng = np.random.RandomState(0)
     draws = np.log([_private_quantile(values, q, eps, lower, upper, rng)
-                    for _ in range(20000)])
+                    for _ in range(runs)])
     grid = np.linspace(np.log(lower), np.log(upper), int(np.ceil(np.log(2) / _GRID_STEP)) + 1)
     cells = np.searchsorted(grid, np.log(values))
     index = np.arange(grid.size)

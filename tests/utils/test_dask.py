@@ -93,8 +93,10 @@ def _ids(est):
 
 # objective perturbation's per-row quadratures take minutes on all N rows:
 # there under the audit marker, and on the first four (irregular) row chunks,
-# 4000 rows, in the default run
-FIT_CASES = [pytest.param(est, None, id=_ids(est), marks=audit_if_slow(name))
+# 4000 rows, in the default run; OPS at its defaults releases AdaOPS's
+# mechanism (the AdaOPS case), its own fit under the audit marker too
+FIT_CASES = [pytest.param(est, None, id=_ids(est),
+                          marks=pytest.mark.audit if name == "ops" else audit_if_slow(name))
              for name, est in zip(REGRESSORS, ESTIMATORS)] + [
     pytest.param(est, None, id=_ids(est)) for est in ESTIMATORS[len(REGRESSORS):]] + [
     pytest.param(ObjPertRegressor(**BOUNDS), 4, id="ObjPertRegressor-4-chunks")]
