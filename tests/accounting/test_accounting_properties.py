@@ -500,9 +500,10 @@ LONG_PROPERTIES = [
 ]
 
 
+# 15 examples: test_loss_family_property_long runs the same properties with 1000
 @pytest.mark.parametrize("check", PROPERTIES, ids=_name)
 @pytest.mark.parametrize("mech", MECHANISMS, ids=repr)
-@_FAST
+@settings(_FAST, max_examples=15)
 @given(data=st.data())
 def test_loss_family_property(mech, check, data):
     check(mech, data)

@@ -218,7 +218,7 @@ def test_tightening_improves_a_heavy_tailed_fit():
     assert mse[True] < 0.9 * mse[False]  # measured 1.45 against 1.72
 
 
-@pytest.mark.parametrize("cls", [cls for name, cls in REGRESSORS.items() if name != "adassp"])
+@pytest.mark.parametrize("cls", [pytest.param(cls, marks=audit_if_slow(name)) for name, cls in REGRESSORS.items() if name != "adassp"])
 def test_every_estimator_tightens_within_the_budget(cls):
     est, X, y = _fit(cls, n=4000, eps=2.0, random_state=0)
     assert est.dp_epsilon_ <= 2.0

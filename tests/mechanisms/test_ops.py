@@ -97,11 +97,13 @@ def test_random_state_makes_fit_reproducible(make_unbounded_data):
     assert not np.allclose(a.coef_, c.coef_)
 
 
-def test_posterior_draw_has_the_stated_distribution(make_unbounded_data):
+# a fit per draw: 400 draws under the audit marker
+@pytest.mark.parametrize("draws", [100, pytest.param(400, marks=pytest.mark.audit)])
+def test_posterior_draw_has_the_stated_distribution(draws, make_unbounded_data):
     """Whitened draws sqrt(gamma) L^T (theta - theta_hat) must be N(0, I):
     their squared norms sum to a chi-square with (draws x d) degrees of freedom."""
     X, y = make_unbounded_data(30, d=2)
-    gamma, draws = 4.0, 400
+    gamma = 4.0
     reg = OPSRegressor(epsilon=None, alpha=1.0, gamma=gamma, data_norm=3.0, y_bound=4.0, fit_intercept=False)
     thetas = np.array(
         [reg.set_params(random_state=s).fit(X, y).coef_ for s in range(draws)]

@@ -40,6 +40,8 @@ from sklearn_pdp.utils._eigen import eigen_change, eigen_max_change, scatter_eig
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
+from ..conftest import audit_if_slow
+
 # mechanisms whose loss is a function of the leverage and residual
 RIDGE_LAWS = [OPSRegressor, OutputPerturbationRegressor, ObjPertRegressor]
 # every registered regressor publishes
@@ -260,7 +262,11 @@ def test_gram_noise_bound_coverage(intercept):
     assert t < 1.8 * np.quantile(norms, 1 - beta)
 
 
-@pytest.mark.parametrize("cls, params", LAWS)
+# objective perturbation's per-row quadratures over 20000 rows take a minute:
+# under the audit marker (its laws at a smaller n: the tests below)
+@pytest.mark.parametrize("cls, params", [
+    pytest.param(*law.values, id=law.id, marks=pytest.mark.audit)
+    if law.values[0] is ObjPertRegressor else law for law in LAWS])
 def test_targets_at_n_20000(cls, params):
     X, y = _squeezable_data(20000)
     report = _report(cls, X, y, **params)
@@ -553,7 +559,9 @@ def test_objpert_loss_grows_with_the_leverage_at_fixed_inverse_norm():
             assert np.all(np.diff(eps) >= -1e-9 * eps[-1])
 
 
-def test_private_quantile_is_the_exponential_mechanism():
+# a call per draw: 20000 draws under the audit marker
+@pytest.mark.parametrize("runs", [5000, pytest.param(20000, marks=pytest.mark.audit)])
+def test_private_quantile_is_the_exponential_mechanism(runs):
     # on a tiny data set with ties the output's law is exp(eps u / 2) over
     # the grid: check the mass at each rounded value and on each stretch
     # between them (where the utility is constant) against the draws
@@ -561,7 +569,7 @@ def test_private_quantile_is_the_exponential_mechanism():
     eps, lower, upper, q = 2.0, 0.5, 1.0, 0.5
     rng = np.random.RandomState(0)
     draws = np.log([_private_quantile(values, q, eps, lower, upper, rng)
-                    for _ in range(20000)])
+                    for _ in range(runs)])
     grid = np.linspace(np.log(lower), np.log(upper), int(np.ceil(np.log(2) / _GRID_STEP)) + 1)
     cells = np.searchsorted(grid, np.log(values))
     index = np.arange(grid.size)
@@ -872,8 +880,10 @@ def _redraw_private_ridge(report, rng, draw=_gaussian_draw):
     return other
 
 
+# squeeze 0.55 under the audit marker only, at 1000 runs
 @pytest.mark.parametrize("squeeze, runs", [
-    (1.0, 100), (0.55, 100), pytest.param(0.55, 1000, marks=pytest.mark.audit)])
+    (1.0, 100), pytest.param(0.55, 100, marks=pytest.mark.audit),
+    pytest.param(0.55, 1000, marks=pytest.mark.audit)])
 def test_private_ridge_published_bound_coverage(squeeze, runs):
     """The whole release redrawn (the eigenvalue, so the cell, the
     coefficients and the Gram noise): each fixed row's published bound
@@ -931,7 +941,8 @@ def _registry_data(n=20000, d=5, seed=0):
     return X, y
 
 
-@pytest.mark.parametrize("name", list(REGRESSORS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=audit_if_slow(name))
+                                  for name in REGRESSORS])
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.PrivacyLeakWarning")
 def test_every_default_regressor_publishes(name):
     """``PDPReport(Est(), publish_epsilon=0.2)`` for every registered
@@ -1046,8 +1057,10 @@ def test_private_objpert_law_reproduces_the_estimators_losses():
     assert np.all(est.pdp_epsilon(targets) <= cap * (1 + 1e-9))
 
 
+# squeeze 0.7 (the floor cell reached) under the audit marker only, at 600 runs
 @pytest.mark.parametrize("squeeze, runs", [
-    (1.0, 40), (0.7, 40), pytest.param(0.7, 600, marks=pytest.mark.audit)])
+    (1.0, 40), pytest.param(0.7, 40, marks=pytest.mark.audit),
+    pytest.param(0.7, 600, marks=pytest.mark.audit)])
 def test_private_objpert_published_bound_coverage(squeeze, runs):
     """The whole release redrawn (the eigenvalue, so the cell; the
     coefficients; the Gram noise): each fixed row's published bound covers

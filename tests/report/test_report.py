@@ -12,7 +12,7 @@ from tests._reference import ridge_penalty
 from sklearn_pdp import AdaSSPRegressor, OPSRegressor, PDPReport, PrivacyLeakWarning
 from sklearn_pdp.domain._scaler import DomainScaler
 
-from ..conftest import unbounded_data
+from ..conftest import every_regressor, unbounded_data
 
 
 def _ops(**params):
@@ -343,6 +343,7 @@ def _one_hot_table(n=300, seed=0):
 
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
 @pytest.mark.parametrize("epsilon", [1.0, 50.0])  # the label mean alone; slopes
+@pytest.mark.parametrize("regressor_class", every_regressor())
 def test_full_one_hot_encoding_in_every_estimator(regressor_class, epsilon):
     """The issue's table: the report works whatever the fit released, with
     the estimator's exact losses; a mean's leverage is 1/n for every row."""

@@ -25,6 +25,7 @@ from sklearn_pdp import (  # noqa: E402
 )
 from sklearn_pdp.utils._dask import quantiles  # noqa: E402
 
+from ..conftest import audit_if_slow  # noqa: E402
 from ..domain.test_schema import SCHEMA, _table  # noqa: E402
 from sklearn_pdp._registry import REGRESSORS  # noqa: E402
 from sklearn_pdp.model_selection import PrivateGridSearchCV  # noqa: E402
@@ -90,9 +91,24 @@ def _ids(est):
     return type(est).__name__ + ("-ball" if getattr(est, "radius", None) else "")
 
 
-@pytest.mark.parametrize("est", ESTIMATORS, ids=_ids)
-def test_fit_matches_in_memory(client, data, est):
+# objective perturbation's per-row quadratures take minutes on all N rows:
+# there under the audit marker, and on the first four (irregular) row chunks,
+# 4000 rows, in the default run; OPS at its defaults releases AdaOPS's
+# mechanism (the AdaOPS case), its own fit under the audit marker too
+FIT_CASES = [pytest.param(est, None, id=_ids(est),
+                          marks=pytest.mark.audit if name == "ops" else audit_if_slow(name))
+             for name, est in zip(REGRESSORS, ESTIMATORS)] + [
+    pytest.param(est, None, id=_ids(est)) for est in ESTIMATORS[len(REGRESSORS):]] + [
+    pytest.param(ObjPertRegressor(**BOUNDS), 4, id="ObjPertRegressor-4-chunks")]
+
+
+@pytest.mark.parametrize("est, chunks", FIT_CASES)
+def test_fit_matches_in_memory(client, data, est, chunks):
     X, y, Xd, yd = data
+    row_chunks = ROW_CHUNKS[:chunks]
+    if chunks is not None:
+        rows = sum(row_chunks)
+        X, y, Xd, yd = X[:rows], y[:rows], Xd[:rows], yd[:rows]
     ref = est.__class__(**est.get_params()).set_params(random_state=7).fit(X, y)
     fit = est.__class__(**est.get_params()).set_params(random_state=7).fit(Xd, yd)
     assert_allclose(fit.coef_, ref.coef_, rtol=COEF_RTOL)
@@ -102,7 +118,7 @@ def test_fit_matches_in_memory(client, data, est):
     assert fit.n_features_in_ == D
     # lazy, with the row chunks of X
     assert isinstance(fit.pdp_losses_, da.Array)
-    assert fit.pdp_losses_.chunks == (ROW_CHUNKS,)
+    assert fit.pdp_losses_.chunks == (row_chunks,)
     tol = OBJPERT_LOSS_TOL if isinstance(est, ObjPertRegressor) else LOSS_TOL
     assert_allclose(fit.pdp_losses_.compute(), ref.pdp_losses_, **tol)
     pred = fit.predict(Xd)
