@@ -21,6 +21,16 @@ from sklearn_pdp._registry import REGRESSORS
 settings.register_profile("reproducible", derandomize=True, database=None)
 settings.load_profile("reproducible")
 
+
+def pytest_configure(config):
+    # One BLAS thread per parallel test worker: the workers already fill
+    # the cores, and each worker's BLAS threads spinning for the others'
+    # cores cost more than they gave.
+    if hasattr(config, "workerinput"):
+        from threadpoolctl import threadpool_limits
+
+        config._blas_limits = threadpool_limits(1)
+
 # the bounds that hold regression_data's rows and labels
 UNIT_BOUNDS = {"data_norm": 1.0, "y_bound": 1.0}
 # the diabetes table's features lie within 0.2 of 0, its labels in [25, 346]
