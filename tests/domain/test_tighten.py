@@ -807,8 +807,9 @@ def test_label_alone_where_the_ranges_are_too_many():
     assert np.array_equal(est.pdp_losses_[~rows], rel.row_epsilon(X, y)[~rows])
     others = [AdaSSPRegressor(**{**est.get_params(), "random_state": s}).fit(X, y)
               for s in (1, 2, 3)]
-    assert len({o.y_bound_ for o in others}) > 1  # other released ranges
-    for other in others:  # the same bounds-part losses and guarantee
+    # the same bounds-part losses and guarantee whatever the draw (the draws
+    # of the label's ends on a coarse grid at epsilon 4 may coincide)
+    for other in others:
         assert np.array_equal(other.pdp_losses_[~rows], est.pdp_losses_[~rows])
         assert other.dp_epsilon_ == est.dp_epsilon_
     # new rows are clipped to the declared feature bounds only
