@@ -114,13 +114,14 @@ def _parser():
     bounds.add_argument("--y-bound", type=_numbers, metavar="B or LOW,HIGH",
                         help="range of the label: B for [-B, B], or LOW,HIGH")
     bounds.add_argument(
-        "--tighten-bounds", nargs="?", const="yes", choices=("yes", "auto", "no"),
+        "--tighten-bounds", nargs="?", const="yes", default="auto",
+        choices=("yes", "auto", "no"),
         help="release tighter bounds than the declared ones first, from a public "
              "share of the rows (chosen by a hash of each row) with the whole "
              "budget, the model fitted on the other rows, where the data suffice "
-             "(a public rule; 'yes' warns where they do not, 'auto' is silent; "
-             "'no', the default, fits on the declared bounds with exact per-instance "
-             "losses); the released bounds are reported",
+             "(a public rule, the label's range first; 'yes' warns where they do "
+             "not, 'auto', the default, is silent; 'no' fits on the declared bounds "
+             "with exact per-instance losses); the released bounds are reported",
     )
     bounds.add_argument("--tighten-share", type=float, metavar="SHARE",
                         help="share of the rows for the bounds (default: 0.1)")

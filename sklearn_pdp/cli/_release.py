@@ -56,9 +56,7 @@ def _estimator(args, bounds, one_hot, encoding=None):
         if name not in est.get_params():
             raise DataError(f"--{name} does not apply to --estimator {args.estimator}")
         params[name] = value
-    if args.tighten_bounds is not None:
-        params["tighten_bounds"] = {"yes": True, "auto": "auto", "no": False}[
-            args.tighten_bounds]
+    params["tighten_bounds"] = {"yes": True, "auto": "auto", "no": False}[args.tighten_bounds]
     if args.tighten_share is not None:
         params["tighten_share"] = args.tighten_share
     if args.max_records is not None:

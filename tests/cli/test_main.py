@@ -81,7 +81,7 @@ def _weather_fit(seed):
         X, weather.target, test_size=0.25, random_state=seed)
     est = REGRESSORS[DEFAULT_REGRESSOR](
         epsilon=1.0, delta=1e-6, random_state=seed, bounds_X=bounds_X,
-        y_bound=weather.y_bound).fit(X_train, y_train)
+        y_bound=weather.y_bound, tighten_bounds="auto").fit(X_train, y_train)
     return est, X_train, X_test, y_train, y_test
 
 
