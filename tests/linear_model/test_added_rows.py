@@ -138,8 +138,11 @@ TIGHTENED = [pytest.param(cls, {}, _GROWS.get(name), id=name,
 ]
 
 
-# the plausible bounds tried are tighter than the data: their refits clip rows
+# the plausible bounds tried are tighter than the data: their refits clip rows;
+# output perturbation's signal test may keep zero slopes of a draw (its
+# losses are the release's either way)
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
 @pytest.mark.parametrize("cls, params, grows", TIGHTENED)
 def test_tightened_added_row_at_the_corner(cls, params, grows):
     """A tightened fit's value for a person added at the declared domain's
@@ -178,7 +181,7 @@ def test_tightened_added_row_at_the_corner(cls, params, grows):
             inside = np.flatnonzero((ends[k] >= ranges[k, 0]) & (ends[k] <= ranges[k, 1]))
             tight = (side + (rel.sign[k] < 0)) % 2 == 0
             pick.append(ends[k, inside[0 if tight else -1]])
-        _, bounds_X, y_bound = _assemble(rel, np.array(pick))
+        _, bounds_X, y_bound = _assemble(rel, np.array(pick), est.resolve_bounds(X, y))
         trials.append({"bounds_X": bounds_X, "y_bound": y_bound})
     for trial, bounds in enumerate(trials):
         model = cls(epsilon=est.model_epsilon_, delta=est.model_delta_, random_state=0,
