@@ -60,6 +60,14 @@ def search_people(estimator, groups, n_samples):
             "A search with max_records guarantees epsilon per person, but the bounds "
             "it would release first (tighten_bounds) are sized for one record; declare "
             "the bounds and set tighten_bounds=False.")
+    if cap == 1:
+        # removing a person's kept record lets their next one in: two records'
+        # change, which a candidate sized for one record covers only by group
+        # privacy, and the search's per-record terms do not charge that yet
+        raise ValueError(
+            "A search with max_records=1 is not supported: removing a person's kept "
+            "record lets their next one in, a change of two records. Keep one record "
+            "per person before the search, or set max_records to 2 or more.")
     return None if groups is None else SearchPeople(groups, n_samples, cap)
 
 

@@ -193,6 +193,9 @@ def test_max_records_needs_keys_and_declared_bounds(panel):
     with pytest.raises(ValueError, match="may not set max_records"):
         PrivateGridSearchCV(AdaSSPRegressor(**UNIT_BOUNDS), {"max_records": [2, 4]},
                             random_state=0).fit(X, y, groups=groups)
+    # one record a person: removing the kept one lets the next one in
+    with pytest.raises(ValueError, match="max_records=1 is not supported"):
+        _search(refit=False, max_records=1).fit(X, y, groups=groups)
 
 
 def test_groups_are_routed_to_the_search():
