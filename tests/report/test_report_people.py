@@ -1,14 +1,17 @@
 """PDPReport with person keys (``groups``): per person where the fit has
 person losses, per record otherwise (:doc:`/people`)."""
 
+import dask.array as da
 import numpy as np
 import pytest
 import sklearn
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from sklearn_pdp import AdaSSPRegressor, OPSRegressor, PDPReport
+from sklearn_pdp.exceptions import FallbackWarning
+from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 from ..conftest import UNIT_BOUNDS
 from ..linear_model.test_people import random_panel
@@ -85,3 +88,20 @@ def test_publication_with_groups_is_refused():
     with pytest.raises(ValueError, match=r"publish_epsilon=0.2 with groups.*not derived"):
         report.fit(X, y, groups=groups)
     assert report.fit(X, y).summary_["unit"] == "record"
+
+
+def test_private_search_and_dask_input_per_person():
+    """A wrapped private search reports its people (its own person losses
+    and kind); Dask input gives the same summary as NumPy."""
+    X, y, groups = random_panel(n_people=300, seed=1)
+    search = PrivateGridSearchCV(_adassp(), {"fit_intercept": [True, False]}, random_state=0)
+    with pytest.warns(FallbackWarning, match="label mean alone"):  # a part's small budget
+        report = PDPReport(search).fit(X, y, groups=groups)
+    assert_array_equal(report.person_losses_, report.estimator_.person_losses_)
+    assert (report.summary_["unit"], report.summary_["dp_unit"]) == ("person", "record")
+    assert report.summary_["pdp_kind"] == report.estimator_.person_pdp_kind_
+    numpy = PDPReport(_adassp()).fit(X, y, groups=groups).summary_
+    lazy = PDPReport(_adassp()).fit(da.from_array(X, chunks=200), da.from_array(y, chunks=200),
+                                    groups=groups).summary_
+    assert lazy["unit"] == "person" and lazy["n_people"] == numpy["n_people"] == 300
+    assert_allclose(lazy["median"], numpy["median"], rtol=1e-12)
