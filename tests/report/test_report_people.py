@@ -9,7 +9,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from sklearn_pdp import AdaSSPRegressor, OPSRegressor, PDPReport
+from sklearn_pdp import AdaSSPRegressor, OPSRegressor, PDPReport, PrivacyLossDisplay
 from sklearn_pdp.exceptions import FallbackWarning
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
@@ -105,3 +105,15 @@ def test_private_search_and_dask_input_per_person():
                                     groups=groups).summary_
     assert lazy["unit"] == "person" and lazy["n_people"] == numpy["n_people"] == 300
     assert_allclose(lazy["median"], numpy["median"], rtol=1e-12)
+
+
+def test_plot_of_a_per_person_report_is_of_its_records(agg):
+    """The plot shows the rows' losses, labelled with the records' kind and
+    median, never the people's."""
+    X, y, groups = random_panel(n_people=150, seed=3)
+    report = PDPReport(_adassp()).fit(X, y, groups=groups)
+    display = PrivacyLossDisplay.from_estimator(report)
+    assert_array_equal(display.pdp_losses, report.pdp_losses_)
+    assert display.pdp_kind == report.estimator_.pdp_kind_
+    assert display.dp_over_median == report.dp_epsilon_ / np.median(report.pdp_losses_)
+    assert display.dp_over_median != report.summary_["dp_over_median"]
