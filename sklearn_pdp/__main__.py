@@ -11,10 +11,13 @@ for a table of one's own (text columns are one-hot encoded with the categories
 declared by ``--categories``); ``--save-model FILE`` writes the released model
 as JSON (read it back with ``sklearn_pdp.PublicLinearModel.from_json``),
 ``--json`` prints a machine-readable report instead, ``--plot FILE`` writes
-the report's plot as a PNG. ``--ledger FILE --id-column ID`` records the
-release in a per-person privacy ledger (:doc:`/ledger`) and reports each
-person's total over every release recorded in it; ``python -m sklearn_pdp
-ledger FILE`` summarises a ledger.
+the report's plot as a PNG. ``--id-column ID`` names the CSV's person keys:
+the curator's numbers are then each person's loss for all their records
+together (:doc:`/people`; ``--max-records K`` makes the guarantee per
+person). ``--ledger FILE --id-column ID`` records the release in a
+per-person privacy ledger (:doc:`/ledger`) and reports each person's total
+over every release recorded in it; ``python -m sklearn_pdp ledger FILE``
+summarises a ledger.
 """
 
 import os

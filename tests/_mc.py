@@ -37,3 +37,18 @@ def assert_matches_mc(exact_pq, exact_qp, loss_p, loss_q, eps):
     for exact, (est, se) in zip((exact_pq, exact_qp), hockey_stick_mc(loss_p, loss_q, eps)):
         # a zero-variance estimate (all terms 0) still allows float rounding
         assert abs(exact - est) <= Z_TOL * se + 1e-12, (exact, est, se)
+
+
+def assert_exact_loss(loss_p, loss_q, eps, delta, symmetric=True):
+    """``eps`` is the exact loss at ``delta`` of the sampled pair: the
+    divergence there is ``delta`` within Z_TOL standard errors, in both
+    directions (``symmetric``) or in the larger one with the other at most
+    it, and a tenth more or less loss is seen (the sample resolves it)."""
+    estimates = hockey_stick_mc(loss_p, loss_q, eps)
+    for estimate, se in estimates:
+        assert estimate <= delta + Z_TOL * se, (eps, estimate, se)
+    for estimate, se in estimates if symmetric else [max(estimates)]:
+        assert abs(estimate - delta) <= Z_TOL * se, (eps, estimate, se)
+    for wrong in (0.9 * eps, 1.1 * eps):
+        estimate, se = max(hockey_stick_mc(loss_p, loss_q, wrong))
+        assert abs(estimate - delta) > Z_TOL * se, (wrong, estimate, se)

@@ -245,7 +245,7 @@ def describe_summary(summary, kind="exact"):
     lines += [
         (f"this release's loss {'per record ' if grouped else ''}(delta = "
          f"{summary['delta']:.2g}{_KIND_WORDS[kind]})", spread(summary["release"])),
-        *([("each person's charge in it", "for all their records, as a group, at delta "
+        *([("each person's charge in it", "for all their records together, at delta "
             f"{summary['release_people_delta']:.2g}: " + spread(summary["release_people"]))]
           if grouped else []),
         ("each person's total over the ledger",

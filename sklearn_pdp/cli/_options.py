@@ -162,7 +162,7 @@ def _parser():
              "sklearn_pdp.PublicLinearModel.from_json(FILE)",
     )
     ledger = parser.add_argument_group(
-        "per-person privacy ledger (summarise one with: python -m sklearn_pdp ledger FILE)")
+        "people with several records, and the per-person privacy ledger (summarise one with: python -m sklearn_pdp ledger FILE)")
     ledger.add_argument(
         "--ledger", metavar="FILE",
         help="record the release in the privacy ledger in this SQLite file (created "
@@ -174,13 +174,15 @@ def _parser():
     ledger.add_argument(
         "--id-column", metavar="ID",
         help="column of the CSV with each row's person key (kept out of the "
-             "features; a key on several rows is one person); needs --ledger",
+             "features; a key on several rows is one person): the curator's numbers "
+             "are then per person, for all their records together (per record with "
+             "--publish-epsilon); the guarantee stays per record unless --max-records",
     )
     ledger.add_argument(
         "--max-records", metavar="K", type=int,
         help="a public cap on each person's records (needs --id-column): records "
              "beyond a person's first K in the file are left out, and the guarantee "
-             "holds per person, for all their records",
+             "holds per person, for all their records (not with --publish-epsilon)",
     )
     parser.add_argument("--json", action="store_true",
                         help="print a machine-readable JSON report instead of text "

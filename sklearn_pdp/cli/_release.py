@@ -18,7 +18,7 @@ from ..ledger._ledger import PrivacyLedger
 from .._registry import REGRESSORS
 from ..report._report import PDPReport
 from ..exceptions import BoundsWarning, FallbackWarning
-from ._ledger_command import record_from_cli, summarise_record
+from ._ledger_command import _quantiles, record_from_cli, summarise_record
 from ._options import EXPERT, DataError
 from ._spread import spread
 from ._schema import flag_schema
@@ -63,6 +63,11 @@ def _estimator(args, bounds, one_hot, encoding=None):
         if args.id_column is None:
             raise DataError("--max-records needs --id-column: the cap is on each "
                             "person's records")
+        if args.publish_epsilon is not None:
+            raise DataError("--max-records with --publish-epsilon: a published report "
+                            "bounds each record's loss from that record alone, and what "
+                            "it costs a person with several records is not derived; "
+                            "leave out one of the two")
         params["max_records"] = args.max_records
     if args.gamma is not None:  # a raw noise level instead of a budget
         if args.alpha is None:
@@ -94,8 +99,10 @@ def _messages(caught, category):
 def _report(args, X, y, name, bounds, encoding, ids=None):
     """Fit the release on a training split; the numbers of the report, in a
     publishable block and a block for the curator only. With ``--id-column``
-    (``ids``), the fit knows whose records they are: the ledger charges each
-    person their joint loss."""
+    (``ids``), the fit knows whose records they are: the curator's numbers
+    are each person's joint loss, which the ledger charges; with
+    ``--publish-epsilon`` they stay per record (a published report's
+    accounting per person is not derived)."""
     names, one_hot, categories_read, model_encoding = encoding
     est = _estimator(args, bounds, one_hot, model_encoding)
     X_train, X_test, y_train, y_test, train, test = _split(args, X, y)
@@ -106,7 +113,7 @@ def _report(args, X, y, name, bounds, encoding, ids=None):
         warnings.simplefilter("always")
         try:
             report.fit(X_train, y_train, groups=None if args.id_column is None
-                       else ids[train])
+                       or args.publish_epsilon is not None else ids[train])
         # invalid parameters, or an estimator that cannot publish its report
         except (ValueError, TypeError, NotImplementedError) as exc:
             raise DataError(str(exc)) from None
@@ -114,7 +121,8 @@ def _report(args, X, y, name, bounds, encoding, ids=None):
     public = fitted.public_model().set_params(feature_names=names,
                                               encoding=model_encoding)
     s = report.summary_
-    eps = np.asarray(report.pdp_losses_)
+    people = s["unit"] == "person"
+    eps = np.asarray(report.person_losses_ if people else report.pdp_losses_)
     published, note = None, None
     if args.publish_epsilon is not None:
         p = report.published_.summary
@@ -163,6 +171,8 @@ def _report(args, X, y, name, bounds, encoding, ids=None):
         "reason": reason,
         "dp_epsilon": float(s["dp_epsilon"]),
         "dp_delta": float(s["dp_delta"]),
+        # whom the guarantee covers: a person only with --max-records
+        "dp_unit": s["dp_unit"],
         "published": published,
         "released_bounds": _released_bounds(report.estimator_),
     }
@@ -171,7 +181,11 @@ def _report(args, X, y, name, bounds, encoding, ids=None):
         # what kind of number each per-instance epsilon below is
         "pdp_kind": pdp_kind(report),
         "pdp_delta": s["delta"],
+        # with --id-column: each person's loss for all their records together
+        "pdp_unit": s["unit"],
         "pdp_epsilon": {key: s[key] for key in ("mean", "median", "q90", "q99", "max")},
+        "people": None if ids is None or args.id_column is None else _people(ids[train]),
+        "pdp_epsilon_per_record": _quantiles(report.pdp_losses_) if people else None,
         "fraction_below": {f"{t:g}": frac for t, frac in s["below"].items()},
         "fraction_below_tenth_of_dp": float(np.mean(eps <= s["dp_epsilon"] / 10)),
         **evaluation,
@@ -195,6 +209,13 @@ def _report(args, X, y, name, bounds, encoding, ids=None):
              "for experiments only, not for a release")
     return report, public, {"publishable": publishable, "curator_only": curator,
                             "noise": noise}, (train, test)
+
+
+def _people(keys):
+    """How the training records group into people (the curator's: a count
+    of records per person is private)."""
+    counts = np.unique(keys, return_counts=True)[1]
+    return {"n": int(counts.size), "most_records": int(counts.max())}
 
 
 def _crowded(args, n_samples, one_hot):
@@ -223,9 +244,6 @@ def _check_ledger(args):
     """The ledger options, checked before the fit (a release that cannot be
     recorded is not made)."""
     if args.ledger is None:
-        if args.id_column is not None:
-            raise DataError("--id-column needs --ledger FILE (the ids only serve to "
-                            "record the release in a privacy ledger)")
         return
     if args.csv is not None and args.id_column is None:
         raise DataError("--ledger needs --id-column with a CSV file: the column of each "
@@ -269,12 +287,9 @@ def _record(args, report, X, y, ids, split, name):
                                      total_delta="sum", **absent)
         except (LedgerError, sqlite3.Error) as exc:
             raise DataError(f"cannot record in the ledger {args.ledger}: {exc}") from None
-    # how the training records group into people (the curator's: a count
-    # of records per person is private)
-    per_person = np.unique(train_ids, return_counts=True)[1]
+    people = _people(train_ids)
     return {"file": args.ledger, **summarise_record(result),
-            "training_people": int(per_person.size),
-            "most_records": int(per_person.max())}, [
+            "training_people": people["n"], "most_records": people["most_records"]}, [
         str(w.message) for w in caught]
 
 

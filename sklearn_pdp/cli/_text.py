@@ -50,8 +50,10 @@ def _text(r):
     m = p["model"]
     rows.append(("  intercept", _number(m["intercept"])))
     rows += [(f"  {name}", _number(coef)) for name, coef in zip(m["feature_names"], m["coef"])]
+    # with a person key the guarantee's unit is named: a person only with a cap
+    unit = f" per {'person' if capped else 'record'}" if keyed else ""
     rows.append(("guarantee", f"DP epsilon {p['dp_epsilon']:.3g} at delta "
-                              f"{p['dp_delta']:.2g}: for every "
+                              f"{p['dp_delta']:.2g}{unit}: for every "
                               f"{'record' if keyed and not capped else 'person'}, any "
                               "conclusion drawn from the model is at most "
                               f"e^{p['dp_epsilon']:.3g} times more likely with "
@@ -84,7 +86,8 @@ def _text(r):
     elif p["published"] is not None:
         q = p["published"]["pdp_epsilon"]
         rows.append(("published report",
-                     f"per-instance epsilons, private estimates (noisy when the data "
+                     f"per-instance epsilons{' per record' if keyed else ''}, private "
+                     "estimates (noisy when the data "
                      f"are few): median {q['median']:.3g}, 90th percentile "
                      f"{q['q90']:.3g}, 99th {q['q99']:.3g}; the guarantee above "
                      "includes what publishing them costs"))
@@ -98,28 +101,45 @@ def _text(r):
                                         "data (see the note below)" if read else "")))
     q = c["pdp_epsilon"]
     ledger = c.get("ledger")
-    # several records of one person: the rows' losses are per record, the
-    # people's are the ledger's group charges
-    grouped = bool(ledger) and ledger.get("most_records", 1) > 1
-    unit = "records" if grouped else "people"
+    # with a person key the numbers are each person's for all their records
+    # together, but for a published report, whose numbers stay per record
+    crowd = c.get("people")
+    several = bool(crowd) and crowd["most_records"] > 1
+    per_record = keyed and c.get("pdp_unit") != "person"
+    unit = "records" if per_record else "people"
     kind = c["pdp_kind"]
-    who = "record" if grouped else "person"
+    who = "record" if per_record else "person"
+    whose = ", for all their records together" if several and not per_record else ""
+    # a person's records together are within the guarantee only when it is per person
+    within = ("(a person's records together can lose more than the DP epsilon, "
+              "which is per record)" if whose and not capped else "(at most the DP epsilon)")
     # a bound says "at most" (and its shares "at least"), a conditional
     # number the draw it is conditional on
     at, least = ("at most ", "at least ") if kind == "bound" else ("", "")
     given = " given the released bounds" if kind == "conditional" else ""
     what = {
-        "exact": f"each {who}'s per-instance epsilon: the guarantee above for the training "
-                 "data as it is" + ("" if grouped else ", computed from their own record")
-                 + " (at most the DP epsilon)",
-        "conditional": f"each {who}'s per-instance epsilon given the released bounds: the "
-                       "guarantee above for the training data as it is and the bounds "
-                       f"drawn for it, which {'its' if grouped else 'their'} record cannot "
-                       "influence (at most the DP epsilon)",
+        "exact": f"each {who}'s per-instance epsilon{whose}: the guarantee above for the "
+                 "training data as it is" + ("" if per_record or whose else
+                                             ", computed from their own record")
+                 + f" {within}",
+        "conditional": f"each {who}'s per-instance epsilon{whose} given the released bounds: "
+                       "the guarantee above for the training data as it is and the bounds "
+                       f"drawn for it, which {'its' if per_record else 'their'} "
+                       f"record{'s' if whose else ''} cannot influence {within}",
         "bound": f"at most these numbers: an upper bound on each {who}'s per-instance "
-                 "epsilon (the guarantee above for the training data as it is, at most the "
-                 "DP epsilon); the loss itself may be lower",
+                 f"epsilon{whose} (the guarantee above for the training data as it is, "
+                 f"{within[1:-1]}); the loss itself may be lower",
     }[kind]
+    if several and per_record:
+        held = (f"; {crowd['n']} people hold the {p['n_train']} training records, up to "
+                f"{crowd['most_records']} each: " + (
+                    "a person's loss for all their records is the privacy ledger's charge "
+                    "below" if ledger else "a person with several is covered as a group"))
+    elif several:
+        held = (f"; {crowd['n']} people hold the {p['n_train']} training records, up to "
+                f"{crowd['most_records']} each")
+    else:
+        held = ""
 
     def share(frac):  # of bounds at most t: a floor on the share of losses
         return f"{least if frac < 1 else ''}{frac:.1%}"
@@ -128,10 +148,7 @@ def _text(r):
         ("", ""),
         ("FOR THE CURATOR ONLY", "computed from the private data without privacy: do "
                                  "not publish"),
-        (f"per {who}", what + (
-            f"; {ledger['training_people']} people hold the {p['n_train']} training "
-            f"records, up to {ledger['most_records']} each: a person's loss for all their "
-            "records is the privacy ledger's charge below" if grouped else "")),
+        (f"per {who}", what + held),
         ("  median", f"{at}{q['median']:.3g}{given}"),
         (f"  90% of {unit}", f"at most {q['q90']:.3g}{given}"),
         (f"  99% of {unit}", f"at most {q['q99']:.3g}{given}"),
@@ -143,6 +160,11 @@ def _text(r):
           for t, frac in c["fraction_below"].items()
           if not np.isclose(float(t), p["dp_epsilon"] / 10)),
     ]
+    record = c.get("pdp_epsilon_per_record")
+    if several and record:
+        rows.append(("per record", f"{at}median {record['median']:.3g}, most exposed "
+                                   f"{at}{record['max']:.3g}{given}: one record alone, the "
+                                   "person's other records kept"))
     if c.get("ledger"):
         rows.append(("privacy ledger", f"{c['ledger']['file']}: each person's loss in "
                                        "this release next to their total over every "

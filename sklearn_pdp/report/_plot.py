@@ -139,7 +139,7 @@ class PrivacyLossDisplay:
         estimator : PDPReport
             A fitted :class:`~sklearn_pdp.PDPReport`: its ``pdp_losses_``,
             its guarantee, and the leverages and residuals of its training
-            rows.
+            rows (per record also for a report fitted with ``groups``).
         {plot}
 
         Returns
@@ -157,12 +157,17 @@ class PrivacyLossDisplay:
         if mean_only:  # the loss of the mean depends on the label alone
             hat = np.abs(residual + estimator._ridge.coef[-1])
         summary = estimator.summary_
+        over, pdp_kind = summary["dp_over_median"], summary["pdp_kind"]
+        if summary.get("unit") == "person":  # a summary of people: the plot is of records
+            median = np.median(eps)
+            over = estimator.dp_epsilon_ / median if median > 0 else np.inf
+            pdp_kind = estimator.estimator_.pdp_kind_
         return cls(
             pdp_losses=np.asarray(eps), dp_epsilon=estimator.dp_epsilon_,
             dp_delta=estimator.dp_delta_, delta=summary["delta"],
-            dp_over_median=summary["dp_over_median"], leverage=hat, residual=residual,
+            dp_over_median=over, leverage=hat, residual=residual,
             mean_only=mean_only, estimator_name=type(model).__name__,
-            pdp_kind=summary["pdp_kind"],
+            pdp_kind=pdp_kind,
         ).plot(ax=ax, kind=kind, leverage=leverage)
 
     @fill_doc

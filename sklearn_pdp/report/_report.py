@@ -15,11 +15,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils._docstrings import fill_doc
 from ..utils._sklearn import HasMethods, Interval, _check_feature_names_in
-from ..utils._ridge_system import leverage_ridge
 from ..utils._arrays import compute, persist
 from ..utils._dask import quantiles, scaled_data
 from ..utils._validation import noise_generator, refuse_fit_params, validate_rows
 from ..linear_model._adassp import AdaSSPRegressor
+from ._leverage import design_ridge, leverage_residual
 from ._publish import exact_summary, private_summary, publish
 from ._plot import PrivacyLossDisplay, check_kind, import_pyplot
 from ..exceptions import FallbackWarning
@@ -58,7 +58,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         and a search without refit need no Gram matrix (their losses are
         bounded from the release itself): all of it goes to the summary.
         ``pdp_losses_``, ``dp_epsilon_`` and ``summary_`` then include what
-        the publication costs. Supported for every estimator but
+        the publication costs. Per record only: with ``groups`` in ``fit``
+        it is a ValueError (what the publication costs a person with
+        several records is not derived). Supported for every estimator but
         ``RandomProjectionRegressor(variant="paper")`` (no guarantee) and a
         search with ``refit=True``, which raise ``NotImplementedError``.
         With privately tightened bounds (``tighten_bounds``, of the
@@ -81,24 +83,40 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         Exact per-instance epsilon of every training row: the privacy it loses
         by being in the training data (neighbour: the data without the row),
         with its own label. Equal to ``estimator_.pdp_losses_``.
+    person_ids_ : ndarray of shape (n_people,)
+        Only with ``groups`` in ``fit``: the distinct person keys (sorted as
+        ``np.unique`` sorts them). Equal to ``estimator_.person_ids_``.
+    person_losses_ : ndarray of shape (n_people,)
+        Only with ``groups``: each person's epsilon for removing all their
+        records together (``estimator_.person_losses_``, of the kind
+        ``summary_["pdp_kind"]``; :doc:`/people`).
     dp_epsilon_ : float
         The data-independent (``dp_epsilon_``, ``dp_delta_``)-DP guarantee of
-        ``estimator_`` over the whole declared domain.
+        ``estimator_`` over the whole declared domain: per record, or per
+        person with ``groups`` and the estimator's ``max_records``
+        (``summary_["dp_unit"]``).
     dp_delta_ : float
         The delta of ``dp_epsilon_``.
     summary_ : dict
-        ``n_samples``; ``delta`` (of the per-instance epsilons); ``mean``,
-        ``median``, ``q90``, ``q99`` and ``max`` of ``pdp_losses_``;
-        ``below``, a dict mapping each threshold to the fraction of rows at or
-        below it; ``dp_epsilon`` and ``dp_delta``: the bound that holds for
+        ``n_samples``; ``unit``, what the numbers below are over:
+        ``"record"`` (``pdp_losses_``), or ``"person"`` with ``groups``
+        (``person_losses_``, a person with several records counted once;
+        ``n_people`` is then their number, else None); ``delta`` (of the
+        per-instance epsilons); ``mean``, ``median``, ``q90``, ``q99`` and
+        ``max`` of those losses; ``below``, a dict mapping each threshold
+        to the fraction of records (people) at or below it; ``dp_epsilon`` and ``dp_delta``: the bound that holds for
         every possible person and every data set of this size in the declared
-        domain, i.e. ``dp_epsilon_`` at ``dp_delta_``; ``dp_over_median``, the
+        domain, i.e. ``dp_epsilon_`` at ``dp_delta_``; ``dp_unit``, whom
+        it covers: ``"person"`` for a fit with ``groups`` and
+        ``max_records``, else ``"record"`` (a person with several records
+        covered as a group); ``dp_over_median``, the
         ratio of ``dp_epsilon_`` to the median per-instance epsilon (how much
         the worst-case guarantee overstates the loss of a typical row);
         ``pdp_kind``, what kind of number each per-instance epsilon is: the
-        estimator's ``pdp_kind_`` (``"exact"``, ``"conditional"``: exact
-        given released quantities the row cannot influence, or ``"bound"``:
-        a valid upper bound), ``"bound"`` once composed with a publication.
+        estimator's ``pdp_kind_`` (``person_pdp_kind_`` per person;
+        ``"exact"``, ``"conditional"``: exact given released quantities
+        the row cannot influence, or ``"bound"``: a valid upper bound),
+        ``"bound"`` once composed with a publication.
     published_ : PublishedReport
         Only with ``publish_epsilon``: the differentially private report,
         safe to pickle and publish (d x d matrices and scalars, no row).
@@ -123,6 +141,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
 
     * ``pdp_losses_[i]`` is the loss of training row i, between the training
       data with and without it (Wang 2017's "pDP of a data set").
+    * ``person_losses_[p]`` (with ``groups``) is the loss of person p for
+      all their training rows together, between the training data with and
+      without them; ``pdp_losses_`` stay per row, and so does ``plot``.
     * ``transform(X)`` is the loss of a person with features x and any label
       in the declared domain (the worst case over y, so it needs only x),
       between the training data and the training data with that person added
@@ -210,8 +231,11 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Targets.
         groups : array-like of shape (n_samples,), default=None
-            A person key per row, for the estimator's fit (its
-            ``person_losses_``, which the ledger charges; :doc:`/people`).
+            A person key per row, passed to the estimator's fit (routed as
+            a :class:`~sklearn.pipeline.Pipeline` routes them with
+            metadata routing, ``set_fit_request(groups=True)``): the report
+            is then per person, ``person_ids_`` and ``person_losses_``
+            (:doc:`/people`). Not with ``publish_epsilon`` (ValueError).
         **fit_params : dict
             Refused with why, ``sample_weight`` too: the guarantee and the
             per-instance losses assume that every row counts once.
@@ -229,6 +253,8 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             not spent (:doc:`/mechanisms/tightening`, "Published reports").
         """
         refuse_fit_params(self, fit_params)
+        for attr in ("person_ids_", "person_losses_"):  # a refit without keys has none
+            self.__dict__.pop(attr, None)
         thresholds = np.asarray(self.thresholds, dtype=np.float64).ravel()
         if not np.all(np.isfinite(thresholds) & (thresholds >= 0)):
             raise ValueError(
@@ -242,21 +268,33 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
                 "PDPReport needs at least 2 samples, got n_samples=1: a single "
                 "sample has no leverage to report against the others."
             )
+        if groups is not None and self.publish_epsilon is not None:
+            # a published bound is a function of one row: what the publication
+            # costs a person with several records is not derived
+            raise ValueError(
+                f"publish_epsilon={self.publish_epsilon!r} with groups: a published "
+                "report bounds each record's loss from that record alone, and its "
+                "accounting per person (all their records together) is not derived. "
+                "Fit the report without groups (its numbers are then per record, a "
+                "person with several records covered as a group), or set "
+                "publish_epsilon=None.")
         est = clone(AdaSSPRegressor() if self.estimator is None else self.estimator)
         if self.delta is not None:
             est.set_params(delta=self.delta)
-        # a private search takes no person keys (it splits records)
         self.estimator_ = est.fit(X, y) if groups is None else est.fit(X, y, groups=groups)
         # computed once and kept where they live: the summary takes a few passes
         self.pdp_losses_ = persist(est.pdp_losses_)
+        if groups is not None:
+            self.person_ids_ = est.person_ids_
+            self.person_losses_ = np.asarray(est.person_losses_, dtype=np.float64)
         self.dp_epsilon_ = float(est.dp_epsilon_)
         self.dp_delta_ = float(est.dp_delta_)
         n_jobs = est.get_params().get("n_jobs")
         model = self._model()
         data = scaled_data(X, y, model.domain_scaler(), n_jobs)
-        self._ridge = ridge = _design_ridge(model, data)
+        self._ridge = ridge = design_ridge(model, data)
         # training rows' hat values and residuals (scaled units), for plot()
-        self._statistics = data.map_rows(_leverage_residual(ridge), columns=2)
+        self._statistics = data.map_rows(leverage_residual(ridge), columns=2)
         if self.publish_epsilon is not None:
             self._publish(data, thresholds)
         self.summary_ = self._summary(thresholds)
@@ -316,16 +354,25 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             published.dp_epsilon / median if median > 0 else np.inf)
 
     def _summary(self, thresholds):
-        eps = self.pdp_losses_
+        people = hasattr(self, "person_losses_")
+        eps = self.person_losses_ if people else self.pdp_losses_
         q50, q90, q99 = quantiles(eps, [0.5, 0.9, 0.99])
         mean, peak, *below = compute(eps.mean(), eps.max(), *(
             (eps <= t).mean() for t in thresholds
         ))
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.float64(self.dp_epsilon_) / q50
+        est = self.estimator_
+        if people:
+            kind = est.person_pdp_kind_
+        else:
+            # composed with a publication: not claimed exact
+            kind = "bound" if self.publish_epsilon is not None else est.pdp_kind_
         return {
-            "n_samples": eps.size,
-            "delta": _pdp_delta(self.estimator_),
+            "n_samples": self.pdp_losses_.size,
+            "unit": "person" if people else "record",
+            "n_people": eps.size if people else None,
+            "delta": _pdp_delta(est),
             "mean": float(mean),
             "median": float(q50),
             "q90": float(q90),
@@ -334,11 +381,10 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             "below": {float(t): float(b) for t, b in zip(thresholds, below)},
             "dp_epsilon": self.dp_epsilon_,
             "dp_delta": self.dp_delta_,
+            "dp_unit": _guarantee_unit(est, people),
             # 0/0 (no guarantee, no loss) is meaningless: report inf
             "dp_over_median": np.inf if np.isnan(ratio) else float(ratio),
-            # composed with a publication: not claimed exact
-            "pdp_kind": ("bound" if self.publish_epsilon is not None
-                         else self.estimator_.pdp_kind_),
+            "pdp_kind": kind,
         }
 
     def transform(self, X):
@@ -356,7 +402,10 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
             ``delta``, of adding the person with the worst label in the
             declared domain; ``inf`` where no finite epsilon exists) and
             ``leverage`` (x^T H^{-1} x in the privacy domain). See the class
-            Notes for what this means for rows of the training data.
+            Notes for what this means for rows of the training data. Per
+            row also after a fit with ``groups``: each row is a person with
+            that one record (for a person adding several records together,
+            ``estimator_.pdp_epsilon(X, y, groups=keys)``).
         """
         check_is_fitted(self)
         X, _ = validate_rows(self, X, reset=False)
@@ -437,31 +486,10 @@ def _pdp_delta(est):
     return float(getattr(est, "pdp_delta_", est.delta))
 
 
-def _design_ridge(est, data):
-    """H = X^T X + alpha P of the scaled training rows, for the leverage scores.
-
-    The mechanism's own factorisation when it keeps one (``design_ridge``);
-    otherwise (e.g. AdaSSP, random projection, whose losses take no
-    leverage) built here with its ridge strength, if any: the fitted
-    ``alpha_``, a numeric ``alpha`` parameter, or 0. A fit that released the
-    label mean alone has the slopes infinitely penalised: every row's
-    leverage is then 1/n, that of the mean. Where H is singular (linearly
-    dependent columns without a ridge) the leverage is its limit as the
-    ridge falls to 0 (:class:`~sklearn_pdp.utils._ridge_system.SpanRidgeSystem`).
-    """
-    ridge = est.design_ridge()
-    if ridge is not None:
-        return ridge
-    alpha = getattr(est, "alpha_", est.get_params().get("alpha", 0.0))
-    alpha = alpha if isinstance(alpha, Real) and not np.isnan(alpha) else 0.0
-    if getattr(est, "mean_only_", False):
-        alpha = np.inf
-    return leverage_ridge(*data.gram(), alpha, est.fit_intercept)
-
-
-def _leverage_residual(ridge):
-    def rows(Xs, ys):
-        stats = ridge.row_statistics(Xs, ys)
-        return np.column_stack((stats["leverage"], stats["residual"]))
-
-    return rows
+def _guarantee_unit(est, people):
+    """What ``dp_epsilon_`` covers: ``"person"`` (all of a person's records)
+    for a fit with person keys and ``max_records`` (of the estimator or of a
+    search's), else ``"record"``."""
+    params = est.get_params()
+    cap = params.get("max_records", params.get("estimator__max_records"))
+    return "person" if people and cap is not None else "record"

@@ -876,8 +876,8 @@ def test_two_csv_releases_into_one_ledger(tmp_path, capsys):
 def test_people_with_several_records_are_reported_as_groups(tmp_path, capsys):
     """A person key on several rows (a panel): the published guarantee is
     per record and says a person is protected as a group; the curator sees
-    the records' losses and each person's charge for all their records,
-    which after one release is their total."""
+    each person's loss for all their records together, which the ledger
+    charges and after one release is their total, and one record's."""
     keys = [f"P{i:03d}" for i in range(200)] * 4  # four records each
     table, path = tmp_path / "panel.csv", tmp_path / "people.sqlite"
     _table(table, n=800, ids=keys)
@@ -893,6 +893,12 @@ def test_people_with_several_records_are_reported_as_groups(tmp_path, capsys):
     # each person's charge is their group's, and the total over one release
     assert ledger["release_people"] == ledger["total"]
     assert ledger["release_people"]["median"] > 2 * ledger["release"]["median"]
+    curator = report["curator_only"]
+    assert (curator["pdp_unit"], public["dp_unit"]) == ("person", "record")
+    assert curator["people"] == {"n": 200, "most_records": 4}
+    # the curator's numbers per person are the ledger's charges, one record's beside them
+    assert curator["pdp_epsilon"]["median"] == ledger["release_people"]["median"]
+    assert curator["pdp_epsilon_per_record"] == ledger["release"]
     with sklearn_pdp.PrivacyLedger(path) as book:
         totals = book.epsilon(np.unique(keys), ledger["total_delta"])
     _approx(ledger["total"], totals)
@@ -900,11 +906,13 @@ def test_people_with_several_records_are_reported_as_groups(tmp_path, capsys):
     out = _flat(capsys.readouterr().out)
     published = out[:out.index("FOR THE CURATOR ONLY")]
     assert "800 records in the training data" in published
-    assert "for every record," in published and "protected as a group" in published
-    for words in ("per record : each record's per-instance epsilon",
+    assert "DP epsilon 1 at delta 1e-06 per record: for every record," in published
+    assert "protected as a group" in published and "per person" not in published
+    for words in ("per person : each person's per-instance epsilon, for all their records "
+                  "together", "can lose more than the DP epsilon, which is per record",
                   "200 people hold the 800 training records, up to 4 each",
-                  "90% of records", "this release's loss per record",
-                  "each person's charge in it : for all their records, as a group"):
+                  "90% of people", "per record : median", "this release's loss per record",
+                  "each person's charge in it : for all their records together"):
         assert words in out
     # the ledger's own summary says its guarantees are per record
     assert main(["ledger", str(path)]) == 0
@@ -1016,8 +1024,7 @@ def test_ledger_charges_a_person_with_several_rows_once(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "args, message",
-    [(("--id-column", "person"), "--id-column needs --ledger"),
-     (("--ledger", "{ledger}"), "--ledger needs --id-column with a CSV file"),
+    [(("--ledger", "{ledger}"), "--ledger needs --id-column with a CSV file"),
      (("--ledger", "{ledger}", "--id-column", "person", "--features", "person,a"),
       "the id column 'person' cannot also be the target, a feature or a category"),
      (("--ledger", "{ledger}", "--id-column", "nobody"), "column 'nobody' not in"),
@@ -1121,3 +1128,41 @@ def test_id_column_charges_joint_losses_and_max_records(tmp_path, capsys):
     assert "for every person" in text and "beyond their first 4 were left out" in text
     _assert_one_line_error(capsys, [str(csv), *TABLE_ARGS, "--max-records", "4"],
                            "--max-records needs --id-column")
+
+
+def test_id_column_alone_reports_per_person_and_the_guarantee_per_record(tmp_path, capsys):
+    """--id-column without --ledger: the curator's numbers are each person's
+    joint loss ("per person"), the guarantee "per record" unless
+    --max-records; a published report's numbers stay "per record"."""
+    csv = tmp_path / "panel.csv"
+    _table(csv, n=400, ids=[f"P{i // 4}" for i in range(400)])
+    args = [str(csv), *TABLE_ARGS, "--id-column", "person", "--test-size", "0",
+            "--tighten-bounds", "no", "--random-state", "0"]
+    assert main([*args, "--json"]) == 0
+    report = _strict(capsys.readouterr().out)
+    public, curator = report["publishable"], report["curator_only"]
+    assert (curator["pdp_unit"], public["dp_unit"]) == ("person", "record")
+    assert curator["people"] == {"n": 100, "most_records": 4}
+    assert curator["pdp_epsilon"]["median"] > curator["pdp_epsilon_per_record"]["median"]
+    assert main([*args, "--max-records", "4", "--json"]) == 0
+    capped = _strict(capsys.readouterr().out)
+    assert (capped["curator_only"]["pdp_unit"], capped["publishable"]["dp_unit"]) == (
+        "person", "person")
+    assert capped["curator_only"]["pdp_epsilon"]["max"] <= capped["publishable"]["dp_epsilon"]
+    assert main([*args, "--max-records", "4"]) == 0
+    out = _flat(capsys.readouterr().out)
+    assert "at delta 1e-06 per person: for every person" in out
+    assert "for all their records together: the guarantee above for the training data " \
+           "as it is (at most the DP epsilon)" in out
+    # a published report: per record, a person with several covered as a group
+    assert main([*args, "--publish-epsilon", "0.5", "--json"]) == 0
+    published = _strict(capsys.readouterr().out)
+    assert (published["curator_only"]["pdp_unit"], published["publishable"]["dp_unit"]) == (
+        "record", "record")
+    assert published["curator_only"]["pdp_epsilon_per_record"] is None
+    assert main([*args, "--publish-epsilon", "0.5"]) == 0
+    out = _flat(capsys.readouterr().out)
+    assert "per record : at most these numbers: an upper bound on each record's" in out
+    assert "a person with several is covered as a group" in out and "per person" not in out
+    _assert_one_line_error(capsys, [*args, "--max-records", "4", "--publish-epsilon", "0.5"],
+                           "--max-records with --publish-epsilon")
