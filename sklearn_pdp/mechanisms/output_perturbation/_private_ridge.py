@@ -7,7 +7,7 @@ from functools import partial
 import numpy as np
 
 from ...utils._rows import TwoStageRows
-from ...utils._eigen import eigen_change, scatter_eigen
+from ...utils._eigen import eigen_change, eigen_max_change, scatter_eigen, set_eigen_change
 from ..private_ridge._adaptive import NO_SIGNAL
 from ._calibration import (
     AdaptiveRidge, ridge_row_sensitivity,
@@ -16,7 +16,7 @@ from ..private_ridge._law import PrivateRidgeLaw
 from ..mean._released_means import data_means, means_change
 from .._release import Release
 from ...utils._ridge_system import RidgeSystem
-from ._release import _perturb, output_perturbation_guarantee
+from ._release import _perturb, output_perturbation_guarantee, person_shifts
 
 
 class PrivateRidgeRelease(PrivateRidgeLaw, Release):
@@ -135,6 +135,46 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
         for k, cell in enumerate(cells):
             second = np.maximum(second, adaptive.stage_ratio(cell, sensitivity[:, k], means))
         return np.hypot(first / adaptive.eigen_noise, second)
+
+    def person_losses(self, gram, cross, sizes, add=False):
+        """Exact loss at ``delta`` of removing (adding, ``add``) each
+        person's rows together, from their sums ``gram`` (``sum z z^T``),
+        ``cross`` (``sum y z``) and numbers of rows ``sizes``: a row's
+        composition (:meth:`ratio`) with the person's exact changes, that of
+        lambda_min to the scatter without (with) their rows
+        (:func:`set_eigen_change`, rounded up), of the ridge solution at each
+        cell's ridge (:func:`person_shifts`) and of the means, over the cells
+        the released value reaches under the data set or the neighbour
+        (whose eigenvalue is the person's change away)."""
+        adaptive, n, d = self.adaptive, self.n_samples, self.mean.shape[0]
+        first = set_eigen_change(self.XtX, n, self.eig[0][0], gram, sizes,
+                                 intercept=self.intercept, add=add)
+        means = np.zeros(sizes.shape)
+        if self.intercept:
+            sums = np.column_stack([gram[:, :d, d], cross[:, d]])
+            with np.errstate(divide="ignore"):
+                means = np.linalg.norm(sums - sizes[:, None] * self.means, axis=1) / (
+                    n + sizes if add else np.maximum(n - sizes, 0))
+        # the person's own reach where it exceeds a row's
+        reach = adaptive.reach + np.maximum(
+            first - eigen_max_change(n + 1, self.intercept), 0.0)
+        lowest = self.eig[0][0]
+        low = np.array([adaptive.cell(v) for v in lowest - reach])
+        high = np.array([adaptive.cell(v) for v in lowest + reach])
+        second = np.zeros(sizes.shape)
+        for cell in range(low.min(), high.max() + 1):
+            shift = person_shifts(self.cell_ridge(cell), gram, cross, sizes, n,
+                                  self.intercept, add)
+            ratio = adaptive.stage_ratio(cell, np.linalg.norm(shift, axis=1), means)
+            second = np.where((low <= cell) & (cell <= high), np.maximum(second, ratio), second)
+        ratio = np.hypot(first / adaptive.eigen_noise, second)
+        eps = adaptive.epsilon(ratio, cap=False)
+        if add:  # not a neighbour the calibration covered: uncapped, as a row
+            return eps
+        # within the largest ratios the loss is at most the budget (the root
+        # search's tolerance must not report more)
+        worst = np.hypot(adaptive.ratio_eigen, adaptive.ratio_output)
+        return np.where(ratio <= worst, np.minimum(eps, adaptive.budget), eps)
 
     def row_losses(self, add=False):
         """Training rows as a :class:`TwoStageRows`: the ratio of each row,
