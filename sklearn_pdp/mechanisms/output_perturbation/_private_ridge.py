@@ -165,7 +165,8 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
         for cell in range(low.min(), high.max() + 1):
             shift = person_shifts(self.cell_ridge(cell), gram, cross, sizes, n,
                                   self.intercept, add)
-            ratio = adaptive.stage_ratio(cell, np.linalg.norm(shift, axis=1), means)
+            with np.errstate(invalid="ignore"):  # every row removed: inf over inf noise
+                ratio = adaptive.stage_ratio(cell, np.linalg.norm(shift, axis=1), means)
             second = np.where((low <= cell) & (cell <= high), np.maximum(second, ratio), second)
         ratio = np.hypot(first / adaptive.eigen_noise, second)
         eps = adaptive.epsilon(ratio, cap=False)
