@@ -134,6 +134,19 @@ class RidgeSystem:
         return np.linalg.solve(other, (g if add else -g)[:, :, None])[:, :, 0]
 
 
+def person_shifts(ridge, gram, cross, sizes, n_samples, intercept, add):
+    """Each person's change of the unconstrained ridge solution of ``ridge``
+    (:meth:`RidgeSystem.group_shifts`), one row each; ``inf`` where
+    removing them leaves no row (of ``n_samples``) for an unpenalised
+    ``intercept``, whose system is then singular."""
+    empty = np.zeros(sizes.shape, dtype=bool) if add or not intercept else (
+        sizes >= n_samples)
+    out = np.full(cross.shape, np.inf)
+    if not empty.all():
+        out[~empty] = ridge.group_shifts(gram[~empty], cross[~empty], add=add)
+    return out
+
+
 class SpanRidgeSystem(RidgeSystem):
     """:class:`RidgeSystem` in the limits where H is singular, for leverages that
     no per-instance loss is computed from (a report's leverage column).

@@ -13,10 +13,10 @@ from ._calibration import (
     AdaptiveRidge, ridge_row_sensitivity,
 )
 from ..private_ridge._law import PrivateRidgeLaw
-from ..mean._released_means import data_means, means_change
+from ..mean._released_means import data_means, means_change, person_means_change
 from .._release import Release
-from ...utils._ridge_system import RidgeSystem
-from ._release import _perturb, output_perturbation_guarantee, person_shifts
+from ...utils._ridge_system import RidgeSystem, person_shifts
+from ._release import _perturb, output_perturbation_guarantee
 
 
 class PrivateRidgeRelease(PrivateRidgeLaw, Release):
@@ -146,15 +146,11 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
         cell's ridge (:func:`person_shifts`) and of the means, over the cells
         the released value reaches under the data set or the neighbour
         (whose eigenvalue is the person's change away)."""
-        adaptive, n, d = self.adaptive, self.n_samples, self.mean.shape[0]
+        adaptive, n = self.adaptive, self.n_samples
         first = set_eigen_change(self.XtX, n, self.eig[0][0], gram, sizes,
                                  intercept=self.intercept, add=add)
-        means = np.zeros(sizes.shape)
-        if self.intercept:
-            sums = np.column_stack([gram[:, :d, d], cross[:, d]])
-            with np.errstate(divide="ignore"):
-                means = np.linalg.norm(sums - sizes[:, None] * self.means, axis=1) / (
-                    n + sizes if add else np.maximum(n - sizes, 0))
+        means = (person_means_change(self.means, n, gram, cross, sizes, add)
+                 if self.intercept else np.zeros(sizes.shape))
         # the person's own reach where it exceeds a row's
         reach = adaptive.reach + np.maximum(
             first - eigen_max_change(n + 1, self.intercept), 0.0)

@@ -24,7 +24,9 @@ from ._calibration import (
 )
 from ...report._profile import PrivacyProfile
 from .._release import Release, ridge_statistics
-from ...utils._ridge_system import RidgeSystem, leave_one_out, out_of_sample, penalty
+from ...utils._ridge_system import (
+    RidgeSystem, leave_one_out, out_of_sample, penalty, person_shifts,
+)
 
 # A neighbouring solution counts as inside the ball (closed-form leave-one-out
 # valid) only with this relative margin, so that rounding never picks the
@@ -49,19 +51,6 @@ def output_perturbation_guarantee(epsilon, delta, n_samples, *, noise, intercept
             f"least 2 samples, got n_samples={smallest}."
         )
     return float(epsilon), float(delta) if noise == "gaussian" else 0.0
-
-
-def person_shifts(ridge, gram, cross, sizes, n_samples, intercept, add):
-    """Each person's change of the unconstrained ridge solution of ``ridge``
-    (:meth:`RidgeSystem.group_shifts`), one row each; ``inf`` where
-    removing them leaves no row (of ``n_samples``) for an unpenalised
-    ``intercept``, whose system is then singular."""
-    empty = np.zeros(sizes.shape, dtype=bool) if add or not intercept else (
-        sizes >= n_samples)
-    out = np.full(cross.shape, np.inf)
-    if not empty.all():
-        out[~empty] = ridge.group_shifts(gram[~empty], cross[~empty], add=add)
-    return out
 
 
 def _perturb(center, noise, noise_scale, rng, size):
