@@ -471,16 +471,7 @@ def gchi_epsilon(delta, w, lam, nu, max_terms=None, all_or_none=False):
     law B; ``nan`` where neither method converges within its cap (with
     ``all_or_none``: None as soon as one does not, before any search)."""
     loss = GChiLoss(w, lam, nu, delta, max_terms)
-    ok = loss.A.ok & loss.B.ok
-    if ok.all():
-        return loss.epsilon(delta)
-    if all_or_none:
+    if all_or_none and not (loss.A.ok & loss.B.ok).all():
         return None
-    # the search only over the certified laws (the others' brackets are [0, 1])
-    out = np.full(ok.shape, np.nan)
-    if ok.any():
-        w, lam, nu = (np.broadcast_to(a, ok.shape + np.shape(w)[-1:])[ok]
-                      for a in (w, lam, nu))
-        out[ok] = GChiLoss(w, lam, nu, delta, max_terms).epsilon(delta)
-    return out
+    return loss.epsilon(delta)
 

@@ -41,14 +41,14 @@ def whitened_change(whitener, gram, cross=None, add=False):
     return w, b
 
 
-def person_epsilon(delta, w, b, gamma, all_or_none=True):
+def person_epsilon(delta, w, b, gamma):
     """Each person's OPS loss at ``delta`` from the weights ``w`` and
     coordinates ``b`` of :func:`whitened_change` (posterior scaling
     ``gamma``): noncentralities gamma b^2 / w^2, one degree of freedom
     each. A person whose rows span one direction has the one-row loss at
     leverage w and residual b / sqrt(w) (closed form); one with an infinite
     weight, an infinite loss. None where some person's series is not
-    certified (``all_or_none`` False: ``nan`` for them)."""
+    certified."""
     present = w > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.where(present & np.isfinite(w), gamma * b**2 / np.where(present, w, 1.0)**2, 0.0)
@@ -63,7 +63,7 @@ def person_epsilon(delta, w, b, gamma, all_or_none=True):
         out[one] = ops_epsilon(delta, mu, coord / np.sqrt(mu), gamma)
     many = np.flatnonzero(~infinite & (rank > 1))
     if many.size:
-        eps = gchi_epsilon(delta, w[many], lam[many], 1.0, all_or_none=all_or_none)
+        eps = gchi_epsilon(delta, w[many], lam[many], 1.0, all_or_none=True)
         if eps is None:
             return None
         out[many] = eps

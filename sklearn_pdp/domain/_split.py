@@ -182,13 +182,7 @@ class SplitStage:
     """
 
     kind = "conditional"
-    clips_rows = True
-
-    @property
-    def person_kind(self):
-        """The kind of :meth:`group_losses`: conditional, or a bound where
-        the model's joint losses are bounds."""
-        return "bound" if getattr(self.release, "person_kind", None) == "bound" else self.kind  # predictions clip rows to the released bounds
+    clips_rows = True  # predictions clip rows to the released bounds
 
     def __init__(self, bounds_release, resolved, X, y, rng, epsilon, delta, share,
                  n_jobs=None, layout=None, keys=None, records=1):

@@ -230,7 +230,6 @@ def person_losses(stage, rows, codes, sizes, row_losses, delta, add=False, guara
     multi = np.flatnonzero(~single)
     kind = stage.kind
     if multi.size:
-        kind = stage.person_kind
         index = np.full(sizes.size, -1)
         index[multi] = np.arange(multi.size)
         X, y, keys, data = rows
