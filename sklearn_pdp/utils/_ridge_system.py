@@ -119,6 +119,33 @@ class RidgeSystem:
             stats["norm2"] = squared_norms(Xs)
         return stats
 
+    def group_shifts(self, gram, cross, add=False):
+        """``theta_hat(other) - theta_hat`` for each group of rows removed
+        together (added, ``add``), from the groups' sums ``gram`` (``sum z
+        z^T``, shape (n_groups, d, d)) and ``cross`` (``sum y z``): with
+        ``g = cross - gram theta_hat`` (the rows' ``X_p^T e_p``), ``-(H -
+        gram)^{-1} g`` or ``(H + gram)^{-1} g`` (Woodbury's rank-m change,
+        one small solve per group: exact). A removal leaving a singular
+        system (the group holds every row of an unpenalised direction) is a
+        ``LinAlgError``."""
+        g = cross - np.einsum("pij,j->pi", gram, self.coef)
+        system = self.chol @ self.chol.T
+        other = system + gram if add else system - gram
+        return np.linalg.solve(other, (g if add else -g)[:, :, None])[:, :, 0]
+
+
+def person_shifts(ridge, gram, cross, sizes, n_samples, intercept, add):
+    """Each person's change of the unconstrained ridge solution of ``ridge``
+    (:meth:`RidgeSystem.group_shifts`), one row each; ``inf`` where
+    removing them leaves no row (of ``n_samples``) for an unpenalised
+    ``intercept``, whose system is then singular."""
+    empty = np.zeros(sizes.shape, dtype=bool) if add or not intercept else (
+        sizes >= n_samples)
+    out = np.full(cross.shape, np.inf)
+    if not empty.all():
+        out[~empty] = ridge.group_shifts(gram[~empty], cross[~empty], add=add)
+    return out
+
 
 class SpanRidgeSystem(RidgeSystem):
     """:class:`RidgeSystem` in the limits where H is singular, for leverages that

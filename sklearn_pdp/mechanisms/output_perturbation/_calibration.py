@@ -332,12 +332,13 @@ def _ball_constants(alpha, n_samples, radius, intercept):
     intercept, a unit direction (v, t) has curvature
     sum (x_i^T v + t)^2 + alpha ||v||^2 >= min(alpha, m) / 5 over m >= n - 1
     rows in the unit ball: ||v||^2 >= 1/5 gives alpha / 5, otherwise
-    |t| - ||v|| >= 1/sqrt(5) gives m / 5 from the data term.
+    |t| - ||v|| >= 1/sqrt(5) gives m / 5 from the data term (``n_samples``
+    may be an array of sizes).
     """
     if not intercept:
         return radius + 1.0, alpha
     norm = np.sqrt(2.0)
-    return norm * (radius * norm + 1.0), min(alpha, n_samples - 1) / 5.0
+    return norm * (radius * norm + 1.0), np.minimum(alpha, n_samples - 1) / 5.0
 
 
 def ball_ridge(H, Xty, radius):

@@ -7,15 +7,15 @@ from functools import partial
 import numpy as np
 
 from ...utils._rows import TwoStageRows
-from ...utils._eigen import eigen_change, scatter_eigen
+from ...utils._eigen import eigen_change, eigen_max_change, scatter_eigen, set_eigen_change
 from ..private_ridge._adaptive import NO_SIGNAL
 from ._calibration import (
     AdaptiveRidge, ridge_row_sensitivity,
 )
 from ..private_ridge._law import PrivateRidgeLaw
-from ..mean._released_means import data_means, means_change
+from ..mean._released_means import data_means, means_change, person_means_change
 from .._release import Release
-from ...utils._ridge_system import RidgeSystem
+from ...utils._ridge_system import RidgeSystem, person_shifts
 from ._release import _perturb, output_perturbation_guarantee
 
 
@@ -135,6 +135,43 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
         for k, cell in enumerate(cells):
             second = np.maximum(second, adaptive.stage_ratio(cell, sensitivity[:, k], means))
         return np.hypot(first / adaptive.eigen_noise, second)
+
+    def person_losses(self, gram, cross, sizes, add=False):
+        """Exact loss at ``delta`` of removing (adding, ``add``) each
+        person's rows together, from their sums ``gram`` (``sum z z^T``),
+        ``cross`` (``sum y z``) and numbers of rows ``sizes``: a row's
+        composition (:meth:`ratio`) with the person's exact changes, that of
+        lambda_min to the scatter without (with) their rows
+        (:func:`set_eigen_change`, rounded up), of the ridge solution at each
+        cell's ridge (:func:`person_shifts`) and of the means, over the cells
+        the released value reaches under the data set or the neighbour
+        (whose eigenvalue is the person's change away)."""
+        adaptive, n = self.adaptive, self.n_samples
+        first = set_eigen_change(self.XtX, n, self.eig[0][0], gram, sizes,
+                                 intercept=self.intercept, add=add)
+        means = (person_means_change(self.means, n, gram, cross, sizes, add)
+                 if self.intercept else np.zeros(sizes.shape))
+        # the person's own reach where it exceeds a row's
+        reach = adaptive.reach + np.maximum(
+            first - eigen_max_change(n + 1, self.intercept), 0.0)
+        lowest = self.eig[0][0]
+        low = np.array([adaptive.cell(v) for v in lowest - reach])
+        high = np.array([adaptive.cell(v) for v in lowest + reach])
+        second = np.zeros(sizes.shape)
+        for cell in range(low.min(), high.max() + 1):
+            shift = person_shifts(self.cell_ridge(cell), gram, cross, sizes, n,
+                                  self.intercept, add)
+            with np.errstate(invalid="ignore"):  # every row removed: inf over inf noise
+                ratio = adaptive.stage_ratio(cell, np.linalg.norm(shift, axis=1), means)
+            second = np.where((low <= cell) & (cell <= high), np.maximum(second, ratio), second)
+        ratio = np.hypot(first / adaptive.eigen_noise, second)
+        eps = adaptive.epsilon(ratio, cap=False)
+        if add:  # not a neighbour the calibration covered: uncapped, as a row
+            return eps
+        # within the largest ratios the loss is at most the budget (the root
+        # search's tolerance must not report more)
+        worst = np.hypot(adaptive.ratio_eigen, adaptive.ratio_output)
+        return np.where(ratio <= worst, np.minimum(eps, adaptive.budget), eps)
 
     def row_losses(self, add=False):
         """Training rows as a :class:`TwoStageRows`: the ratio of each row,

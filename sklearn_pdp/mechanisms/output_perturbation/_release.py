@@ -24,7 +24,9 @@ from ._calibration import (
 )
 from ...report._profile import PrivacyProfile
 from .._release import Release, ridge_statistics
-from ...utils._ridge_system import RidgeSystem, leave_one_out, out_of_sample, penalty
+from ...utils._ridge_system import (
+    RidgeSystem, leave_one_out, out_of_sample, penalty, person_shifts,
+)
 
 # A neighbouring solution counts as inside the ball (closed-form leave-one-out
 # valid) only with this relative margin, so that rounding never picks the
@@ -212,6 +214,53 @@ class OutputPerturbationRelease(Release):
             )
         inside = other_norm2 <= (R * (1 - _INSIDE_RTOL)) ** 2
         return np.where(inside, exact, bound)
+
+    def person_losses(self, gram, cross, sizes, add=False):
+        """Loss at ``delta`` of removing (adding, ``add``) each person's rows
+        together, from their sums ``gram`` (``sum z z^T``), ``cross`` (``sum
+        y z``) and numbers of rows ``sizes``: the noise's loss at the
+        person's shift of the centre, exact without a radius (the ridge
+        solution's rank-m change, :meth:`RidgeSystem.group_shifts`); with
+        one, exact where both solutions stay inside the ball and else the
+        bound of :meth:`_ball_person_sensitivity` (a bound, as a row's)."""
+        shift = person_shifts(self.ridge, gram, cross, sizes, self.n_samples, self.intercept,
+                              add)
+        sensitivity = np.linalg.norm(shift, axis=1)
+        if self.radius is not None:
+            bound = self._ball_person_sensitivity(gram, cross, sizes, add)
+            inside = self.inside & (np.linalg.norm(self.center + shift, axis=1)
+                                    <= self.radius * (1 - _INSIDE_RTOL))
+            sensitivity = np.where(inside, sensitivity, bound)
+        eps = self._loss(self.delta, sensitivity / self.noise_scale, None)
+        if add:  # not a neighbour the calibration covered: uncapped, as a row
+            return eps
+        # within the global sensitivity the loss is at most the guarantee (the
+        # root search's tolerance must not report more); beyond it, k rows
+        # move the centre further than the calibration covers
+        return np.where(sensitivity <= self.sensitivity,
+                        np.minimum(eps, self.guarantee[0]), eps)
+
+    def _ball_person_sensitivity(self, gram, cross, sizes, add):
+        """Bound on a person's change of the ball-constrained solution,
+        valid whether or not the constraint binds: ``min(||grad||
+        / c, 2 R)``, c the strong convexity of the smaller data set's
+        objective and ``grad = gram theta - cross`` the person's loss
+        gradient at the larger one's solution theta (variational
+        inequalities; :doc:`/mechanisms/output_perturbation`), at most ``R
+        ||gram||_2 + ||cross||`` over the ball, and on a removal, where
+        theta is the released centre, at most its value there plus
+        ``||gram||_2`` times the centre's error bound."""
+        R = self.radius
+        spectral = np.linalg.norm(gram, ord=2, axis=(1, 2))
+        gradient = R * spectral + np.linalg.norm(cross, axis=1)
+        if not add:
+            at_center = np.linalg.norm(cross - gram @ self.center, axis=1)
+            gradient = np.minimum(gradient, at_center + spectral * self.center_error)
+        # _ball_constants takes the size whose data sets of one row fewer it covers
+        smaller = self.n_samples + 1 - (0 if add else sizes)
+        convexity = _ball_constants(self.alpha, smaller, R, self.intercept)[1]
+        with np.errstate(divide="ignore"):
+            return np.minimum(gradient / convexity, 2.0 * R)
 
     def _center_residual(self, residual, norm2):
         """``|residual|``, raised by what the exact centre's may exceed it."""
