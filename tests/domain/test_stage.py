@@ -17,7 +17,6 @@ from sklearn_pdp.model_selection import PrivateGridSearchCV
 
 from ..conftest import every_regressor
 
-ESTIMATORS = sorted(REGRESSORS.values(), key=lambda cls: cls.__name__)
 # Small data keep these tests fast: some mechanisms release the label mean
 # there (random projection always), which is what their fallback says. The
 # stage is the same whatever the release.
@@ -76,7 +75,7 @@ def test_private_search_tightens_every_estimator(cls):
     assert np.all(search.pdp_losses_ <= search.dp_epsilon_ + 1e-12)
 
 
-@pytest.mark.parametrize("cls", ESTIMATORS)
+@pytest.mark.parametrize("cls", every_regressor())
 def test_tightened_fit_keeps_feature_names(cls):
     pd = pytest.importorskip("pandas")
     X, y = _data()
@@ -92,7 +91,7 @@ def test_tightened_fit_keeps_feature_names(cls):
                        rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize("cls", ESTIMATORS)
+@pytest.mark.parametrize("cls", every_regressor())
 def test_pdp_kind_and_the_stage_attributes(cls):
     """Declared bounds: the mechanisms' losses are exact, the model has the
     whole budget and no row pays for bounds. Tightened: the rows split

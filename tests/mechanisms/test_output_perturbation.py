@@ -444,7 +444,9 @@ def _brute_adaptive_ratios(reg, Xs, ys, X_new=None, y_new=None):
 
 # small data sets without much signal: zero slopes by design
 @pytest.mark.filterwarnings("ignore:.*released zero slopes:sklearn_pdp.exceptions.FallbackWarning")
-@pytest.mark.parametrize("fit_intercept", [True, False])
+# without an intercept under the audit marker: the same refits, the default's
+# intercept (its own centring) checked in the default run
+@pytest.mark.parametrize("fit_intercept", [True, pytest.param(False, marks=pytest.mark.audit)])
 def test_private_ridge_losses_equal_brute_force_refits(fit_intercept):
     """Every row's loss is the Gaussian epsilon at delta - delta_bound of its
     exact ratios (refits without the row, over the cells reachable from this

@@ -187,7 +187,11 @@ def test_estimator_reads_its_numbers_from_the_release(name, fitted):
 # -- 2. draw independence ----------------------------------------------------
 
 
-@pytest.mark.parametrize("name", CASES)
+# objective perturbation's private ridge refits for a minute: under the audit
+# marker here, its own module's brute-force test refitting it at other seeds
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.audit if name == "objpert-private" else ())
+    for name in CASES])
 def test_privacy_numbers_do_not_depend_on_the_draw(name, fitted):
     case = CASES[name]
     est, X, _ = fitted(name)
