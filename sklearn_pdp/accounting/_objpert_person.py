@@ -36,9 +36,12 @@ _TAIL_RTOL = 1e-4
 _NULL = 1e-9
 # The chance of each left-out chi-square beyond its bracket, relative to delta.
 _DROP_RTOL = 1e-14
+# Nodes of the inversion of a law as it is (beyond, it is smoothed: the
+# sum's cost grows with the nodes of its slowest law in every search step).
+_DIRECT_NODES = 20000
 # Nodes of the inversion of a law smoothed by a normal part (its slack
 # grows as 1 / _SMOOTH_NODES), and the margin on that normal part.
-_SMOOTH_NODES = 20000
+_SMOOTH_NODES = 5000
 _SMOOTH_MARGIN = 1.1
 # The Chernoff grid on a side without weights (the normal part or the other
 # sign's chi-squares bound it): fractions of 1 / (2 max |a|) or of 1 / tau.
@@ -131,7 +134,7 @@ class ObjPertPersonLoss(GChiLoss):
     in both directions (the search of :class:`~._gchi.GChiLoss`)."""
 
     # the brackets are ~1e-4 delta wide: no finer search
-    eps_rtol = 1e-8
+    eps_rtol = 1e-6
 
     def __init__(self, forms, delta, max_nodes=None):
         tol = _TAIL_RTOL * np.asarray(delta, dtype=float)
@@ -176,7 +179,7 @@ def _law(S, l, const, tol, max_nodes):
     drop = _DROP_RTOL * tol / _TAIL_RTOL
     q = chdtri(1.0, drop / s.shape[1])
     slack = 0.5 * q * np.sum(np.where(kept, 0.0, np.abs(s)), axis=1)
-    law = SignedInversion(a, lam, tau, tol, max_nodes)
+    law = SignedInversion(a, lam, tau, tol, _DIRECT_NODES if max_nodes is None else max_nodes)
     slow = np.flatnonzero(~law.ok)
     if slow.size:
         # little noncentrality on few weights: |phi| falls like a power of v.
