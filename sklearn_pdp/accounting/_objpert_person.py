@@ -83,24 +83,27 @@ class SignedInversion(GilPelaez):
             side > 0, side, 1.0))[:, None], _OPEN_GRID[None, :] / scale[:, None])
         return sign * grid
 
-    def _log_mgf_at(self, s, rows=slice(None)):
-        ws = 2.0 * self.w[rows, None, :] * s[:, :, None]
-        return (np.sum(-0.5 * self.nu[rows, None, :] * np.log1p(-ws)
-                       + 0.5 * self.lam[rows, None, :] * ws / (1.0 - ws), axis=2)
-                + 0.5 * (self.tau[rows, None] * s) ** 2)
+    def _log_mgf_at(self, s):
+        ws = 2.0 * self.w[:, None, :] * s[:, :, None]
+        return (np.sum(-0.5 * self.nu[:, None, :] * np.log1p(-ws)
+                       + 0.5 * self.lam[:, None, :] * ws / (1.0 - ws), axis=2)
+                + 0.5 * (self.tau[:, None] * s) ** 2)
 
     def _tail(self, t, sign, rows):
         """Chernoff's bound on P(Y > t) (``sign`` 1) or P(Y < t) (-1) of the
         laws ``rows``."""
-        s = self._grid(sign)[rows]
-        log_tail = np.min(self._log_mgf_at(s, rows) - s * t[rows, None], axis=1)
+        s, log_mgf = self._chernoff[sign]
+        log_tail = np.min(log_mgf[rows] - s[rows] * t[rows, None], axis=1)
         return np.exp(np.minimum(log_tail, 0.0))
 
     def _period(self):
         log_tol = np.log(self.tol)[:, None]
-        up, down = self._grid(1.0), self._grid(-1.0)
-        self.x_hi = np.min((self._log_mgf_at(up) - log_tol) / up, axis=1)
-        self.x_lo = np.max((self._log_mgf_at(down) - log_tol) / down, axis=1)
+        # the grids and the MGF on them, for every bound on a tail
+        self._chernoff = {sign: (s, self._log_mgf_at(s))
+                          for sign, s in ((1.0, self._grid(1.0)), (-1.0, self._grid(-1.0)))}
+        (up, mgf_up), (down, mgf_down) = self._chernoff[1.0], self._chernoff[-1.0]
+        self.x_hi = np.min((mgf_up - log_tol) / up, axis=1)
+        self.x_lo = np.max((mgf_down - log_tol) / down, axis=1)
         return 1.001 * (self.x_hi - self.x_lo)
 
     def _decay(self, V):
@@ -134,7 +137,7 @@ class ObjPertPersonLoss(GChiLoss):
     in both directions (the search of :class:`~._gchi.GChiLoss`)."""
 
     # the brackets are ~1e-4 delta wide: no finer search
-    eps_rtol = 1e-6
+    eps_rtol = 1e-5
 
     def __init__(self, forms, delta, max_nodes=None):
         tol = _TAIL_RTOL * np.asarray(delta, dtype=float)
@@ -227,16 +230,18 @@ def objpert_person_forms(H, coef, gram, cross, sigma, add=False):
     return forms, singular
 
 
-def objpert_person_epsilon(delta, H, coef, gram, cross, sigma, add=False, max_nodes=None):
+def objpert_person_epsilon(delta, ridge, gram, cross, sigma, add=False, max_nodes=None):
     """Certified epsilon at ``delta`` of removing (adding, ``add``) each
-    person's rows together (:func:`objpert_person_forms`): ``inf`` for a
+    person's rows together (:func:`objpert_person_forms`, on the fitted
+    :class:`~sklearn_pdp.utils._ridge_system.RidgeSystem` ``ridge``): ``inf`` for a
     person whose rows alone hold a direction of the smaller system, 0 for
     one whose rows are all 0, ``nan`` where the inversion is not certified
     within its cap of nodes; and the persons whose law needed a normal part
     (:func:`_law`: their loss is a looser certified bound)."""
     out = np.zeros(gram.shape[0])
     smoothed = np.zeros(gram.shape[0], dtype=bool)
-    forms, singular = objpert_person_forms(H, coef, gram, cross, sigma, add)
+    forms, singular = objpert_person_forms(ridge.chol @ ridge.chol.T, ridge.coef, gram, cross,
+                                           sigma, add)
     out[singular] = np.inf
     rows = np.flatnonzero(~singular & (np.abs(gram).max(axis=(1, 2)) > 0))
     if rows.size:

@@ -12,7 +12,7 @@ from scipy.special import ndtr
 from scipy.stats import multivariate_normal
 
 from sklearn_pdp import ObjPertRegressor
-from sklearn_pdp.accounting import _gchi
+from sklearn_pdp.accounting import _gchi, gaussian_epsilon
 from sklearn_pdp.accounting._objpert_person import objpert_person_epsilon
 from tests._reference import ridge_penalty
 
@@ -121,9 +121,8 @@ def _person_epsilon(reg, Xs, ys, codes, add=False):
     cross = np.zeros((codes.max() + 1, Xs.shape[1]))
     np.add.at(gram, codes, Xs[:, :, None] * Xs[:, None, :])
     np.add.at(cross, codes, Xs * ys[:, None])
-    H = release.ridge.chol @ release.ridge.chol.T
-    return objpert_person_epsilon(reg.delta, H, release.ridge.coef, gram, cross,
-                                  release.noise_scale, add)
+    return objpert_person_epsilon(reg.delta, release.ridge, gram, cross, release.noise_scale,
+                                  add)
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
@@ -181,6 +180,41 @@ def test_default_person_losses_exact_and_draw_independent():
     assert np.all(np.isfinite(first.person_losses_))
     assert np.all(first.person_losses_ <= first.dp_epsilon_)
     assert_allclose(first.person_losses_, second.person_losses_, rtol=1e-12)
+
+
+@pytest.mark.audit  # the private ridge's calibrations: half a minute
+@pytest.mark.filterwarnings("ignore:ObjPertRegressor released zero slopes:UserWarning")
+def test_private_ridge_person_losses_hold_and_are_draw_independent():
+    """The default at this size is the private ridge: a person's loss is
+    the Gaussian stage's exact loss (their change of the centred scatter's
+    eigenvalue and of the means, computed here from the rows) plus objective
+    perturbation's over the cells; at the released cell the rest holds
+    for the refits' laws at delta / 2. Another draw, the same losses."""
+    X, y, groups = _panel(12, 3, 1, seed=8, singles=1200)
+    make = lambda rs: ObjPertRegressor(delta=DELTA, data_norm=1.0, y_bound=1.0,  # noqa: E731
+                                       tighten_bounds=False, random_state=rs)
+    reg, other = make(0).fit(X, y, groups=groups), make(1).fit(X, y, groups=groups)
+    assert type(reg.release_).__name__ == "PrivateObjPertRelease"
+    # not group privacy (three records: several times the guarantee)
+    assert np.all(reg.person_losses_ < reg.dp_epsilon_)
+    assert_allclose(reg.person_losses_, other.person_losses_, rtol=1e-12)
+    Xs, ys = _scaled(reg, X, y)
+    everyone = np.ones(y.size, dtype=bool)
+
+    def stats(keep):
+        x, z = Xs[keep, 0], np.column_stack([Xs[keep, 0], ys[keep]])
+        return np.sum((x - x.mean()) ** 2), z.mean(axis=0)
+
+    full = stats(everyone)
+    for p in range(0, 12, 5):
+        keep = groups != p
+        without = stats(keep)
+        ratio = np.hypot((full[0] - without[0]) / reg.eigen_noise_,
+                         np.linalg.norm(full[1] - without[1]) / reg.means_noise_)
+        rest = reg.person_losses_[p] - gaussian_epsilon(DELTA / 4, ratio)
+        assert rest > 0
+        assert _reference_delta(rest, _law(reg, Xs, ys, keep),
+                                _law(reg, Xs, ys, everyone)) <= DELTA / 2 * (1 + 1e-6)
 
 
 def test_uncertified_inversion_falls_back_to_the_labelled_bound(monkeypatch):

@@ -48,6 +48,21 @@ def means_change(mean, n_samples, Xs, ys, add, noise=1.0):
     return gap / (n_samples + 1.0 if add else n_samples - 1.0)
 
 
+def person_means_change(mean, n_samples, gram, cross, sizes, add, noise=1.0):
+    """Exact change of the means (as :func:`means_change`) when each
+    person's rows are removed together (added, ``add``), from their sums
+    ``gram`` (``sum z z^T``, the constant last: its last column holds the
+    rows' sums) and ``cross`` (``sum y z``, the label sum last) and their
+    numbers of rows ``sizes``: ``||sum z - m mean(z)|| / (n - m)`` or ``/ (n
+    + m)`` (``inf`` where no row is left)."""
+    scale = np.broadcast_to(np.asarray(noise, dtype=np.float64), mean.shape)
+    d = mean.shape[0] - 1
+    sums = np.column_stack([gram[:, :d, d], cross[:, d]])
+    gap = np.linalg.norm((sums - sizes[:, None] * mean) / scale, axis=1)
+    with np.errstate(divide="ignore"):
+        return gap / (n_samples + sizes if add else np.maximum(n_samples - sizes, 0))
+
+
 def means_bound(released, noise, n_samples, Xs, ys, beta):
     """Upper bound on each row's change of the means (removed or added),
     ``||z - mean(z)|| / (n - 1)`` in units of their Gaussian ``noise`` (a

@@ -141,9 +141,8 @@ class ObjPertRelease(Release):
         Sets ``person_kind``: ``"bound"`` where some person's law needed a
         normal part to converge (a certified upper bound, looser than the
         inversion's bracket), else ``"exact"``."""
-        chol = self.ridge.chol
-        eps, smoothed = objpert_person_epsilon(self.delta, chol @ chol.T, self.ridge.coef,
-                                               gram, cross, self.noise_scale, add)
+        eps, smoothed = objpert_person_epsilon(self.delta, self.ridge, gram, cross,
+                                               self.noise_scale, add)
         self.person_kind = "bound" if smoothed.any() else self.kind
         return eps
 
