@@ -19,7 +19,10 @@ Y = sum_j a_j chi2_1(lam_j) + tau N(0, 1) with a_j of either sign
 (:class:`SignedInversion`). Eigenvalues below ``_NULL`` of the largest are
 left out of the chi-squares (their linear parts stay, in the normal part),
 and each event is moved by their largest effect, ``sum |a_j| q`` with
-``P(chi2_1 > q)`` below ``_DROP_MASS`` each, that mass added to the bracket.
+``P(chi2_1 > q)`` at most ``_DROP_RTOL`` delta together, that mass added to
+the bracket. A law whose inversion would need more than ``_DIRECT_NODES``
+nodes is inverted with a normal part added and its events moved by that
+part's reach the same way (:func:`_law`): a looser certified bound.
 """
 
 import numpy as np
