@@ -263,32 +263,42 @@ class GilPelaez:
     """
 
     def __init__(self, w, lam, nu, tol, max_nodes=None):
-        max_nodes = _MAX_NODES if max_nodes is None else max_nodes
         mask = w > 0
         self.w = np.where(mask, w, 0.0)
         self.lam, self.nu = np.where(mask, lam, 0.0), np.where(mask, nu, 0.0)
         self.n = self.nu.sum(axis=1)
         self.tol = np.asarray(tol, dtype=float)
+        self._place(max_nodes)
+
+    def _period(self):
+        """The period p: T > 0, and P(T > t + p) <= tol for t < x_tol."""
+        self.x_tol = np.min((self._log_mgf() - np.log(self.tol)[:, None]) / self._s, axis=1)
+        return 1.001 * self.x_tol
+
+    def _place(self, max_nodes):
+        """The cut, the period and the nodes of every law, in chunks."""
+        max_nodes = _MAX_NODES if max_nodes is None else max_nodes
         # the cut V: bisection on log V of the bound above (it falls with V);
         # its error need not be far below the rounding of the sum
         self.cut = np.maximum(self.tol, _CUT_TOL)
-        lo, hi = np.full(w.shape[0], -40.0), np.full(w.shape[0], 40.0)
+        lo, hi = np.full(self.w.shape[0], -40.0), np.full(self.w.shape[0], 40.0)
         for _ in range(80):
             mid = 0.5 * (lo + hi)
             fine = self._log_cut(np.exp(mid)) <= np.log(self.cut)
             hi, lo = np.where(fine, mid, hi), np.where(fine, lo, mid)
-        self.x_tol = np.min((self._log_mgf() - np.log(self.tol)[:, None]) / self._s, axis=1)
-        self.period = 1.001 * self.x_tol
+        self.period = self._period()
         step = 2.0 * np.pi / self.period
         nodes = np.ceil(np.exp(hi) / step + 0.5)
         self.ok = nodes <= max_nodes
         nodes = np.where(self.ok, np.maximum(nodes, 1), 1).astype(np.int64)
-        # laws with similar numbers of nodes together, a bounded array each
+        # laws with similar numbers of nodes together (at most twice the
+        # first's: the array is padded to the largest), a bounded array each
         order = np.argsort(nodes, kind="stable")
         self.chunks, start = [], 0
         while start < order.size:
             stop = start + 1
-            while stop < order.size and (stop + 1 - start) * nodes[order[stop]] <= _CHUNK:
+            while (stop < order.size and (stop + 1 - start) * nodes[order[stop]] <= _CHUNK
+                   and nodes[order[stop]] <= 2 * nodes[order[start]] + 64):
                 stop += 1
             rows = order[start:stop]
             self.chunks.append((rows, self._nodes(rows, nodes[rows], step[rows])))
@@ -327,21 +337,22 @@ class GilPelaez:
         """log of (1/pi) |phi(V)| / kappa, a bound on (1/pi) int_V^inf |phi(v)| / v dv:
         1 + 4 w^2 v^2 >= (1 + 4 w^2 V^2) (v / V)^(2 c), c = 4 w^2 V^2 / (1 + 4 w^2 V^2)
         for v >= V, so |phi(v)| <= |phi(V)| (v / V)^-kappa, kappa = sum nu c / 2."""
+        log_phi, kappa = self._decay(V)
+        return log_phi - np.log(np.pi * kappa)
+
+    def _decay(self, V):
+        """(log |phi(V)|, kappa) of :meth:`_log_cut`."""
         wv2 = 4.0 * (self.w * V[:, None]) ** 2
         one_plus = 1.0 + wv2
         log_phi = np.sum(-0.25 * self.nu * np.log(one_plus) - 0.5 * self.lam * wv2 / one_plus,
                          axis=1)
-        kappa = 0.5 * np.sum(self.nu * wv2 / one_plus, axis=1)
-        return log_phi - np.log(np.pi * kappa)
+        return log_phi, 0.5 * np.sum(self.nu * wv2 / one_plus, axis=1)
 
     def brackets(self, t):
         """``(cdf_lo, cdf_hi, sf_lo, sf_hi)`` of P(T <= t) and P(T > t)."""
         t = np.asarray(t, dtype=float)
         inner = t < self.x_tol
-        I, margin = np.empty(t.shape), np.empty(t.shape)
-        for rows, (v, modulus, phase, round_t, rounding) in self.chunks:
-            I[rows] = 0.5 - np.sum(modulus * np.sin(phase - v * t[rows, None]), axis=1)
-            margin[rows] = rounding + round_t * np.abs(t[rows])
+        I, margin = self._sum(t)
         # alias P(T > t + p) <= tol, and the sum's cut
         cdf_lo, cdf_hi = I - self.tol - self.cut - margin, I + self.cut + margin
         far = np.flatnonzero(~inner & (t > 0))
@@ -353,6 +364,14 @@ class GilPelaez:
         cdf_lo = np.where(self.ok, np.clip(cdf_lo, 0.0, 1.0), 0.0)
         cdf_hi = np.where(self.ok, np.clip(cdf_hi, 0.0, 1.0), 1.0)
         return cdf_lo, cdf_hi, 1.0 - cdf_hi, 1.0 - cdf_lo
+
+    def _sum(self, t):
+        """The cut sum I(t) of every law and its rounding margin."""
+        I, margin = np.empty(t.shape), np.empty(t.shape)
+        for rows, (v, modulus, phase, round_t, rounding) in self.chunks:
+            I[rows] = 0.5 - np.sum(modulus * np.sin(phase - v * t[rows, None]), axis=1)
+            margin[rows] = rounding + round_t * np.abs(t[rows])
+        return I, margin
 
 
 class GChiLaw:
@@ -408,6 +427,9 @@ class GChiLoss:
     (rows; weights <= 0 are absent columns), with a certified upper bound on
     delta(eps) in both directions."""
 
+    # the search's relative precision (the upper end is kept)
+    eps_rtol = _EPS_RTOL
+
     def __init__(self, w, lam, nu, delta, max_terms=None):
         w, lam, nu = np.broadcast_arrays(*(np.atleast_2d(np.asarray(a, dtype=float))
                                            for a in (w, lam, nu)))
@@ -447,7 +469,7 @@ class GChiLoss:
         unreached = search & ~(self.delta_upper(hi) <= delta)
         search &= ~unreached
         while True:
-            open_ = search & (hi - lo > _EPS_RTOL * hi)
+            open_ = search & (hi - lo > self.eps_rtol * hi)
             if not open_.any():
                 break
             mid = 0.5 * (lo + hi)

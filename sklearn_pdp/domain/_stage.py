@@ -64,6 +64,12 @@ class DeclaredStage:
     def kind(self):
         return self.release.kind
 
+    @property
+    def person_kind(self):
+        """The kind of :meth:`group_losses`: the release's ``person_kind``
+        where its joint losses are of another kind than a row's."""
+        return getattr(self.release, "person_kind", self.release.kind)
+
     def guarantee(self):
         return self.release.guarantee
 

@@ -236,6 +236,9 @@ def person_losses(stage, rows, codes, sizes, row_losses, delta, add=False, guara
         exact = stage.group_losses(X, y, index[codes], sizes[multi], add=add, data=data,
                                    keys=keys)
         out[multi] = np.nan if exact is None else exact
+        # joint losses the release can only bound (read after the call)
+        if getattr(stage, "person_kind", kind) == "bound":
+            kind = "bound"
         missing = multi[np.isnan(out[multi])]
         if missing.size:
             kind = "bound"

@@ -16,12 +16,15 @@ from ...accounting import (
     domain_bounds, gaussian_noise_scale, objpert_auto_alpha, objpert_noise_scale,
 )
 from ..private_ridge._adaptive import _SIGNAL_MARGIN, NO_SIGNAL, EigenCells, ScatterRelease
-from ...utils._eigen import eigen_max_change
+from ...accounting._objpert_person import objpert_person_epsilon
+from ...utils._eigen import eigen_max_change, set_eigen_change
 from ._release import _remove_row, objpert_draw
 from ._law import PrivateObjPertLaw
 from .._release import Release
 from .._signal import signal_ridge
-from ..mean._released_means import data_means, means_change, means_max_change, means_max_ratio
+from ..mean._released_means import (
+    data_means, means_change, means_max_change, means_max_ratio, person_means_change,
+)
 
 # Shares of epsilon and of delta spent on lambda_min (a Gaussian release),
 # and of delta on the failure of its lower bound; objective perturbation
@@ -363,6 +366,39 @@ class PrivateObjPertRelease(PrivateObjPertLaw, ScatterRelease, Release):
         norm2, m0, mu, spread = self.second_stage(Xs, ys, add)
         return {"eigen": self.first_stage(Xs, ys, add), "norm2": norm2, "m0": m0, "mu": mu,
                 "spread": spread, "removal": np.full(Xs.shape[0], not add)}
+
+    def person_losses(self, gram, cross, sizes, add=False):
+        """Loss at ``delta`` of removing (adding, ``add``) each person's rows
+        together, from their sums ``gram`` (``sum z z^T``), ``cross``
+        (``sum y z``) and numbers of rows ``sizes``: a row's composition
+        with the person's exact changes, of lambda_min to the scatter
+        without (with) their rows (:func:`set_eigen_change`, rounded up) and
+        of the means, plus the largest certified objective perturbation loss
+        of their rows (:meth:`ObjPertRelease.person_losses`) over the cells
+        the released value reaches under the data set or the neighbour
+        (whose eigenvalue is the person's change away). Sets
+        ``person_kind`` as that method does."""
+        ad, n = self.adaptive, self.n_samples
+        change = set_eigen_change(self.XtX, n, self.eig[0][0], gram, sizes,
+                                  intercept=self.intercept, add=add)
+        means = (person_means_change(self.means, n, gram, cross, sizes, add, ad.means_noise())
+                 if self.intercept else 0.0)
+        first = self._first(self.delta, ad.gauss_ratio(change / ad.eigen_noise, means), None)
+        # the person's own reach where it exceeds a row's
+        reach = ad.reach + np.maximum(change - eigen_max_change(n + 1, self.intercept), 0.0)
+        low = np.array([ad.cell(v) for v in self.eig[0][0] - reach])
+        high = np.array([ad.cell(v) for v in self.eig[0][0] + reach])
+        second, smoothed = np.zeros(sizes.shape), np.zeros(sizes.shape, dtype=bool)
+        for cell in range(low.min(), high.max() + 1):
+            inside = np.flatnonzero((low <= cell) & (cell <= high))
+            eps, smooth = objpert_person_epsilon(
+                self._deltas(self.delta)[1], self.cell_ridge(cell), gram[inside],
+                cross[inside], ad.noise(cell), add)
+            # nan (not certified) stays nan: the fit falls back to group privacy
+            second[inside] = np.maximum(second[inside], eps)
+            smoothed[inside] |= smooth
+        self.person_kind = "bound" if smoothed.any() else self.kind
+        return first + second
 
     def losses(self, Xs, ys, add=False):
         if ys is None:  # the worst label is an end of [-1, 1] (each stage grows with |y|)

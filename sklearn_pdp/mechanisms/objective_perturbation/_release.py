@@ -10,6 +10,7 @@ from ...accounting import (
     GAUSSIAN_DELTA_SHARE, compose_with_gaussian, gaussian_allowance, objpert_auto_alpha,
     objpert_dp_epsilon, objpert_epsilon, objpert_noise_scale,
 )
+from ...accounting._objpert_person import objpert_person_epsilon
 from ..mean._fallback import InfeasibleBudget, ridge_fallback
 from .._release import Release
 from ...utils._ridge_system import RidgeSystem, leave_one_out
@@ -129,6 +130,21 @@ class ObjPertRelease(Release):
         r = 1.0 + np.abs(fitted) if ys is None else ys - fitted
         return self._loss(self.delta, stats["norm2"], stats["leverage"],
                           stats["inverse_norm2"], r)
+
+    def person_losses(self, gram, cross, sizes, add=False):
+        """Certified loss at ``delta`` of removing (adding, ``add``) each
+        person's rows together, from their sums ``gram`` (``sum z z^T``)
+        and ``cross`` (``sum y z``): an indefinite generalised chi-square
+        (:func:`~sklearn_pdp.accounting._objpert_person.objpert_person_epsilon`);
+        ``nan`` for a person whose inversion is beyond its public cap of
+        nodes (the fit charges them the labelled group-privacy bound).
+        Sets ``person_kind``: ``"bound"`` where some person's law needed a
+        normal part to converge (a certified upper bound, looser than the
+        inversion's bracket), else ``"exact"``."""
+        eps, smoothed = objpert_person_epsilon(self.delta, self.ridge, gram, cross,
+                                               self.noise_scale, add)
+        self.person_kind = "bound" if smoothed.any() else self.kind
+        return eps
 
     def _loss(self, delta, norm2, mu, inverse_norm2, r):
         """The tight loss of a row with these statistics against the data
