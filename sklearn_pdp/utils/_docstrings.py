@@ -45,7 +45,7 @@ schema : Schema, default=None
     column takes one share of the row norm whatever its number of
     categories (:doc:`/preprocessing`).""",
     "tighten": """\
-tighten_bounds : bool or "auto", default=False
+tighten_bounds : bool or "auto", default="auto"
     Release tighter bounds before the model, from the rows of a public
     share ``tighten_share`` (each row's part a public hash of its content,
     so adding or removing a row moves no other): two private quantiles
@@ -67,10 +67,12 @@ tighten_bounds : bool or "auto", default=False
     quantile's epsilon times the rows it is released from is at least
     4 log(79) (a public rule); elsewhere the model takes the declared
     bounds and the whole budget, silently with "auto", with a
-    ``BoundsWarning`` saying why with True. False, the default, fits on
-    the declared bounds with the whole budget (exact per-instance losses
-    where the mechanism has them). True needs an epsilon budget ("auto" does not
-    tighten without one).
+    ``BoundsWarning`` saying why with True. "auto" is the default: measured at
+    most 1.02 times the declared bounds' error (heavy- and light-tailed
+    labels, :doc:`/mechanisms/tightening`). False fits on the
+    declared bounds with the whole budget (exact per-instance losses where
+    the mechanism has them). True needs an epsilon budget ("auto" does not
+    tighten without one). Indicator columns are never tightened.
 tighten_share : float in (0, 1), default=None
     Share of the rows the bounds are released from; None means 0.1.""",
     "fit_intercept": """\
