@@ -12,7 +12,8 @@ under adding or removing one row the release is ``(max, max)``-DP of the
 two (parallel composition; under replacing one row a row may change parts,
 and the guarantee doubles).
 
-Each row's loss (kind ``"conditional"``):
+Each row's loss (kind ``"conditional"``, or ``"bound"`` where the model's
+own losses are bounds: output perturbation with a ``radius``):
 
 - a row of the bounds part: its exact pure loss for the bounds
   (:meth:`~._tighten.BoundsRelease.row_epsilon`); the model, fitted on
@@ -181,7 +182,6 @@ class SplitStage:
         times (the model's is already per person).
     """
 
-    kind = "conditional"
     clips_rows = True  # predictions clip rows to the released bounds
 
     def __init__(self, bounds_release, resolved, X, y, rng, epsilon, delta, share,
@@ -212,6 +212,12 @@ class SplitStage:
         """Bind the drawn model ``release`` and its ``scaler`` (model rows ``X``)."""
         self.release, self.scaler = release, scaler
         return self
+
+    @property
+    def kind(self):
+        """"conditional", or the model's "bound" where its losses are bounds
+        (the weaker kind of the two parts' numbers)."""
+        return "bound" if self.release.kind == "bound" else "conditional"
 
     def guarantee(self):
         """Parallel composition: the larger epsilon of the two parts, the
