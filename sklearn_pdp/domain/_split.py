@@ -72,6 +72,17 @@ def resolve_stage(estimator, X, y, resolved, rng, keys=None):
     return DeclaredStage(resolved, X.shape[0], estimator.n_jobs)
 
 
+def _bounds_part_losses(release, X, y, part):
+    """Each row's exact loss for the bounds ``release``: its own on the
+    bounds ``part``, 0 on the model part (whose cells the bounds part may
+    not hold); in memory, computed on the bounds part's rows alone."""
+    if is_dask_array(X):
+        return np.where(part, release.row_epsilon(X, y), 0.0)
+    losses = np.zeros(X.shape[0])
+    losses[part] = release.row_epsilon(X[part], y[part])
+    return losses
+
+
 def person_records(estimator, keys):
     """The records of one person the bounds' release covers: the
     estimator's ``max_records`` where its model calibrates a whole person
@@ -198,8 +209,7 @@ class SplitStage:
             released["bounds_X"] = layout.restore_indicators(released["bounds_X"])
         self.bounds = resolve_bounds(X, y, **released)
         self.model_params = {"epsilon": epsilon, "delta": delta, "tighten_bounds": False}
-        # a model-part row falls in cells the bounds part may not hold: 0
-        self.losses = np.where(part, bounds_release.row_epsilon(X, y), 0.0)
+        self.losses = _bounds_part_losses(bounds_release, X, y, part)
 
     def model_part(self, X, y):
         """The model part's rows (on Dask, with their block sizes computed)."""

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from sklearn_pdp import AdaSSPRegressor, BoundsWarning, FallbackWarning, PrivacyLeakWarning
+from sklearn_pdp import (
+    AdaSSPRegressor, BoundsWarning, FallbackWarning, PDPReport, PrivacyLeakWarning,
+)
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
@@ -104,3 +106,17 @@ def test_a_search_per_person_keeps_the_declared_bounds_by_default():
                                  refit=False, random_state=0).fit(X, y, groups=groups)
     assert not hasattr(search, "bounds_release_")
     assert search.dp_epsilon_ <= 1.5
+
+
+def test_a_default_publication_of_a_tightened_fit_says_how_to_switch_it_off():
+    """A published report of a tightened fit states the guarantee for
+    everyone and says so (its per-row numbers depend on the draw); with
+    tighten_bounds=False the publication spends its budget."""
+    X, y, bounds, y_bound = _table(5000)
+    declared = dict(epsilon=2.0, bounds_X=bounds, y_bound=y_bound, random_state=0)
+    with pytest.warns(FallbackWarning, match="tighten_bounds=False"):
+        default = PDPReport(AdaSSPRegressor(**declared), publish_epsilon=0.2).fit(X, y)
+    assert default.published_.summary_epsilon == 0
+    off = PDPReport(AdaSSPRegressor(**declared, tighten_bounds=False),
+                    publish_epsilon=0.2).fit(X, y)
+    assert off.published_.summary_epsilon > 0
