@@ -116,12 +116,14 @@ def _parser():
     bounds.add_argument(
         "--tighten-bounds", nargs="?", const="yes", default="auto",
         choices=("yes", "auto", "no"),
-        help="release tighter bounds than the declared ones first, from a public "
-             "share of the rows (chosen by a hash of each row) with the whole "
-             "budget, the model fitted on the other rows, where the data suffice "
-             "(a public rule, the label's range first; 'yes' warns where they do "
-             "not, 'auto', the default, is silent; 'no' fits on the declared bounds "
-             "with exact per-instance losses); the released bounds are reported",
+        help="on by default ('auto'): release tighter bounds than the declared "
+             "ones first, from a public share of the rows (chosen by a hash of each "
+             "row) with the whole budget, the model fitted on the other rows, where "
+             "the data suffice (a public rule, the label's range first; 'auto' is "
+             "silent where they do not, 'yes' warns); the released bounds are "
+             "reported, and each per-instance epsilon is then given them (pdp_kind "
+             "'conditional'). 'no' switches it off: the declared bounds, with exact "
+             "per-instance losses",
     )
     bounds.add_argument("--tighten-share", type=float, metavar="SHARE",
                         help="share of the rows for the bounds (default: 0.1)")

@@ -12,7 +12,8 @@ under adding or removing one row the release is ``(max, max)``-DP of the
 two (parallel composition; under replacing one row a row may change parts,
 and the guarantee doubles).
 
-Each row's loss (kind ``"conditional"``):
+Each row's loss (kind ``"conditional"``, or ``"bound"`` where the model's
+own losses are bounds: output perturbation with a ``radius``):
 
 - a row of the bounds part: its exact pure loss for the bounds
   (:meth:`~._tighten.BoundsRelease.row_epsilon`); the model, fitted on
@@ -69,6 +70,17 @@ def resolve_stage(estimator, X, y, resolved, rng, keys=None):
                               tighten_share(estimator), estimator.n_jobs,
                               estimator_layout(estimator), keys, records)
     return DeclaredStage(resolved, X.shape[0], estimator.n_jobs)
+
+
+def _bounds_part_losses(release, X, y, part):
+    """Each row's exact loss for the bounds ``release``: its own on the
+    bounds ``part``, 0 on the model part (whose cells the bounds part may
+    not hold); in memory, computed on the bounds part's rows alone."""
+    if is_dask_array(X):
+        return np.where(part, release.row_epsilon(X, y), 0.0)
+    losses = np.zeros(X.shape[0])
+    losses[part] = release.row_epsilon(X[part], y[part])
+    return losses
 
 
 def person_records(estimator, keys):
@@ -181,7 +193,6 @@ class SplitStage:
         times (the model's is already per person).
     """
 
-    kind = "conditional"
     clips_rows = True  # predictions clip rows to the released bounds
 
     def __init__(self, bounds_release, resolved, X, y, rng, epsilon, delta, share,
@@ -198,8 +209,7 @@ class SplitStage:
             released["bounds_X"] = layout.restore_indicators(released["bounds_X"])
         self.bounds = resolve_bounds(X, y, **released)
         self.model_params = {"epsilon": epsilon, "delta": delta, "tighten_bounds": False}
-        # a model-part row falls in cells the bounds part may not hold: 0
-        self.losses = np.where(part, bounds_release.row_epsilon(X, y), 0.0)
+        self.losses = _bounds_part_losses(bounds_release, X, y, part)
 
     def model_part(self, X, y):
         """The model part's rows (on Dask, with their block sizes computed)."""
@@ -212,6 +222,12 @@ class SplitStage:
         """Bind the drawn model ``release`` and its ``scaler`` (model rows ``X``)."""
         self.release, self.scaler = release, scaler
         return self
+
+    @property
+    def kind(self):
+        """"conditional", or the model's "bound" where its losses are bounds
+        (the weaker kind of the two parts' numbers)."""
+        return "bound" if self.release.kind == "bound" else "conditional"
 
     def guarantee(self):
         """Parallel composition: the larger epsilon of the two parts, the

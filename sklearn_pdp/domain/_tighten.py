@@ -63,11 +63,14 @@ def _tail(epsilon_q, n_samples):
     return _TAIL_GUARD * np.log(_GRID_POINTS) / (epsilon_q * n_samples)
 
 
-def tightening_on(estimator):
+def tightening_on(estimator, per_person=False):
     """Whether ``fit`` tightens the bounds (``tighten_bounds``; "auto" is
-    decided later, by :attr:`BoundsRelease.worthwhile`)."""
+    decided later, by :attr:`BoundsRelease.worthwhile`). ``per_person``: a
+    search guaranteeing epsilon per person (``max_records``), whose bounds'
+    release is sized for one record: "auto" does not tighten there (and the
+    search refuses True)."""
     mode = getattr(estimator, "tighten_bounds", False)
-    if not _always(mode) and mode != "auto":
+    if not _always(mode) and (mode != "auto" or per_person):
         return False
     epsilon = getattr(estimator, "epsilon", None)
     if mode == "auto" and (epsilon is None or not np.isfinite(epsilon)):

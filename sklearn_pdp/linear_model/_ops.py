@@ -136,7 +136,7 @@ class OPSRegressor(PrivateRegressorMixin):
         bounds_X=None,
         y_bound=None,
         schema=None,
-        tighten_bounds=False,
+        tighten_bounds="auto",
         tighten_share=None,
         fit_intercept=True,
         random_state=None,

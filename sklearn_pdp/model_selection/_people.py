@@ -33,7 +33,8 @@ With ``max_records`` every term holds per person, and so does the search's
 ``dp_epsilon_`` (the person-level neighbours: a person added brings up to
 ``max_records`` records, and the candidates' guarantee for it is taken at
 that many more). The search then releases no bounds itself (its quantiles
-are sized for one record): ``tighten_bounds`` is refused.
+are sized for one record): ``tighten_bounds=True`` is refused, and "auto"
+(the default) fits on the declared bounds.
 """
 
 from functools import reduce
@@ -55,11 +56,12 @@ def search_people(estimator, groups, n_samples):
             f"max_records={cap} caps each person's records, so the search needs to "
             "know whose records they are: pass the person keys, "
             "search.fit(X, y, groups=keys), or set max_records=None.")
-    if cap is not None and tightening_on(estimator):
+    if cap is not None and tightening_on(estimator, per_person=True):
         raise ValueError(
             "A search with max_records guarantees epsilon per person, but the bounds "
             "it would release first (tighten_bounds) are sized for one record; declare "
-            "the bounds and set tighten_bounds=False.")
+            "the bounds and set tighten_bounds=False (or \"auto\", which does not "
+            "tighten a search per person).")
     if cap == 1:
         # removing a person's kept record lets their next one in: two records'
         # change, which a candidate sized for one record covers only by group

@@ -68,7 +68,9 @@ class SearchPrivacyMixin:
             return {}
         resolved = self.data_norm_, self.bounds_X_, self.y_bound_
         release = None
-        if _tighten.tightening_on(self.estimator):
+        # a search per person (max_records): the quantiles are sized for one record
+        per_person = getattr(self._people, "max_records", None) is not None
+        if _tighten.tightening_on(self.estimator, per_person):
             # (tighten_share) before any private release
             clone(self.estimator)._validate_params()
             release = _tighten.plan_release(self.estimator, resolved, X.shape[0],

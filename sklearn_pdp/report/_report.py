@@ -326,8 +326,9 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
                 f"PDPReport published {type(est).__name__}'s guarantee as every "
                 f"person's bound: {law.reason}. publish_epsilon={self.publish_epsilon:g} "
                 "was not spent (published_.summary_epsilon is 0, dp_epsilon_ is the "
-                "fit's). For informative published bounds, publish a fit without "
-                "tighten_bounds, with bounds declared tight.", FallbackWarning,
+                "fit's). For informative published bounds, declare bounds tight and "
+                "publish a fit with tighten_bounds=False (tightening is on by "
+                "default).", FallbackWarning,
                 stacklevel=4)  # here, fit, scikit-learn's fit wrapper, the user
             summary = exact_summary(published.cap_epsilon, thresholds)
             n_rows = self.pdp_losses_.shape[0]

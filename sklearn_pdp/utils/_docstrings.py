@@ -45,32 +45,38 @@ schema : Schema, default=None
     column takes one share of the row norm whatever its number of
     categories (:doc:`/preprocessing`).""",
     "tighten": """\
-tighten_bounds : bool or "auto", default=False
-    Release tighter bounds before the model, from the rows of a public
-    share ``tighten_share`` (each row's part a public hash of its content,
-    so adding or removing a row moves no other): two private quantiles
-    (exponential mechanism on a public grid) of each declared range of
-    ``bounds_X`` (or of a schema) but the (0, 1) ones of indicator columns
-    and a schema's categorical blocks, one of the row norms for
-    ``data_norm``, four of the label's range (``y_bound`` or the schema's
-    ``label_range``: each end extrapolated from two quantiles, for long
-    tails). The label first: its four quantiles get at least the epsilon
-    of the level 0.1 (4 log(79) / 0.1 over the rows they are released
-    from), the features an even share of the rest; where the budget cannot
-    give the label that, nothing is tightened, and where the features'
-    share is too small, the label alone. The model is fitted and
-    calibrated on the other rows at the released bounds. Each part has the whole budget (parallel
-    composition): ``dp_epsilon_`` is the larger of the two, and each row's
-    ``pdp_losses_`` is its part's, given the released bounds (``pdp_kind_``
-    "conditional"); predictions clip new rows to the released bounds
-    (:doc:`/mechanisms/tightening`). Both tighten only where each
-    quantile's epsilon times the rows it is released from is at least
-    4 log(79) (a public rule); elsewhere the model takes the declared
-    bounds and the whole budget, silently with "auto", with a
-    ``BoundsWarning`` saying why with True. False, the default, fits on
-    the declared bounds with the whole budget (exact per-instance losses
-    where the mechanism has them). True needs an epsilon budget ("auto" does not
-    tighten without one).
+tighten_bounds : bool or "auto", default="auto"
+    Release tighter bounds before the model where the rows suffice: on by
+    default. From the rows of a public share ``tighten_share`` (each row's
+    part a public hash of its content, so adding or removing a row moves
+    no other): two private quantiles (exponential mechanism on a public
+    grid) of each declared range of ``bounds_X`` (or of a schema) but the
+    (0, 1) ones of indicator columns and a schema's categorical blocks
+    (never tightened), one of the row norms for ``data_norm``, four of the
+    label's range (``y_bound`` or the schema's ``label_range``: each end
+    extrapolated from two quantiles, for long tails). Only declared ranges
+    are tightened: a bound read from the data stays as read, so with
+    nothing declared nothing is. The label first: its four quantiles get
+    at least the epsilon of the level 0.1 (4 log(79) / 0.1 over the rows
+    they are released from), the features an even share of the rest;
+    where the budget cannot give the label that, nothing is tightened, and
+    where the features' share is too small, the label alone. The model is
+    fitted and calibrated on the other rows at the released bounds. Each
+    part has the whole budget (parallel composition): ``dp_epsilon_`` is
+    the larger of the two, and each row's ``pdp_losses_`` is its part's,
+    given the released bounds (``pdp_kind_`` "conditional": it may differ
+    between ``random_state`` s); predictions clip new rows to the released
+    bounds (:doc:`/mechanisms/tightening`). The public rule: tighten only
+    where each quantile's epsilon times the rows it is released from is at
+    least 4 log(79); elsewhere the model takes the declared bounds and the
+    whole budget with exact per-instance losses where the mechanism has
+    them (``pdp_kind_`` "exact"), silently with "auto", with a
+    ``BoundsWarning`` saying why with True. "auto", the default, was
+    measured at most 1.02 times the declared bounds' error (heavy- and
+    light-tailed labels, :doc:`/mechanisms/tightening`); it does not
+    tighten without an epsilon budget, nor in a private search per person
+    (``max_records``). False, the off switch, always fits on the declared
+    bounds with the whole budget. True needs an epsilon budget.
 tighten_share : float in (0, 1), default=None
     Share of the rows the bounds are released from; None means 0.1.""",
     "fit_intercept": """\
@@ -142,36 +148,39 @@ bounds_from_data_ : tuple of str
     declared (``"data_norm"`` when neither it nor ``bounds_X`` is given,
     ``"y_bound"``), each with a
     :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`; empty when every
-    bound was declared. With ``tighten_bounds``, those of the declared ones.
+    bound was declared. Where the bounds were tightened, those of the
+    declared ones.
 declared_bounds_ : tuple
-    With ``tighten_bounds``: the declared ``(data_norm, bounds_X, y_bound)``
+    Where the bounds were tightened: the declared ``(data_norm, bounds_X, y_bound)``
     (``data_norm_``, ``bounds_X_`` and ``y_bound_`` are then the released
     ones, which the model used).
 bounds_epsilon_ : float
-    With ``tighten_bounds``: the (pure) epsilon of the bounds release, on
+    Where the bounds were tightened: the (pure) epsilon of the bounds release, on
     the rows of the bounds part; ``dp_epsilon_`` is the larger of it and
     ``model_epsilon_``.
 model_epsilon_, model_delta_ : float
-    The model's own guarantee, on the rows of ``model_rows_`` (with
-    ``tighten_bounds``; else ``dp_epsilon_`` and ``dp_delta_``).
+    The model's own guarantee, on the rows of ``model_rows_`` (where the
+    bounds were tightened; else ``dp_epsilon_`` and ``dp_delta_``).
 bounds_losses_ : ndarray of shape (n_samples,)
     Each training row's exact (pure) loss for the bounds release: 0 for a
     row outside the bounds part, and where the bounds were declared and not
     tightened.
 model_rows_ : ndarray of bool of shape (n_samples,)
-    The rows the model was fitted on: every row, or with
-    ``tighten_bounds`` those outside the bounds part (a public hash of each
+    The rows the model was fitted on: every row, or where the bounds were
+    tightened those outside the bounds part (a public hash of each
     row; a lazy Dask array for Dask input).
 pdp_kind_ : {"exact", "conditional", "bound"}
     What kind of number each of ``pdp_losses_`` (and :meth:`pdp_epsilon`)
     is: the exact per-instance loss, exact given released quantities the
     row cannot influence, or a valid upper bound; for rows of different
-    kinds, the weakest. With ``tighten_bounds``, "conditional": a row of
-    the bounds part loses exactly its bounds loss, a row of the model part
-    its model loss given the released bounds (which may differ between
-    ``random_state`` s through those bounds; the ledger's individual
-    filters charge the guarantee instead). Output perturbation with a
-    ``radius``, "bound" (its ball sensitivity).
+    kinds, the weakest. "exact" on declared bounds (``tighten_bounds=False``,
+    or "auto" where the rows are too few to tighten). Where the bounds were
+    tightened (the default where the rows suffice), "conditional": a row
+    of the bounds part loses exactly its bounds loss, a row of the model
+    part its model loss given the released bounds (which may differ
+    between ``random_state`` s through those bounds; the ledger's
+    individual filters charge the guarantee instead). Output perturbation
+    with a ``radius``, "bound" (its ball sensitivity), tightened or not.
 person_ids_ : ndarray of shape (n_people,)
     With ``groups``: the distinct person keys, sorted as ``np.unique``
     sorts them.
@@ -185,9 +194,10 @@ person_deltas_ : ndarray of shape (n_people,)
 person_pdp_kind_ : {"exact", "conditional", "bound"}
     What kind of number ``person_losses_`` are: "exact" where the release
     has a closed form for a set of rows (AdaSSP on declared bounds, the
-    label mean); with ``tighten_bounds``, "conditional" (the rows split by
-    person key: a bounds-part person's exact joint loss for the bounds, a
-    model-part person's model loss given the released bounds); else
+    label mean); where the bounds were tightened, "conditional" (the rows
+    split by person key: a bounds-part person's exact joint loss for the
+    bounds, a model-part person's model loss given the released bounds);
+    else
     "bound" (group privacy at ``delta`` over the guarantee) for people
     with several records.
 n_features_in_ : int

@@ -126,10 +126,14 @@ def test_pdp_kind_and_the_stage_attributes(cls):
     assert np.array_equal(est.pdp_losses_, declared.pdp_losses_)
 
 
-def test_output_perturbation_with_a_radius_reports_bounds():
+@pytest.mark.parametrize("tighten", ["auto", False])
+def test_output_perturbation_with_a_radius_reports_bounds(tighten):
+    """The ball's losses are bounds, tightened or not (the weaker kind)."""
     X, y = _data()
     est = OutputPerturbationRegressor(epsilon=2.0, alpha=1.0, radius=0.5, data_norm=20.0,
-                                      y_bound=40.0, random_state=0).fit(X, y)
+                                      y_bound=40.0, tighten_bounds=tighten,
+                                      random_state=0).fit(X, y)
+    assert est.model_rows_.all() == (tighten is False)
     assert est.pdp_kind_ == "bound"
 
 

@@ -501,6 +501,8 @@ def test_command_line_reports_the_released_bounds(tmp_path, capsys):
     assert report["publishable"]["dp_epsilon"] <= 3.0
     assert main([*common, "--tighten-bounds", "auto", "--tighten-share", "0.2"]) == 0
     assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"]["epsilon"] == pytest.approx(3.0)
+    assert main(common) == 0  # the default: "auto"
+    assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"] is not None
     assert main([*common, "--tighten-bounds", "no"]) == 0
     assert json.loads(capsys.readouterr().out)["publishable"]["released_bounds"] is None
 

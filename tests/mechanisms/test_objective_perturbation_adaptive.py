@@ -268,7 +268,7 @@ def test_labels_that_vary_little_cost_no_more_than_the_mean(epsilon, seed):
     X_test, y_test, X, y = X[:5000], y[:5000], X[5000:], y[5000:]
     mean_error = np.mean((y.mean() - y_test) ** 2)
     reg = ObjPertRegressor(epsilon=epsilon, bounds_X=(-1, 1), y_bound=(-2, 2),
-                           random_state=seed)
+                           tighten_bounds=False, random_state=seed)
     with pytest.warns(FallbackWarning, match="no signal above their noise"):
         reg.fit(X, y)
     assert isinstance(reg.release_, PrivateObjPertRelease)
@@ -371,7 +371,8 @@ def test_dropped_slopes_leave_the_intercept_at_the_released_means():
     coefficients are the draw. The released means are the data's plus
     noise of the stated scale."""
     X_test, y_test, X, y = _off_centre("quiet")
-    reg = ObjPertRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    reg = ObjPertRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0, tighten_bounds=False,
+                           random_state=0).fit(X, y)
     release = reg.release_
     assert np.isinf(reg.signal_ridge_)
     raw, means = release.coef, reg.released_means_

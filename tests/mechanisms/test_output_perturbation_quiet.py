@@ -146,7 +146,7 @@ def test_slopes_without_signal_are_dropped_with_a_reason():
     dropped, losses = 0, []
     for seed in range(20):
         reg = OutputPerturbationRegressor(epsilon=1.0, bounds_X=(-1.0, 1.0), y_bound=1.0,
-                                          random_state=seed)
+                                          tighten_bounds=False, random_state=seed)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FallbackWarning)
             reg.fit(X, y)

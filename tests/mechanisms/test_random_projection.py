@@ -450,6 +450,7 @@ def _skewed_noise_ratios():
         X = rng.choice([-1.0, 1.0], (11_000, 20)) / np.sqrt(20)
         y = np.clip(0.03 + 0.01 * rng.standard_normal(11_000) ** 2, 0, 1)
         reg = RandomProjectionRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0,
+                                        tighten_bounds=False,
                                         random_state=seed).fit(X[:10_000], y[:10_000])
         mse = np.mean((reg.predict(X[10_000:]) - y[10_000:]) ** 2)
         ratios.append(mse / np.mean((y[:10_000].mean() - y[10_000:]) ** 2))
@@ -732,7 +733,7 @@ def test_intercept_rule_takes_the_less_noisy_intercept(n, epsilon, noise, centre
     X = rng.uniform(0, 1, (n, 4)) / 2
     y = np.clip(0.1 + X @ [0.8, -0.6, 0.5, 0.4] + noise * rng.standard_normal(n), -1, 1)
     reg = RandomProjectionRegressor(epsilon=epsilon, data_norm=1.0, y_bound=1.0,
-                                    random_state=0).fit(X, y)
+                                    tighten_bounds=False, random_state=0).fit(X, y)
     (own, mixed, rule), picks = _intercept_errors(reg, X, y, 100)
     assert picks == (1.0 if centred else 0.0)
     assert rule == (mixed if centred else own)

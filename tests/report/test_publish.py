@@ -88,7 +88,9 @@ def _squeezable_data(n, d=5, seed=0, squeeze=1.0):
 
 
 def _report(cls, X, y, seed=0, publish_epsilon=0.2, **params):
-    est = cls(data_norm=1.0, y_bound=1.0, random_state=seed, **params)
+    # the published laws of fits on the declared bounds: a tightened fit
+    # publishes its guarantee (tests/domain/test_tighten.py)
+    est = cls(data_norm=1.0, y_bound=1.0, tighten_bounds=False, random_state=seed, **params)
     return PDPReport(est, publish_epsilon=publish_epsilon, random_state=seed).fit(X, y)
 
 
@@ -416,7 +418,8 @@ def test_adaops_composition_bounds_the_exact_mixture(squeeze, add):
     is at least the exact mixture, for every row (squeeze 0.55: cells with
     and without ridge in the window)."""
     X, y = _squeezable_data(20000, squeeze=squeeze)
-    est = AdaOPSRegressor(data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    est = AdaOPSRegressor(data_norm=1.0, y_bound=1.0, tighten_bounds=False,
+                          random_state=0).fit(X, y)
     Xs, ys = est.release_law().scaler.scale(X, y)
     cal = est.release_.cal
     delta = 0.9 * est.delta  # the model's share next to a publication
@@ -787,7 +790,7 @@ def test_adaops_published_bound_at_its_defaults(bounds, publish_epsilon):
     kw = (dict(data_norm=np.linalg.norm(X, axis=1).max(), y_bound=np.abs(y).max())
           if bounds == "data_norm" else dict(bounds_X=(X.min(0), X.max(0)),
                                              y_bound=(y.min(), y.max())))
-    report = PDPReport(AdaOPSRegressor(**kw, random_state=0),
+    report = PDPReport(AdaOPSRegressor(**kw, tighten_bounds=False, random_state=0),
                        publish_epsilon=publish_epsilon, random_state=0).fit(X, y)
     law = report.published_.law
     assert law.cal.ridge(law.cell) > 100  # a cell with ridge was released
@@ -805,7 +808,7 @@ def test_floor_bound_is_below_the_regularised_gram(fit_intercept):
     X, y = _skewed()
     report = PDPReport(AdaOPSRegressor(data_norm=np.linalg.norm(X, axis=1).max(),
                                        y_bound=np.abs(y).max(), fit_intercept=fit_intercept,
-                                       random_state=0),
+                                       tighten_bounds=False, random_state=0),
                        publish_epsilon=0.2, random_state=0).fit(X, y)
     est, published = report.estimator_, report.published_
     Z = published.law.scaler.scale(X)  # the constant feature included
@@ -1014,7 +1017,8 @@ def test_command_line_publishes_the_default_output_perturbation(tmp_path, capsys
 
 def _private_objpert(n=5000, d=3, **params):
     X, y = _squeezable_data(n, d=d)
-    est = ObjPertRegressor(data_norm=1.0, y_bound=1.0, random_state=0, **params).fit(X, y)
+    est = ObjPertRegressor(data_norm=1.0, y_bound=1.0, tighten_bounds=False, random_state=0,
+                           **params).fit(X, y)
     assert type(est.release_).__name__ == "PrivateObjPertRelease"
     return est, X, y
 
