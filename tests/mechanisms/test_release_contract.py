@@ -149,6 +149,19 @@ def _rows_in_units(est, X, y):
     return scaler.scale(X), None if y is None else scaler.scale_labels(y)
 
 
+# objective perturbation's private ridge fits for about a minute: its cases
+# on one test process of a parallel run (--dist loadgroup), which fits it once
+SHARED_FIT = "objpert-private"
+
+
+def _params(names, audit=()):
+    """``names`` as parametrize cases, those in ``audit`` under the audit
+    marker, the slow fit's in one xdist group."""
+    return [pytest.param(name, marks=[pytest.mark.audit] * (name in audit)
+                         + [pytest.mark.xdist_group(SHARED_FIT)] * (name == SHARED_FIT))
+            for name in names]
+
+
 @pytest.fixture(scope="module")
 def fitted():
     """Each case fitted once (seed 0), as (estimator, X, y), on first use."""
@@ -165,7 +178,7 @@ def fitted():
 # -- 1. the estimator reads its numbers from the release --------------------
 
 
-@pytest.mark.parametrize("name", [*CASES, "exact"])
+@pytest.mark.parametrize("name", _params([*CASES, "exact"]))
 def test_estimator_reads_its_numbers_from_the_release(name, fitted):
     case = CASES.get(name, EXACT)
     est, X, y = fitted(name)
@@ -189,9 +202,7 @@ def test_estimator_reads_its_numbers_from_the_release(name, fitted):
 
 # objective perturbation's private ridge refits for a minute: under the audit
 # marker here, its own module's brute-force test refitting it at other seeds
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.audit if name == "objpert-private" else ())
-    for name in CASES])
+@pytest.mark.parametrize("name", _params(CASES, audit={"objpert-private"}))
 def test_privacy_numbers_do_not_depend_on_the_draw(name, fitted):
     case = CASES[name]
     est, X, _ = fitted(name)
@@ -338,9 +349,7 @@ def _checked_rows(est):
     return sorted({0, int(np.argmax(losses)), int(np.argmin(losses))})
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.audit if name in SLOW_REFERENCES else ())
-    for name in WITH_REFERENCE])
+@pytest.mark.parametrize("name", _params(WITH_REFERENCE, audit=SLOW_REFERENCES))
 def test_losses_equal_the_reference_in_both_directions(name, fitted):
     case = CASES[name]
     est, X, y = fitted(name)
@@ -430,7 +439,7 @@ def _statistic(release_p, release_q, runs, rng):
 
 
 @pytest.mark.audit
-@pytest.mark.parametrize("name", DRAWS)
+@pytest.mark.parametrize("name", _params(DRAWS))
 def test_losses_bound_the_monte_carlo_divergence_in_both_directions(name, fitted):
     """The release on the data set and on it without row i (same public
     size), drawn up to 400,000 times each: the epsilon that threshold tests on a
@@ -463,7 +472,7 @@ def test_losses_bound_the_monte_carlo_divergence_in_both_directions(name, fitted
 PUBLISH_EPSILON, PUBLISH_BETA = 0.2, 0.05
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", _params(CASES))
 def test_published_bounds_cover_the_exact_losses(name, fitted):
     """Each row's published bound is at or above its exact loss (the
     release's and the publication's) but with probability ``publish_beta``;
@@ -507,7 +516,7 @@ def _arrays(value, seen=None):
     return [a for item in items for a in _arrays(item, seen)]
 
 
-@pytest.mark.parametrize("name", [*CASES, "exact"])
+@pytest.mark.parametrize("name", _params([*CASES, "exact"]))
 def test_public_law_keeps_no_private_statistics(name, fitted):
     est, _, y = fitted(name)
     release = est.release_

@@ -30,9 +30,10 @@ from ..domain.test_schema import SCHEMA, _table  # noqa: E402
 from sklearn_pdp._registry import REGRESSORS  # noqa: E402
 from sklearn_pdp.model_selection import PrivateGridSearchCV  # noqa: E402
 
-N, D = 24_000, 5
-# irregular row chunks (and columns split in two) exercise the block offsets
-ROW_CHUNKS = (500, 1_300, 1, 2_199) + (1_000,) * 20
+D = 5
+# irregular row chunks (and columns split in two) exercise the block offsets:
+# 6000 rows in 6 chunks in the default run, 24000 in 24 under the audit marker
+ROW_CHUNKS = {size: (500, 1_300, 1, 2_199) + (1_000,) * (size - 4) for size in (6, 24)}
 BOUNDS = {"data_norm": 4.0, "y_bound": 5.0}
 # coef_ depends on the data only through d x d statistics: equal to rounding
 COEF_RTOL = 1e-10
@@ -77,12 +78,15 @@ def client():
         yield client
 
 
-@pytest.fixture(scope="module")
-def data(client):
+@pytest.fixture(scope="module", params=[6, pytest.param(24, marks=pytest.mark.audit)],
+                ids=lambda size: f"{size}-chunks")
+def data(client, request):
     # generated on the workers, chunk by chunk, as a large data set would be
+    row_chunks = ROW_CHUNKS[request.param]
+    n = sum(row_chunks)
     rng = da.random.RandomState(0)
-    Xd = rng.normal(size=(N, D), chunks=(ROW_CHUNKS, 3))
-    yd = Xd @ np.linspace(-1.0, 2.0, D) + rng.normal(size=N, chunks=(ROW_CHUNKS,))
+    Xd = rng.normal(size=(n, D), chunks=(row_chunks, 3))
+    yd = Xd @ np.linspace(-1.0, 2.0, D) + rng.normal(size=n, chunks=(row_chunks,))
     X, y = dask.compute(Xd, yd)
     return X, y, Xd, yd
 
@@ -91,7 +95,7 @@ def _ids(est):
     return type(est).__name__ + ("-ball" if getattr(est, "radius", None) else "")
 
 
-# objective perturbation's per-row quadratures take minutes on all N rows:
+# objective perturbation's per-row quadratures take minutes on all 24000 rows:
 # there under the audit marker, and on the first four (irregular) row chunks,
 # 4000 rows, in the default run; OPS at its defaults releases AdaOPS's
 # mechanism (the AdaOPS case), its own fit under the audit marker too
@@ -105,7 +109,7 @@ FIT_CASES = [pytest.param(est, None, id=_ids(est),
 @pytest.mark.parametrize("est, chunks", FIT_CASES)
 def test_fit_matches_in_memory(client, data, est, chunks):
     X, y, Xd, yd = data
-    row_chunks = ROW_CHUNKS[:chunks]
+    row_chunks = Xd.chunks[0][:chunks]
     if chunks is not None:
         rows = sum(row_chunks)
         X, y, Xd, yd = X[:rows], y[:rows], Xd[:rows], yd[:rows]
@@ -160,7 +164,7 @@ def test_report_summary_matches_in_memory(client, data):
         if key == "below":
             for t, fraction in value.items():
                 # a loss within rounding of a threshold may fall either side
-                assert abs(report.summary_[key][t] - fraction) <= 5 / N
+                assert abs(report.summary_[key][t] - fraction) <= 5 / len(y)
         elif isinstance(value, str) or value is None:  # the kind, the units; no people
             assert report.summary_[key] == value, key
         else:
