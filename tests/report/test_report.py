@@ -447,7 +447,7 @@ def test_private_search_on_full_one_hot_encoding(epsilon):
 
     X, y = _one_hot_table(n=600)
     search = PrivateGridSearchCV(
-        AdaSSPRegressor(bounds_X=(-4, 4), y_bound=(-8, 8)),
+        AdaSSPRegressor(bounds_X=(-4, 4), y_bound=(-8, 8), tighten_bounds=False),
         {"budget_split": [None, [0.25, 0.25, 0.25, 0.25]]}, epsilon=epsilon, random_state=0)
     report = PDPReport(search).fit(X, y)
     fitted = report.estimator_
