@@ -441,7 +441,8 @@ def _schema_fit(name, mode, eps, split, schema, X_tr, y_tr, X_te, y_te):
         declared = {"schema": schema}
     est = FACTORIES[name](eps, DELTA, *X_tr.shape, data_norm=None, y_bound=None,
                           random_state=split)
-    est.set_params(tighten_bounds=mode == "tightened", **declared)
+    # "tightened" is the estimators' default rule ("auto"); the others declare only
+    est.set_params(tighten_bounds="auto" if mode == "tightened" else False, **declared)
     with warnings.catch_warnings():
         # rows beyond the oracle's quantiles are clipped; a cell may fall
         # back to the label mean: both are part of what is measured
@@ -512,11 +513,11 @@ def schema_utility(args):
         "the columns' meaning, four ways: **box**, the per-dummy box (`bounds_X` "
         "over the one-hot columns: each indicator its own range and share of "
         "the row norm); **schema**, a `Schema` (each categorical column one "
-        "share, indicators not centred); **tightened**, the schema with "
-        "`tighten_bounds=True` (numeric ranges and the label's privately "
-        "tightened on a public share of the rows, default share and levels; "
-        "where the public rule finds the rows too few it tightens the label "
-        "alone, or nothing); **oracle**, the schema at the training rows' "
+        "share, indicators not centred); **tightened**, the schema at the "
+        "estimators' default `tighten_bounds=\"auto\"` (the label-first rule: "
+        "the label's quantiles first, at the epsilon their level needs, the "
+        "numeric ranges with what is left, on a public share of the rows; where "
+        "the budget cannot afford the label's, nothing is tightened); **oracle**, the schema at the training rows' "
         "0.5% and 99.5% quantiles (not private). Then each mode's median "
         "per-instance epsilon (median of `pdp_losses_` over the training rows, "
         "median over the splits), marked with `pdp_kind_` where it is not "
