@@ -1,7 +1,6 @@
 """PDPReport with person keys (``groups``): per person where the fit has
 person losses, per record otherwise (:doc:`/people`)."""
 
-import dask.array as da
 import numpy as np
 import pytest
 import sklearn
@@ -90,9 +89,9 @@ def test_publication_with_groups_is_refused():
     assert report.fit(X, y).summary_["unit"] == "record"
 
 
-def test_private_search_and_dask_input_per_person():
+def test_private_search_per_person():
     """A wrapped private search reports its people (its own person losses
-    and kind); Dask input gives the same summary as NumPy."""
+    and kind)."""
     X, y, groups = random_panel(n_people=300, seed=1)
     search = PrivateGridSearchCV(_adassp(), {"fit_intercept": [True, False]}, random_state=0)
     with pytest.warns(FallbackWarning, match="label mean alone"):  # a part's small budget
@@ -100,6 +99,12 @@ def test_private_search_and_dask_input_per_person():
     assert_array_equal(report.person_losses_, report.estimator_.person_losses_)
     assert (report.summary_["unit"], report.summary_["dp_unit"]) == ("person", "record")
     assert report.summary_["pdp_kind"] == report.estimator_.person_pdp_kind_
+
+
+def test_dask_input_per_person():
+    """Dask input gives the same per-person summary as NumPy."""
+    da = pytest.importorskip("dask.array")  # the lowest supported stack runs without Dask
+    X, y, groups = random_panel(n_people=300, seed=1)
     numpy = PDPReport(_adassp()).fit(X, y, groups=groups).summary_
     lazy = PDPReport(_adassp()).fit(da.from_array(X, chunks=200), da.from_array(y, chunks=200),
                                     groups=groups).summary_
