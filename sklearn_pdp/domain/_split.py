@@ -229,6 +229,14 @@ class SplitStage:
         (the weaker kind of the two parts' numbers)."""
         return "bound" if self.release.kind == "bound" else "conditional"
 
+    @property
+    def person_kind(self):
+        """The kind of :meth:`group_losses`: "bound" where the model's joint
+        losses are bounds (its ``person_kind``, set by its last
+        ``person_losses``), else "conditional"."""
+        model = getattr(self.release, "person_kind", self.release.kind)
+        return "bound" if model == "bound" else "conditional"
+
     def guarantee(self):
         """Parallel composition: the larger epsilon of the two parts, the
         model's delta (the bounds are pure; over a person's ``records``,

@@ -237,7 +237,7 @@ def person_losses(stage, rows, codes, sizes, row_losses, delta, add=False, guara
                                    keys=keys)
         out[multi] = np.nan if exact is None else exact
         # joint losses the release can only bound (read after the call)
-        if getattr(stage, "person_kind", kind) == "bound":
+        if stage.person_kind == "bound":
             kind = "bound"
         missing = multi[np.isnan(out[multi])]
         if missing.size:

@@ -326,3 +326,25 @@ def test_max_records_sizes_the_bounds_for_a_person_and_the_model_per_person():
     # other estimators keep group privacy over the per-record calibration
     ops = OPSRegressor(**params, random_state=0).fit(X, y, groups=groups)
     assert ops.person_pdp_kind_ == "bound" and ops.model_epsilon_ < eps / k * 1.01
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
+def test_a_model_part_bound_is_labelled_a_bound(monkeypatch):
+    """Tightened by person key, the model part's joint losses keep their own
+    kind: where the model can only bound them (objective perturbation's
+    smoothed laws), the fit's person losses are a "bound", not "conditional"."""
+    from sklearn_pdp.mechanisms.objective_perturbation import _release
+
+    X, y, bounds, y_bound, groups = _panel(800)
+    params = dict(epsilon=4.0, bounds_X=bounds, y_bound=y_bound, tighten_bounds=True,
+                  random_state=0)
+    certified = _release.objpert_person_epsilon
+
+    def smoothed(*args, **kwargs):
+        eps, _ = certified(*args, **kwargs)
+        return eps, np.ones(eps.shape, dtype=bool)
+
+    monkeypatch.setattr(_release, "objpert_person_epsilon", smoothed)
+    est = ObjPertRegressor(**params).fit(X, y, groups=groups)
+    assert est.release_.person_kind == "bound"
+    assert est.person_pdp_kind_ == "bound"
