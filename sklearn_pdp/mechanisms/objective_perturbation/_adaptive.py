@@ -384,10 +384,7 @@ class PrivateObjPertRelease(PrivateObjPertLaw, ScatterRelease, Release):
         means = (person_means_change(self.means, n, gram, cross, sizes, add, ad.means_noise())
                  if self.intercept else 0.0)
         first = self._first(self.delta, ad.gauss_ratio(change / ad.eigen_noise, means), None)
-        # the person's own reach where it exceeds a row's
-        reach = ad.reach + np.maximum(change - eigen_max_change(n + 1, self.intercept), 0.0)
-        low = np.array([ad.cell(v) for v in self.eig[0][0] - reach])
-        high = np.array([ad.cell(v) for v in self.eig[0][0] + reach])
+        low, high = ad.person_reachable(self.eig[0][0], change, n, self.intercept)
         second, smoothed = np.zeros(sizes.shape), np.zeros(sizes.shape, dtype=bool)
         for cell in range(low.min(), high.max() + 1):
             inside = np.flatnonzero((low <= cell) & (cell <= high))

@@ -7,7 +7,7 @@ from functools import partial
 import numpy as np
 
 from ...utils._rows import TwoStageRows
-from ...utils._eigen import eigen_change, eigen_max_change, scatter_eigen, set_eigen_change
+from ...utils._eigen import eigen_change, scatter_eigen, set_eigen_change
 from ..private_ridge._adaptive import NO_SIGNAL
 from ._calibration import (
     AdaptiveRidge, ridge_row_sensitivity,
@@ -151,12 +151,7 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
                                  intercept=self.intercept, add=add)
         means = (person_means_change(self.means, n, gram, cross, sizes, add)
                  if self.intercept else np.zeros(sizes.shape))
-        # the person's own reach where it exceeds a row's
-        reach = adaptive.reach + np.maximum(
-            first - eigen_max_change(n + 1, self.intercept), 0.0)
-        lowest = self.eig[0][0]
-        low = np.array([adaptive.cell(v) for v in lowest - reach])
-        high = np.array([adaptive.cell(v) for v in lowest + reach])
+        low, high = adaptive.person_reachable(self.eig[0][0], first, n, self.intercept)
         second = np.zeros(sizes.shape)
         for cell in range(low.min(), high.max() + 1):
             shift = person_shifts(self.cell_ridge(cell), gram, cross, sizes, n,

@@ -67,6 +67,16 @@ class EigenCells:
         under a data set with lambda_min(S) = ``lowest`` or a neighbour."""
         return range(self.cell(lowest - self.reach), self.cell(lowest + self.reach) + 1)
 
+    def person_reachable(self, lowest, change, n_samples, intercept):
+        """Each person's first and last reachable cell (arrays), as
+        :meth:`reachable`, their window widened by what their rows' exact
+        ``change`` of lambda_min exceeds one row's largest (at ``n_samples``
+        + 1 rows)."""
+        reach = self.reach + np.maximum(
+            change - eigen_max_change(n_samples + 1, intercept), 0.0)
+        return (np.array([self.cell(v) for v in lowest - reach]),
+                np.array([self.cell(v) for v in lowest + reach]))
+
     def slope_noise(self, cell):
         """Variance (or an upper bound) per slope of the released
         coefficients' noise in ``cell``: the mechanism's."""
