@@ -30,7 +30,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from joblib import effective_n_jobs
+from joblib import Parallel, delayed, effective_n_jobs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -430,8 +430,9 @@ def _oracle_schema(schema, X_tr, y_tr, level=0.005):
 
 
 def _schema_fit(name, mode, eps, split, schema, X_tr, y_tr, X_te, y_te):
-    """One fit of ``utility --schema`` in declaration ``mode``: its test MSE
-    and the fitted estimator (``dp_epsilon_`` checked against the budget)."""
+    """One fit of ``utility --schema`` in declaration ``mode``: its test MSE,
+    median per-instance epsilon, ``pdp_kind_`` and released label range
+    (``dp_epsilon_`` checked against the budget)."""
     if mode == "box":
         layout = schema.feature_layout()
         declared = {"bounds_X": (layout.lower, layout.upper), "y_bound": schema.label_range}
@@ -451,7 +452,9 @@ def _schema_fit(name, mode, eps, split, schema, X_tr, y_tr, X_te, y_te):
         est.fit(X_tr, y_tr)
     if not est.dp_epsilon_ <= eps * (1 + 1e-9):
         raise RuntimeError(f"{name}: dp_epsilon_={est.dp_epsilon_} exceeds the budget {eps}")
-    return float(np.mean((est.predict(X_te) - y_te) ** 2)), est
+    # what the page reads, not the estimator: the fits run in worker processes
+    return (float(np.mean((est.predict(X_te) - y_te) ** 2)), float(np.median(est.pdp_losses_)),
+            est.pdp_kind_, est.y_bound_)
 
 
 def _median_cell(values, kind):
@@ -467,6 +470,7 @@ def schema_utility(args):
     for data_name, load in schema_benchmark_tables(args.n, args.quick):
         for eps in args.epsilon:
             mse, medians, kinds, ends = {}, {}, {}, {"tightened": [], "oracle": []}
+            jobs = []
             for split in range(args.splits):
                 frame, schema = load(split)
                 X = schema.encoder().fit_transform(frame)
@@ -476,14 +480,16 @@ def schema_utility(args):
                 mse.setdefault("mean", []).append(np.mean((y_tr.mean() - y_te) ** 2))
                 mse.setdefault("ls", []).append(np.mean(
                     (LinearRegression().fit(X_tr, y_tr).predict(X_te) - y_te) ** 2))
-                for name, mode in ((name, mode) for name in names for mode in SCHEMA_MODES):
-                    err, est = _schema_fit(name, mode, eps, split, schema,
-                                           X_tr, y_tr, X_te, y_te)
-                    mse.setdefault((name, mode), []).append(err)
-                    medians.setdefault((name, mode), []).append(np.median(est.pdp_losses_))
-                    kinds[name, mode] = est.pdp_kind_
-                    if name == names[0] and mode in ends:
-                        ends[mode].append(est.y_bound_)
+                jobs += [(name, mode, split, schema, X_tr, y_tr, X_te, y_te)
+                         for name in names for mode in SCHEMA_MODES]
+            fits = Parallel(n_jobs=args.n_jobs)(
+                delayed(_schema_fit)(name, mode, eps, *rest) for name, mode, *rest in jobs)
+            for (name, mode, *_), (err, median, kind, y_bound) in zip(jobs, fits):
+                mse.setdefault((name, mode), []).append(err)
+                medians.setdefault((name, mode), []).append(median)
+                kinds[name, mode] = kind
+                if name == names[0] and mode in ends:
+                    ends[mode].append(y_bound)
             m = {key: float(np.mean(v)) / np.mean(mse["mean"]) for key, v in mse.items()}
             n_eps = len(y_tr) * eps
             for name in names:
@@ -1024,6 +1030,8 @@ def main(argv=None):
     util.add_argument("--d", type=int, default=10)
     util.add_argument("--epsilon", type=float, nargs="+", default=list(EPSILONS))
     util.add_argument("--splits", type=int, default=5)
+    util.add_argument("--n-jobs", type=int, default=1,
+                      help="worker processes for the fits of --schema (joblib)")
     util.add_argument("--sweep", action="store_true",
                       help="also fit every estimator that has alpha at fixed alphas 1 .. 1e6")
     util.add_argument("--schema", action="store_true",
