@@ -25,6 +25,11 @@ from .._reference import ridge_penalty
 from .test_output_perturbation import _scaled, _scatter_lowest
 
 
+# the tests at 15000 rows, epsilon 1 and 5 features with an intercept: on one
+# test process of a parallel run (--dist loadgroup), which calibrates the floor
+# cell once
+FLOOR_15000 = pytest.mark.xdist_group("objpert-floor-15000")
+
 # labels without signal: the signal test releases zero slopes by design
 ZERO_SLOPES = pytest.mark.filterwarnings(
     "ignore:.*released zero slopes:sklearn_pdp.exceptions.FallbackWarning"
@@ -48,7 +53,8 @@ def brute_private_objpert(reg, Xs, ys, X_new=None, y_new=None, per_cell=False, r
     second-stage loss over the reachable cells (at most the bound used)."""
     adaptive, intercept = reg.release_.adaptive, reg.fit_intercept
     lowest = _scatter_lowest(Xs, intercept)
-    cells = list(adaptive.reachable(lowest))
+    # each cell's ridge and noise once (the release recomputes them per call)
+    cells = [(adaptive.alpha(k), adaptive.noise(k)) for k in adaptive.reachable(lowest)]
     if X_new is None:
         keep = ~np.eye(len(ys), dtype=bool)
         removed = range(len(ys)) if rows is None else rows
@@ -71,9 +77,8 @@ def brute_private_objpert(reg, Xs, ys, X_new=None, y_new=None, per_cell=False, r
                                  np.hypot(abs(other - lowest) / adaptive.eigen_noise, moved))
         worst = np.zeros(3)
         best = 0.0
-        for k in cells:
-            norm2, mu, spread, r = _cell_statistics(Xo, yo, x, t, adaptive.alpha(k), intercept)
-            sigma = adaptive.noise(k)
+        for alpha, sigma in cells:
+            norm2, mu, spread, r = _cell_statistics(Xo, yo, x, t, alpha, intercept)
             worst = np.maximum(worst, [np.sqrt(norm2) * abs(r) / sigma, mu, spread])
             best = max(best, objpert_epsilon(adaptive.delta_objpert, norm2, mu,
                                              spread / norm2, r, sigma))
@@ -270,6 +275,7 @@ def test_slope_noise_bounds_the_released_slopes_noise(fit_intercept):
 
 
 # each budget fits 15000 rows; the second under the audit marker
+@FLOOR_15000
 @ZERO_SLOPES
 @pytest.mark.parametrize("epsilon, seed", [(1.0, 0), pytest.param(3.0, 1, marks=pytest.mark.audit)])
 def test_labels_that_vary_little_cost_no_more_than_the_mean(epsilon, seed):
@@ -333,19 +339,23 @@ def test_off_centre_labels_that_vary_little_cost_no_more_than_the_mean(epsilon):
         assert_allclose(other.pdp_losses_, fits[0].pdp_losses_, rtol=0, atol=0)
 
 
-# two draws in the default run, two more under the audit marker
+# two draws in the default run, two more under the audit marker; the
+# budget, size and width of test_labels_that_vary_little_cost_no_more_than_the_mean
+# and test_floor_cell_ridge's default case (no tightening), so the three share
+# the floor cell's calibration (cached) on one test process
+@FLOOR_15000
 @pytest.mark.parametrize("seeds", [(0, 1), pytest.param((2, 3), marks=pytest.mark.audit)])
 def test_informative_off_centre_data_gain_from_the_floor_cells_target(seeds):
     """Off-centre features with a linear signal, where the eigenvalue's
     cell is the floor: its ridge at the slopes' noise target 1e-3 (the
-    intercept's noise within its own target) fits 0.87 of the mean
+    intercept's noise within its own target) fits 0.84-0.90 of the mean
     predictor's error at epsilon 1 over seeds, 0.97 at the public rule's
     target 1e-4."""
     X_test, y_test, X, y = _off_centre("informative")
     mean_error = np.mean((y.mean() - y_test) ** 2)
     errors = []
     for seed in seeds:
-        reg = ObjPertRegressor(epsilon=1.0, data_norm=1.0, y_bound=1.0,
+        reg = ObjPertRegressor(epsilon=1.0, data_norm=1.0, y_bound=1.0, tighten_bounds=False,
                                random_state=seed).fit(X, y)
         assert reg.release_.cell == -1 and reg.signal_ridge_ == 0.0
         errors.append(np.mean((reg.predict(X_test) - y_test) ** 2) / mean_error)
@@ -360,6 +370,7 @@ def test_informative_off_centre_data_gain_from_the_floor_cells_target(seeds):
 @pytest.mark.parametrize("n, epsilon", [
     (15000, 1.0), pytest.param(15000, 0.3, marks=pytest.mark.audit),
     pytest.param(4000, 3.0, marks=pytest.mark.audit)])
+@FLOOR_15000
 def test_floor_cell_ridge(n, epsilon):
     """The floor cell's ridge: the public rule at the slopes' noise target,
     doubled while the intercept's noise sigma^2 / n^2 exceeds its target,
@@ -406,7 +417,9 @@ def test_dropped_slopes_leave_the_intercept_at_the_released_means(n):
     assert np.all(np.abs(z) < 5)
     assert_allclose(reg.predict(X_test), reg.release_.scaler.unscale_coef(coef)[1]
                     + X_test @ reg.coef_, rtol=1e-12)
-    informative = ObjPertRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0, random_state=0)
+    # at the quiet fit's budget and size: its calibration (cached)
+    informative = ObjPertRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0,
+                                   tighten_bounds=False, random_state=0)
     _, _, X, y = _off_centre("informative", n)
     informative.fit(X, y)
     assert informative.signal_ridge_ == 0.0

@@ -472,7 +472,11 @@ def test_losses_bound_the_monte_carlo_divergence_in_both_directions(name, fitted
 PUBLISH_EPSILON, PUBLISH_BETA = 0.2, 0.05
 
 
-@pytest.mark.parametrize("name", _params(CASES))
+# the report refits objective perturbation's private ridge at the release's
+# share of the budget (a new calibration, and its law's cap, for a minute):
+# under the audit marker here, its published law checked in the default run
+# by tests/report/test_publish.py (test_private_objpert_law_*)
+@pytest.mark.parametrize("name", _params(CASES, audit={"objpert-private"}))
 def test_published_bounds_cover_the_exact_losses(name, fitted):
     """Each row's published bound is at or above its exact loss (the
     release's and the publication's) but with probability ``publish_beta``;
