@@ -299,9 +299,11 @@ def test_labels_that_vary_little_cost_no_more_than_the_mean(epsilon, seed):
     assert_allclose(other.pdp_losses_, reg.pdp_losses_, rtol=0, atol=0)
 
 
-def _off_centre(kind, n=20000):
+def _off_centre(kind):
     """Features in [0, 1] / sqrt(5) (their mean far from the origin, as
-    min-max scaled tables), labels that vary little or a linear signal."""
+    min-max scaled tables), labels that vary little or a linear signal:
+    5000 test rows, then 15000 training rows."""
+    n = 20000
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 1, (n, 5)) / np.sqrt(5)
     if kind == "quiet":
@@ -309,6 +311,15 @@ def _off_centre(kind, n=20000):
     else:
         y = 0.5 + X @ [0.6, -0.4, 0.3, 0.2, -0.3] + 0.1 * rng.normal(size=n)
     return X[:5000], y[:5000], X[5000:], y[5000:]
+
+
+@cache
+def _off_centre_fit(kind, seed, epsilon=1.0):
+    """The estimator fitted (without tightening) on ``_off_centre(kind)``'s
+    training rows, once for the module (the tests only read it)."""
+    _, _, X, y = _off_centre(kind)
+    return ObjPertRegressor(epsilon=epsilon, data_norm=1.0, y_bound=1.0, tighten_bounds=False,
+                            random_state=seed).fit(X, y)
 
 
 # each budget fits 15000 rows four times: under the audit marker; the default
@@ -355,8 +366,7 @@ def test_informative_off_centre_data_gain_from_the_floor_cells_target(seeds):
     mean_error = np.mean((y.mean() - y_test) ** 2)
     errors = []
     for seed in seeds:
-        reg = ObjPertRegressor(epsilon=1.0, data_norm=1.0, y_bound=1.0, tighten_bounds=False,
-                               random_state=seed).fit(X, y)
+        reg = _off_centre_fit("informative", seed)
         assert reg.release_.cell == -1 and reg.signal_ridge_ == 0.0
         errors.append(np.mean((reg.predict(X_test) - y_test) ** 2) / mean_error)
     assert np.mean(errors) <= 0.93, errors
@@ -392,20 +402,21 @@ def test_floor_cell_ridge(n, epsilon):
     assert all(ad.alpha(k) <= alpha for k in range(0, 40, 7))
 
 
-# 6000 fitted rows reach the private ridge's floor cell at epsilon 3; the
-# full 15000 under the audit marker
+# 15000 fitted rows reach the private ridge's floor cell at epsilon 1 (the
+# fits and calibration of the floor cell's tests above) and 3 (under the
+# audit marker)
+@FLOOR_15000
 @ZERO_SLOPES
-@pytest.mark.parametrize("n", [11000, pytest.param(20000, marks=pytest.mark.audit)])
-def test_dropped_slopes_leave_the_intercept_at_the_released_means(n):
+@pytest.mark.parametrize("epsilon", [1.0, pytest.param(3.0, marks=pytest.mark.audit)])
+def test_dropped_slopes_leave_the_intercept_at_the_released_means(epsilon):
     """Post-processing of the release: where the signal test drops the
     slopes, the intercept is the drawn one plus the released rows' mean
     times the drawn slopes (objective perturbation's intercept is exactly
     mean(y) - mean(x)^T slopes - b_0 / n); where it keeps them, the
     coefficients are the draw. The released means are the data's plus
     noise of the stated scale."""
-    X_test, y_test, X, y = _off_centre("quiet", n)
-    reg = ObjPertRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0, tighten_bounds=False,
-                           random_state=0).fit(X, y)
+    X_test, y_test, X, y = _off_centre("quiet")
+    reg = _off_centre_fit("quiet", 0, epsilon=epsilon)
     release = reg.release_
     assert np.isinf(reg.signal_ridge_)
     raw, means = release.coef, reg.released_means_
@@ -417,11 +428,7 @@ def test_dropped_slopes_leave_the_intercept_at_the_released_means(n):
     assert np.all(np.abs(z) < 5)
     assert_allclose(reg.predict(X_test), reg.release_.scaler.unscale_coef(coef)[1]
                     + X_test @ reg.coef_, rtol=1e-12)
-    # at the quiet fit's budget and size: its calibration (cached)
-    informative = ObjPertRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0,
-                                   tighten_bounds=False, random_state=0)
-    _, _, X, y = _off_centre("informative", n)
-    informative.fit(X, y)
+    informative = _off_centre_fit("informative", 0, epsilon=epsilon)
     assert informative.signal_ridge_ == 0.0
     assert_allclose(informative.release_.scaler.unscale_coef(informative.release_.coef)[0],
                     informative.coef_, rtol=1e-12)
