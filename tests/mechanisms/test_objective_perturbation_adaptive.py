@@ -95,10 +95,17 @@ def brute_private_objpert(reg, Xs, ys, X_new=None, y_new=None, per_cell=False, r
 
 
 CASES = {
-    # (n, d, epsilon, intercept): lambda_min well above the margin, a few cells reachable
-    False: (300, 2, 4.0),
+    # (n, d, epsilon, intercept): lambda_min well above the margin, a few cells
+    # reachable; without an intercept the size, width and budget of
+    # test_release_contract.py's case SHARED_FIT, whose cells' calibrations
+    # (cached) the two fits share
+    False: (400, 2, 4.0),
     True: (1500, 2, 4.0),
 }
+# the tests of the fits without intercept on the test process of that case
+# (--dist loadgroup), which calibrates the cells once
+SHARED_FIT = "objpert-private"
+WITHOUT_INTERCEPT = pytest.param(False, marks=pytest.mark.xdist_group(SHARED_FIT))
 
 
 # one fit per configuration and seed for the module (the tests only read it)
@@ -118,8 +125,11 @@ def _fit(fit_intercept, seed=0):
 # refits: minutes) under the audit marker; the default run refits the rows
 # it compares, against one other draw
 @pytest.mark.parametrize("fit_intercept, every_row, other_seeds", [
-    pytest.param(False, False, (1,), id="False-some-rows"),
-    pytest.param(False, True, (1, 2, 3), marks=pytest.mark.audit, id="False-every-row"),
+    pytest.param(False, False, (1,), marks=pytest.mark.xdist_group(SHARED_FIT),
+                 id="False-some-rows"),
+    pytest.param(False, True, (1, 2, 3), marks=[pytest.mark.audit,
+                                                 pytest.mark.xdist_group(SHARED_FIT)],
+                 id="False-every-row"),
     pytest.param(True, True, (1, 2, 3), marks=pytest.mark.audit, id="True-every-row")])
 def test_losses_equal_brute_force_refits_in_both_directions(fit_intercept, every_row,
                                                             other_seeds):
@@ -163,7 +173,7 @@ def test_losses_equal_brute_force_refits_in_both_directions(fit_intercept, every
                         rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("fit_intercept", [WITHOUT_INTERCEPT, True])
 def test_calibration_meets_the_budget(fit_intercept):
     """The shares add up to the budget; each cell's noise meets the second
     stage's budget over the data sets above its floor (and a little less
@@ -260,7 +270,8 @@ def test_conditional_domain_bounds_hold_on_refits(fit_intercept, make_adversaria
 
 # the fit without intercept is the brute-force test's (cached); the one with
 # an intercept under the audit marker, as there
-@pytest.mark.parametrize("fit_intercept", [pytest.param(True, marks=pytest.mark.audit), False])
+@pytest.mark.parametrize("fit_intercept", [pytest.param(True, marks=pytest.mark.audit),
+                                           WITHOUT_INTERCEPT])
 def test_slope_noise_bounds_the_released_slopes_noise(fit_intercept):
     """The signal test's noise, ``slope_noise``, is at least the variance of
     every released slope around the cell's ridge solution (2000 draws;

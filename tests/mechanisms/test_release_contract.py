@@ -49,7 +49,7 @@ from ..conftest import UNIT_BOUNDS, regression_data
 from .test_adaops import _release_epsilon
 from ..test_audit import epsilon_lower_bound
 from .test_mean import _laplace_delta
-from .test_objective_perturbation_adaptive import brute_private_objpert
+from .test_objective_perturbation_adaptive import SHARED_FIT, brute_private_objpert
 from .test_output_perturbation import _brute_adaptive_ratios, _ridge
 from .test_ssp import _ratio
 
@@ -149,9 +149,10 @@ def _rows_in_units(est, X, y):
     return scaler.scale(X), None if y is None else scaler.scale_labels(y)
 
 
-# objective perturbation's private ridge fits for about a minute: its cases
-# on one test process of a parallel run (--dist loadgroup), which fits it once
-SHARED_FIT = "objpert-private"
+# objective perturbation's private ridge (SHARED_FIT, the case's name)
+# calibrates its cells for about a minute: its cases on one test process of a
+# parallel run (--dist loadgroup), which fits it once, with
+# test_objective_perturbation_adaptive.py's fits that share the calibration
 
 
 def _params(names, audit=()):
