@@ -160,10 +160,13 @@ def _report(args, X, y, name, bounds, encoding, ids=None):
             "note": note,
         }
     evaluation = {"test_r2": None, "test_r2_least_squares": None, "test_r2_mean": None,
-                  "n_test": 0}
+                  "n_test": 0, "n_test_people": None}
     if X_test is not None:
         evaluation = {
             "n_test": int(X_test.shape[0]),
+            # with --id-column the split is by person: none of them trains
+            "n_test_people": None if args.id_column is None else int(
+                np.unique(ids[test]).size),
             "test_r2": float(fitted.score(X_test, y_test)),
             "test_r2_least_squares": float(
                 LinearRegression().fit(X_train, y_train).score(X_test, y_test)),
