@@ -11,7 +11,6 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 da = pytest.importorskip("dask.array")
-distributed = pytest.importorskip("distributed")
 
 import dask  # noqa: E402
 
@@ -73,6 +72,8 @@ ON_CLUSTER = pytest.mark.xdist_group("dask")
 
 @pytest.fixture(scope="module")
 def client():
+    # imported here: a second or two at every collection otherwise
+    distributed = pytest.importorskip("distributed")
     # dashboard on a free port: None still binds 8787 and warns when it is
     # taken; not the default scheduler: a test asks for it by name
     with distributed.LocalCluster(
