@@ -61,11 +61,10 @@ TARGET_CHECKED = [OPSRegressor, AdaOPSRegressor, AdaSSPRegressor, ObjPertRegress
 
 
 # one cluster for the module (one worker process: what goes to it is
-# pickled), on one test process of a parallel run (the
-# xdist_group mark of the tests on it, with --dist loadgroup): a cluster per
-# process would start two more worker processes on a small machine; BOUNDS'
-# y_bound clips the label tails (about 7%) of every fit here, which Dask must
-# match too
+# pickled), on one test process of a parallel run (the xdist_group mark of the
+# tests on it, with --dist loadgroup): a cluster per process would start more
+# worker processes on a small machine; BOUNDS' y_bound clips the label tails
+# (about 7%) of every fit here, which Dask must match too
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
 ON_CLUSTER = pytest.mark.xdist_group("dask")
 
