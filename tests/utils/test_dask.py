@@ -162,9 +162,12 @@ def _check_fit_matches_in_memory(data, est, chunks):
 @pytest.mark.parametrize("est", [e for e in ESTIMATORS if type(e) in TARGET_CHECKED], ids=_ids)
 def test_pdp_epsilon_of_dask_targets(data, est):
     X, y, Xd, yd = data
-    fit = est.__class__(**est.get_params()).set_params(random_state=1).fit(X[:1000], y[:1000])
-    # the first three (irregular) row chunks
-    rows = sum(Xd.chunks[0][:3])
+    # fit on the rows of objective perturbation's Dask fit above (its
+    # calibration, a function of the size, computed once)
+    n = sum(Xd.chunks[0][:3])
+    fit = est.__class__(**est.get_params()).set_params(random_state=1).fit(X[:n], y[:n])
+    # the first row chunk and a row of the next: chunks of 500 rows and of one
+    rows = Xd.chunks[0][0] + 1
     for labels, dask_labels in ((None, None), (y[:rows], yd[:rows])):
         lazy = fit.pdp_epsilon(Xd[:rows], dask_labels)
         assert isinstance(lazy, da.Array)
