@@ -64,24 +64,9 @@ def test_registry_holds_every_public_regressor():
     assert set(REGRESSORS.values()) == public and len(REGRESSORS) == len(public)
 
 
-def _under_audit_where_variant(checks):
-    """``parametrize_with_checks``'s mark with the read-only memmap (and
-    float32) variants of a check under the audit marker: the default run
-    runs each check's plain form on every estimator."""
-    ids = checks.kwargs["ids"]
-    cases = []
-    for case in checks.args[1]:
-        values, marks = (case.values, list(case.marks)) if hasattr(case, "values") else (case, [])
-        case_id = "-".join(ids(value) for value in values)
-        if "readonly_memmap=True" in case_id:
-            marks.append(pytest.mark.audit)
-        cases.append(pytest.param(*values, marks=marks, id=case_id))
-    return pytest.mark.parametrize(checks.args[0], cases)
-
-
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.PrivacyLeakWarning")
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.FallbackWarning")
-@_under_audit_where_variant(parametrize_with_checks(DEFAULTS))
+@parametrize_with_checks(DEFAULTS)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
