@@ -28,6 +28,8 @@ from sklearn_pdp.report._profile import gaussian_ratio
 from sklearn_pdp._registry import DEFAULT_REGRESSOR, REGRESSORS
 from sklearn_pdp.datasets import load_nyc_weather
 
+from ..conftest import audit_if_slow
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # the bundled table of the tests that need a small one (442 rows)
 DIABETES = ("--dataset", "diabetes")
@@ -212,7 +214,10 @@ def test_test_size_zero_fits_every_row_and_skips_the_evaluation(capsys):
     assert "not evaluated" in _flat(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("estimator", sorted(REGRESSORS))
+# objective perturbation's fit (seconds) under the audit marker, as in the
+# other contracts over every regressor
+@pytest.mark.parametrize("estimator", [pytest.param(name, marks=audit_if_slow(name))
+                                       for name in sorted(REGRESSORS)])
 def test_every_estimator_meets_the_budget(capsys, estimator):
     assert main([*DIABETES, "--estimator", estimator, "--epsilon", "1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -246,7 +251,8 @@ def test_publish_epsilon_composes_and_publishes(capsys):
 
 
 @pytest.mark.parametrize("estimator, epsilon", [
-    ("projection", 3), ("output", 3), ("objpert", 3), ("adassp", 3), ("adaops", 5),
+    ("projection", 3), ("output", 3), pytest.param("objpert", 3, marks=audit_if_slow("objpert")),
+    ("adassp", 3), ("adaops", 5),
 ])
 def test_publish_epsilon_for_every_published_estimator(capsys, estimator, epsilon):
     # above the fallback to the label mean (epsilon 3, AdaOPS's 5 for its
