@@ -1112,8 +1112,9 @@ def test_private_objpert_law_reproduces_the_estimators_losses():
 # objective perturbation's report over 20000 rows takes minutes: every case
 # under the audit marker (squeeze 0.7: the floor cell reached; 600 runs); the
 # default run redraws the same private ridge's release for output
-# perturbation (test_private_ridge_published_bound_coverage) and checks this
-# release's bound at its draw (tests/mechanisms/test_release_contract.py)
+# perturbation (test_private_ridge_published_bound_coverage); this release's
+# bound at its draw is checked under the audit marker too
+# (tests/mechanisms/test_release_contract.py, "objpert-private")
 @pytest.mark.parametrize("squeeze, runs", [
     pytest.param(1.0, 40, marks=pytest.mark.audit),
     pytest.param(0.7, 40, marks=pytest.mark.audit),
