@@ -198,8 +198,8 @@ person_pdp_kind_ : {"exact", "conditional", "bound"}
     split by person key: a bounds-part person's exact joint loss for the
     bounds, a model-part person's model loss given the released bounds);
     else
-    "bound" (group privacy at ``delta`` over the guarantee) for people
-    with several records.
+    "bound" (an upper bound: AdaOPS's by composition, or group privacy
+    at ``delta`` over the guarantee) for people with several records.
 n_features_in_ : int
     Number of features seen during fit.
 feature_names_in_ : ndarray of shape (`n_features_in_`,)

@@ -57,8 +57,8 @@ def test_person_level_guarantee_only_with_max_records():
 
 
 def test_bound_kind_is_reported_per_person():
-    """A fit whose person losses are group privacy labels them "bound",
-    whatever its records' kind."""
+    """A fit whose person losses are bounds (AdaOPS's, at OPS's
+    alpha="auto") labels them "bound", whatever its records' kind."""
     X, y, groups = random_panel(n_people=60, seed=5)
     ops = OPSRegressor(epsilon=2.0, **UNIT_BOUNDS, tighten_bounds=False, random_state=0)
     report = PDPReport(ops).fit(X, y, groups=groups)

@@ -23,6 +23,7 @@ from ...accounting._adaops import (
     _CELL_WINDOW, _DEFAULT_SPLIT, _bound_cells, _log_cell_masses, _norm_change, calibration,
     conditioning, lipschitz, lipschitz_log_change,
 )
+from ._people import adaops_person_losses
 from ._published import _PUBLISHED_WINDOW_SHARE, AdaOPSPublishedBounds
 from ..mean._fallback import InfeasibleBudget
 from ...utils._eigen import eigen_change, scatter_eigen
@@ -351,6 +352,14 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
 
     def losses(self, Xs, ys, add=False):
         return self._mixture_epsilon(Xs, ys, add)
+
+    # a person's loss is a bound by composition, not the mixture of a row's
+    person_kind = "bound"
+
+    def person_losses(self, gram, cross, sizes, add=False):
+        """Upper bound on the loss of removing (adding, ``add``) each
+        person's rows together (:func:`adaops_person_losses`)."""
+        return adaops_person_losses(self, gram, cross, sizes, add)
 
     def statistics(self, Xs, ys, add=False):
         """Exact statistics of the rows for :meth:`epsilon`: the arguments of
