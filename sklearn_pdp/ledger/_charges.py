@@ -99,12 +99,14 @@ def present_charges(profile, keys, people, counts):
                           np.asarray(extra), losses)
 
 
-def person_charges(fitted, profile, people, counts):
-    """The value, epsilon and delta columns of each person's joint loss
-    (the fit's ``person_losses_``, :doc:`/people`), where ``fitted`` was
-    fitted with person keys that group the rows as ``people`` (str keys)
-    and ``counts`` do; None otherwise. Gaussian and Laplace ratios are read
-    from exact joint losses only (a bound at delta is no ratio); an
+def person_charges(fitted, profile, people, counts, charges):
+    """The charge columns of :func:`present_charges` with each person's
+    value, epsilon and delta those of their joint loss (the fit's
+    ``person_losses_``, :doc:`/people`), where ``fitted`` was fitted with
+    person keys that group the rows as ``people`` (str keys) and ``counts``
+    do; else ``charges`` as they are. Gaussian and Laplace ratios are read
+    from exact joint losses only (``person_pdp_kinds_``: a bound at delta
+    is no ratio, its person keeps the path through their rows); an
     ``"epsilon_delta"`` release takes each person's pair as it is."""
     published = getattr(fitted, "published_", None)
     if hasattr(fitted, "estimator_") and (published is None or published.law.data_independent):
@@ -112,20 +114,23 @@ def person_charges(fitted, profile, people, counts):
     ids = getattr(fitted, "person_ids_", None)
     if ids is None or profile.family == "epsilon_delta" and not hasattr(
             fitted, "person_deltas_"):
-        return None
+        return charges
     keys = np.array([str(v) for v in np.asarray(ids, dtype=object).tolist()], dtype=str)
     order = np.argsort(keys, kind="stable")
     if not (np.array_equal(keys[order], people)
             and np.array_equal(np.asarray(fitted._person_rows)[order], counts)):
-        return None
+        return charges
     losses = np.asarray(fitted.person_losses_, dtype=np.float64)[order]
     deltas = np.asarray(fitted.person_deltas_, dtype=np.float64)[order]
-    if profile.family == "epsilon_delta":
-        return [losses.tolist(), losses.tolist(), deltas.tolist()]
-    if fitted.person_pdp_kind_ != "exact" or np.any(deltas != profile.delta):
-        return None
-    ratio = gaussian_ratio if profile.family == "gaussian" else laplace_ratio
-    return [np.asarray(ratio(losses, profile.delta)).tolist(), losses.tolist(), deltas.tolist()]
+    values = losses.copy()
+    joint = np.ones(people.size, dtype=bool)
+    if profile.family != "epsilon_delta":
+        joint = (np.asarray(fitted.person_pdp_kinds_)[order] == "exact") & (
+            deltas == profile.delta)
+        ratio = gaussian_ratio if profile.family == "gaussian" else laplace_ratio
+        values[joint] = ratio(losses[joint], profile.delta)
+    return charges[:2] + [np.where(joint, new, old).tolist() for new, old in
+                          zip((values, losses, deltas), charges[2:5])] + charges[5:]
 
 
 def charge_columns(profile, people, counts, values, filter_values, extra, losses=None):
