@@ -124,7 +124,8 @@ def record_from_cli(ledger_path, fitted, ids, name=None, *, absent=None, absent_
         The release's label.
     absent, absent_X, absent_y : array-like, default=None
         People not in the training rows, charged the loss of adding their
-        record (:meth:`PrivacyLedger.record`).
+        records (:meth:`PrivacyLedger.record`): with ``absent_X``, one key
+        per row, a person with several rows charged for all of them together.
     total_delta : float or "sum", default=None
         The delta of the totals: None, the release's; ``"sum"``, the sum of
         the deltas of every release in the ledger (as
@@ -144,7 +145,8 @@ def record_from_cli(ledger_path, fitted, ids, name=None, *, absent=None, absent_
         ``total_delta``; ``people`` and ``releases``, how many the
         ledger holds; with ``absent``, ``absent_release`` and
         ``absent_total``, the absent people's charge in this release and
-        total.
+        total (each person once, in the sorted order of their keys), and
+        ``absent_records``, their numbers of records.
     """
     profile = privacy_profile_of(fitted)
     with PrivacyLedger(ledger_path) as ledger:
@@ -165,7 +167,8 @@ def record_from_cli(ledger_path, fitted, ids, name=None, *, absent=None, absent_
         result["release_people"], result["release_people_delta"] = charge, charge_delta.max()
         result["total_people"] = ledger.epsilon(people, total_delta)
         if absent is not None:
-            keys = person_keys(absent, "absent")
+            keys, counts = np.unique(person_keys(absent, "absent"), return_counts=True)
+            result["absent_records"] = counts
             result["absent_release"] = ledger.charges(release_id, keys)[0]
             result["absent_total"] = ledger.epsilon(keys, total_delta)
         return result
@@ -187,8 +190,9 @@ def summarise_record(result):
         this release), ``release_people`` and ``release_people_delta`` (of
         the training people's charges in it, for all their rows),
         ``total_delta`` and ``total`` (quantiles of their people's totals,
-        each person once); with absent people, ``absent``: their number and
-        the same two quantile dicts.
+        each person once); with absent people, ``absent``: their number,
+        ``most_records`` (of one of them), ``infinite`` (how many are
+        charged ``inf``) and the same two quantile dicts.
     """
     summary = {
         "release_id": int(result["release_id"]),
@@ -204,8 +208,11 @@ def summarise_record(result):
         "absent": None,
     }
     if result.get("absent_release") is not None:
-        summary["absent"] = {"people": int(np.size(result["absent_release"])),
-                             "release": _quantiles(result["absent_release"]),
+        charged = np.asarray(result["absent_release"], dtype=np.float64)
+        summary["absent"] = {"people": int(charged.size),
+                             "most_records": int(np.max(result.get("absent_records", 1))),
+                             "infinite": int(np.sum(np.isposinf(charged))),
+                             "release": _quantiles(charged),
                              "total": _quantiles(result["absent_total"])}
     return summary
 
@@ -223,8 +230,9 @@ def describe_summary(summary, kind="exact"):
     summary : dict
         The value of :func:`summarise_record`.
     kind : {"exact", "conditional", "bound"}, default="exact"
-        What kind of number the release's per-row losses are (a report's
-        ``pdp_kind``): the line of this release's losses says so.
+        What kind of number the release's losses are (a report's
+        ``pdp_kind``, per person with person keys): the lines of this
+        release's losses and of the held-out people's say so.
 
     Returns
     -------
@@ -253,9 +261,18 @@ def describe_summary(summary, kind="exact"):
     ]
     absent = summary["absent"]
     if absent is not None:
+        several = absent.get("most_records", 1) > 1
+        infinite = absent.get("infinite", 0)
+        how = ("not in the training rows: charged the loss of adding their record"
+               if not several else
+               f"not in the training rows, up to {absent['most_records']} records each: "
+               "each charged the loss of adding all their records together"
+               f"{_KIND_WORDS[kind]}")
+        if infinite:  # said, never left for a quantile to show
+            how += (f"; {infinite} of them inf: this release has no finite loss for "
+                    "adding their records")
         lines += [
-            (f"held out ({absent['people']} people)",
-             "not in the training rows: charged the loss of adding their record"),
+            (f"held out ({absent['people']} people)", how),
             ("  their loss in this release", spread(absent["release"])),
             ("  their total over the ledger", spread(absent["total"])),
         ]

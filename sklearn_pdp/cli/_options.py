@@ -138,8 +138,11 @@ def _parser():
              "n / (d kappa) (default: chosen from the released eigenvalue)",
     )
     parser.add_argument("--test-size", type=float, default=0.25,
-                        help="held-out fraction for the test R^2; 0 fits on every "
-                             "row and skips the evaluation (default: %(default)s)")
+                        help="held-out fraction for the test R^2; with --id-column the "
+                             "share of people held out, each with all their records "
+                             "(drawn as scikit-learn's GroupShuffleSplit draws groups, "
+                             "rounded up); 0 fits on every row and skips the evaluation "
+                             "(default: %(default)s)")
     parser.add_argument(
         "--random-state", type=_seed, default=None, metavar="N",
         help="seed of the split and of the noise, for experiments only: seeded "
@@ -170,8 +173,8 @@ def _parser():
         help="record the release in the privacy ledger in this SQLite file (created "
              "if missing) and report each person's total loss over every release "
              "recorded in it; the held-out people are charged the loss of adding "
-             "their record. Needs --id-column with a CSV; for a bundled table a "
-             "person is their row number in it, from 0",
+             "all their records together. Needs --id-column with a CSV; for a bundled "
+             "table a person is their row number in it, from 0",
     )
     ledger.add_argument(
         "--id-column", metavar="ID",

@@ -23,7 +23,6 @@ from ._options import EXPERT, DataError
 from ._spread import spread
 from ._schema import flag_schema
 from ._table import _feature_bounds
-from ._text import _plural
 
 # rows times epsilon per coefficient below which the advice says that fewer
 # columns would help: ten times the rate up to which the estimators release
@@ -77,19 +76,42 @@ def _estimator(args, bounds, one_hot, encoding=None):
     return est.set_params(**params)
 
 
-def _split(args, X, y):
+def _split(args, X, y, ids=None):
     """Training and test rows, and their indices; every row trains with
-    ``--test-size 0``."""
+    ``--test-size 0``. With ``--id-column`` (``ids``), by person
+    (:func:`split_people`)."""
     if not 0 <= args.test_size < 1:
         raise DataError(f"--test-size must be in [0, 1), got {args.test_size:g}")
     rows = np.arange(len(y))
     if args.test_size == 0:
         return X, None, y, None, rows, rows[:0]
-    try:  # the indices do not change the split (it depends on the size only)
-        return train_test_split(X, y, rows, test_size=args.test_size,
-                                random_state=args.random_state)
+    try:
+        if args.id_column is None:  # the indices do not change the split
+            return train_test_split(X, y, rows, test_size=args.test_size,
+                                    random_state=args.random_state)
+        train, test = split_people(ids, args.test_size, args.random_state)
     except ValueError as exc:
         raise DataError(f"--test-size {args.test_size:g}: {exc}") from None
+    return X[train], X[test], y[train], y[test], train, test
+
+
+def split_people(ids, test_size, random_state):
+    """Training and held-out rows, every person wholly in one: the people,
+    in the order of their first record, split as ``train_test_split``
+    splits rows (``test_size`` the share of people held out, rounded up, as
+    scikit-learn's ``GroupShuffleSplit``), each person's rows in the order
+    given, so that a table of one record per person is split as without
+    person keys."""
+    _, first, codes = np.unique(ids, return_index=True, return_inverse=True)
+    # person p (sorted keys) is the rank[p]-th to appear in the table
+    rank = np.argsort(np.argsort(first))
+    train, test = train_test_split(np.arange(first.size), test_size=test_size,
+                                   random_state=random_state)
+    drawn = np.empty(first.size, dtype=np.intp)  # each person's place in the draw
+    drawn[np.r_[train, test]] = np.arange(first.size)
+    order = np.lexsort((np.arange(codes.size), drawn[rank[codes]]))
+    held = np.isin(rank[codes[order]], test)
+    return order[~held], order[held]
 
 
 def _messages(caught, category):
@@ -105,7 +127,7 @@ def _report(args, X, y, name, bounds, encoding, ids=None):
     accounting per person is not derived)."""
     names, one_hot, categories_read, model_encoding = encoding
     est = _estimator(args, bounds, one_hot, model_encoding)
-    X_train, X_test, y_train, y_test, train, test = _split(args, X, y)
+    X_train, X_test, y_train, y_test, train, test = _split(args, X, y, ids)
     # delta is the estimator's (set above): its own error names a bad value
     report = PDPReport(est, thresholds=args.thresholds,
                        publish_epsilon=args.publish_epsilon, random_state=args.random_state)
@@ -138,10 +160,13 @@ def _report(args, X, y, name, bounds, encoding, ids=None):
             "note": note,
         }
     evaluation = {"test_r2": None, "test_r2_least_squares": None, "test_r2_mean": None,
-                  "n_test": 0}
+                  "n_test": 0, "n_test_people": None}
     if X_test is not None:
         evaluation = {
             "n_test": int(X_test.shape[0]),
+            # with --id-column the split is by person: none of them trains
+            "n_test_people": None if args.id_column is None else int(
+                np.unique(ids[test]).size),
             "test_r2": float(fitted.score(X_test, y_test)),
             "test_r2_least_squares": float(
                 LinearRegression().fit(X_train, y_train).score(X_test, y_test)),
@@ -264,21 +289,13 @@ def _check_ledger(args):
 
 def _record(args, report, X, y, ids, split, name):
     """Record the release in the ledger: the training rows' people charged
-    their losses, the held-out people (not in the release) the loss of adding
-    their record; its summary, for the curator."""
+    their losses, the held-out people (not in the release: the split is by
+    person) the loss of adding all their records together; its summary,
+    for the curator."""
     train, test = split
     train_ids = ids[train]
-    # a held-out row of someone with a training row: the release does not
-    # depend on it (they are charged for their training rows)
-    held = test[~np.isin(ids[test], train_ids)]
-    keys, counts = np.unique(ids[held], return_counts=True)
-    if np.any(counts > 1):
-        raise DataError(
-            f"{_plural(int(np.sum(counts > 1)), 'person')} (e.g. {keys[counts > 1][0]!r}) "
-            "with several held-out rows and none in training: the ledger charges an "
-            "absent person for adding one record; use --test-size 0")
-    absent = {} if not held.size else {"absent": ids[held], "absent_X": X[held],
-                                       "absent_y": y[held]}
+    absent = {} if not test.size else {"absent": ids[test], "absent_X": X[test],
+                                       "absent_y": y[test]}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

@@ -177,7 +177,10 @@ def _text(r):
         rows.append(("test R^2", f"{c['test_r2']:.4f} private model; without privacy "
                                  f"{c['test_r2_least_squares']:.4f} least squares, "
                                  f"{c['test_r2_mean']:.4f} the training labels' mean "
-                                 f"({c['n_test']} held-out rows)"))
+                                 f"({c['n_test']} held-out rows" + (
+                                     "" if c.get("n_test_people") is None else
+                                     f" of {c['n_test_people']} people, split by person: "
+                                     "none of them trains") + ")"))
     if c.get("spread"):
         rows.append(("one draw", spread_text(c["spread"])))
     elif c["one_draw"]:

@@ -6,6 +6,7 @@ number of rows, the family's parameter, the epsilon at the release's delta,
 and the same three for the individual filter.
 """
 
+import inspect
 import warnings
 
 import numpy as np
@@ -30,9 +31,9 @@ def privacy_profile_of(fitted, X=None, y=None):
     """
     if hasattr(fitted, "privacy_profile"):
         return fitted.privacy_profile(X, y)
+    if released(fitted) is not fitted:
+        return privacy_profile_of(released(fitted), X, y)
     published = getattr(fitted, "published_", None)
-    if hasattr(fitted, "estimator_") and (published is None or published.law.data_independent):
-        return privacy_profile_of(fitted.estimator_, X, y)
     for attr in ("pdp_losses_", "dp_epsilon_", "dp_delta_"):
         if not hasattr(fitted, attr):
             raise TypeError(
@@ -108,9 +109,7 @@ def person_charges(fitted, profile, people, counts, charges):
     from exact joint losses only (``person_pdp_kinds_``: a bound at delta
     is no ratio, its person keeps the path through their rows); an
     ``"epsilon_delta"`` release takes each person's pair as it is."""
-    published = getattr(fitted, "published_", None)
-    if hasattr(fitted, "estimator_") and (published is None or published.law.data_independent):
-        fitted = fitted.estimator_  # a report whose profile is its estimator's
+    fitted = released(fitted)
     ids = getattr(fitted, "person_ids_", None)
     if ids is None or profile.family == "epsilon_delta" and not hasattr(
             fitted, "person_deltas_"):
@@ -122,15 +121,40 @@ def person_charges(fitted, profile, people, counts, charges):
         return charges
     losses = np.asarray(fitted.person_losses_, dtype=np.float64)[order]
     deltas = np.asarray(fitted.person_deltas_, dtype=np.float64)[order]
-    values = losses.copy()
     joint = np.ones(people.size, dtype=bool)
     if profile.family != "epsilon_delta":
         joint = (np.asarray(fitted.person_pdp_kinds_)[order] == "exact") & (
             deltas == profile.delta)
-        ratio = gaussian_ratio if profile.family == "gaussian" else laplace_ratio
-        values[joint] = ratio(losses[joint], profile.delta)
-    return charges[:2] + [np.where(joint, new, old).tolist() for new, old in
-                          zip((values, losses, deltas), charges[2:5])] + charges[5:]
+    columns = joint_columns(profile, losses[joint], deltas[joint], exact=True)
+    merged = [np.asarray(old, dtype=np.float64) for old in charges[2:5]]
+    for column, new in zip(merged, columns):
+        column[joint] = new
+    return charges[:2] + [column.tolist() for column in merged] + charges[5:]
+
+
+def joint_columns(profile, losses, deltas, exact):
+    """The value, epsilon and delta columns of people's joint losses
+    (``losses`` at ``deltas``): in a Gaussian or Laplace release, the ratio
+    read from an ``exact`` loss at the release's delta, else ``inf`` (a
+    bound at delta is no ratio: such a charge composes by its epsilon
+    alone, basic composition); an ``"epsilon_delta"`` loss as it is."""
+    losses, deltas = (np.asarray(v, dtype=np.float64) for v in (losses, deltas))
+    values = losses
+    if profile.family != "epsilon_delta":
+        values = np.full(losses.size, np.inf)
+        if exact and np.all(deltas == profile.delta):
+            ratio = gaussian_ratio if profile.family == "gaussian" else laplace_ratio
+            values = np.asarray(ratio(losses, profile.delta), dtype=np.float64)
+    return [values.tolist(), losses.tolist(), deltas.tolist()]
+
+
+def released(fitted):
+    """The fitted estimator whose losses a release charges: a report's
+    estimator unless it published (and spent) a bound of its own."""
+    published = getattr(fitted, "published_", None)
+    if hasattr(fitted, "estimator_") and (published is None or published.law.data_independent):
+        return fitted.estimator_
+    return fitted
 
 
 def charge_columns(profile, people, counts, values, filter_values, extra, losses=None):
@@ -188,25 +212,29 @@ def filter_total(delta, person, family, value, epsilon, own_delta, n):
     return out
 
 
-
 def absent_charges(fitted, profile, absent, absent_X, absent_y, present):
     """Keys and charge columns of the people declared ``absent`` (not among
-    the keys ``present``): the loss of adding their record (``absent_X``,
-    ``absent_y``), or without it the release's bound for any record."""
-    out_keys = person_keys(absent, "absent")
-    if np.unique(out_keys).size != out_keys.size:
-        raise ValueError("absent must not repeat a key.")
+    the keys ``present``): the loss of adding their records (``absent_X``,
+    ``absent_y``, one row per entry of ``absent``; a key repeated, a person
+    with several records, charged their joint loss, :func:`added_jointly`),
+    or without them the release's bound for any record."""
+    keys = person_keys(absent, "absent")
+    out_keys, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    if absent_X is None and out_keys.size != keys.size:
+        raise ValueError("absent must not repeat a key without absent_X (a person with "
+                         "several records is charged for the records given).")
     both = np.intersect1d(out_keys, present)
     if both.size:
         raise ValueError(
             f"absent lists people who are in the training rows: {both[:5].tolist()}")
-    worst = profile.step_bound(profile.n_samples + 1, profile.n_samples + 1)
+    n = profile.n_samples
+    worst = profile.step_bound(n + 1, n + 1)
     values, losses = np.full(out_keys.size, worst), None
     if absent_X is not None:
         added = privacy_profile_of(fitted, absent_X, absent_y)
-        values, losses = added.values, added.losses
-        if values.size != out_keys.size:
+        if added.values.size != keys.size:
             raise ValueError("absent_X must have one row per key of absent.")
+        values, losses = added.values[first], added.losses[first]
     elif absent_y is not None:
         raise ValueError("absent_y needs absent_X.")
     elif not np.isfinite(worst) and out_keys.size:
@@ -216,7 +244,39 @@ def absent_charges(fitted, profile, absent, absent_X, absent_y, present):
             "their records (absent_X) to charge their own losses.",
             UserWarning, stacklevel=4)
     # the filter's charge: any record's bound (a person's added loss
-    # depends on the other rows)
-    return out_keys, charge_columns(
-        profile, out_keys, np.ones(out_keys.size, int), values,
-        np.full(out_keys.size, worst), np.zeros(out_keys.size), losses)
+    # depends on the other rows), one more step of it per further record
+    extra = [profile.step_bound(n + 2, n + k) for k in counts.tolist()]
+    columns = charge_columns(profile, out_keys, counts, values,
+                             np.full(out_keys.size, worst), np.asarray(extra), losses)
+    several = counts > 1
+    if np.any(several):
+        rows = several[np.searchsorted(out_keys, keys)]
+        joint = joint_columns(profile, *added_jointly(fitted, profile, absent_X, absent_y,
+                                                      keys, rows))
+        for column, values in zip(columns[2:5], joint):
+            for i, value in zip(np.flatnonzero(several).tolist(), values):
+                column[i] = value
+    return out_keys, columns
+
+
+def added_jointly(fitted, profile, X, y, keys, rows):
+    """The loss of adding each person's ``rows`` of ``X``, ``y`` together
+    (their ``keys``; one per person, in the sorted order of the keys), the
+    deltas it holds at and whether it is exact: the release's own
+    ``pdp_epsilon(X, y, groups=...)`` (:doc:`/people`), exact where its
+    ``person_pdp_kind_`` is (a release fitted without person keys: read as
+    a bound), ``inf`` where it has no joint loss for several records."""
+    if y is None:
+        raise ValueError("absent people with several records need their labels "
+                         "(absent_y): their joint loss depends on them.")
+    est = released(fitted)
+    if "groups" not in inspect.signature(est.pdp_epsilon).parameters:
+        raise ValueError(
+            f"{type(est).__name__} has no loss for adding a person's several records "
+            "together (its pdp_epsilon takes no groups): give each absent person one "
+            "record.")
+    X, y = (v[np.flatnonzero(rows)] for v in (X, y))
+    losses = np.asarray(compute(est.pdp_epsilon(X, y, groups=keys[rows]))[0],
+                        dtype=np.float64)
+    exact = getattr(est, "person_pdp_kind_", None) == "exact"
+    return losses, np.full(losses.size, profile.delta), exact

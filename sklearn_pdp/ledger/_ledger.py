@@ -57,7 +57,7 @@ class PrivacyLedger:
     Neighbouring data sets differ by adding or removing one record (the
     release's public size as fitted). A training row is charged the loss of
     removing it (``pdp_losses_``); a person listed in ``absent`` the loss of
-    adding their record when it is given (``absent_X``), otherwise the
+    adding their records when they are given (``absent_X``), otherwise the
     largest loss of adding any record of the domain with that release's
     noise (``inf`` where the mechanism has no such bound). A person with
     several rows in one release is charged as a group (see :meth:`record`).
@@ -166,11 +166,17 @@ class PrivacyLedger:
         absent : array-like, default=None
             Keys of people not in the training rows whose privacy the release
             also concerns (e.g. the population it was drawn from): each is
-            charged the loss of adding their record.
+            charged the loss of adding their records. With ``absent_X``, one
+            key per row of it: a key repeated is one person with several
+            records, charged the loss of adding all of them together, the
+            release's ``pdp_epsilon(absent_X, absent_y, groups=absent)``
+            (``inf`` where it has no finite one; their filter charge, the
+            bound for any record added, one step per record).
         absent_X, absent_y : array-like, default=None
             Their records, aligned with ``absent`` (``absent_y`` None: the
-            worst label). Without ``absent_X`` they are charged the largest
-            loss of adding any record of the domain.
+            worst label; needed for a person with several records). Without
+            ``absent_X`` they are charged the largest loss of adding any
+            record of the domain.
 
         Returns
         -------

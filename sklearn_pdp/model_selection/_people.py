@@ -107,8 +107,9 @@ class SearchPeople:
     def attributes(self, search, release, X, y, guarantee):
         """The search's person attributes: ``person_ids_``,
         ``person_losses_``, ``person_deltas_``, ``person_pdp_kinds_`` and
-        ``person_pdp_kind_`` (every one ``"bound"``), from the fitted ``search``, its ``release`` and the
-        candidates' ``guarantee`` over the part sizes (None: no parts)."""
+        ``person_pdp_kind_`` (every one ``"bound"``), from the fitted
+        ``search``, its ``release`` and the candidates' ``guarantee`` over
+        the part sizes (None: no parts)."""
         epsilon, delta = np.zeros(self.n_people), np.zeros(self.n_people)
         per_person = self.max_records is not None
         if release.full_fits:

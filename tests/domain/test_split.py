@@ -328,6 +328,11 @@ def test_max_records_sizes_the_bounds_for_a_person_and_the_model_per_person():
     assert ops.person_pdp_kind_ == "bound" and ops.model_epsilon_ < eps / k * 1.01
 
 
+# the private ridge's fit (800 rows: fewer release the public ridge, whose
+# person losses are a bound either way) takes seconds: under the audit
+# marker; the default run checks the kinds of the parts' losses in
+# test_split_fit_losses_are_the_parts_own and tests/domain/test_stage.py
+@pytest.mark.audit
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
 def test_a_model_part_bound_is_labelled_a_bound(monkeypatch):
     """Tightened by person key, the model part's joint losses keep their own

@@ -15,12 +15,19 @@ from sklearn_pdp import OutputPerturbationRegressor, PDPReport
 from sklearn_pdp._registry import REGRESSORS
 from sklearn_pdp.model_selection import PrivateGridSearchCV
 
-from ..conftest import every_regressor
+from ..conftest import audit_if_slow, every_regressor
 
 # Small data keep these tests fast: some mechanisms release the label mean
 # there (random projection always), which is what their fallback says. The
 # stage is the same whatever the release.
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
+
+
+# the stage is the same whatever the release: where a test multiplies the
+# fits, AdaOPS's (OPS's default release too) run under the audit marker
+STAGE_CASES = [pytest.param(cls, id=name, marks=pytest.mark.audit if name in ("ops", "adaops")
+                            else audit_if_slow(name))
+               for name, cls in REGRESSORS.items()]
 
 
 def _data(n=4000, seed=0):
@@ -38,7 +45,7 @@ def _tightened(cls, **params):
                random_state=0, **params)
 
 
-@pytest.mark.parametrize("cls", every_regressor())
+@pytest.mark.parametrize("cls", STAGE_CASES)
 # cross_val_score's halves are too few rows for the label's quantiles: those
 # fits keep the declared bounds, with tighten_bounds=True's warning
 @pytest.mark.filterwarnings("ignore:tighten_bounds=True:sklearn_pdp.exceptions.BoundsWarning")
@@ -65,7 +72,7 @@ def test_tightening_fits_inside_meta_estimators(cls):
 # the candidates are fitted on the released bounds, which clip the tails
 # by design (a share of the rows up to the quantiles' level)
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
-@pytest.mark.parametrize("cls", every_regressor())
+@pytest.mark.parametrize("cls", STAGE_CASES)
 def test_private_search_tightens_every_estimator(cls):
     X, y = _data(7200)  # the search's bounds: a tenth of epsilon on every row
     search = PrivateGridSearchCV(_tightened(cls), {"fit_intercept": [True, False]},

@@ -25,6 +25,11 @@ from .._reference import ridge_penalty
 from .test_output_perturbation import _scaled, _scatter_lowest
 
 
+# the tests at 15000 rows, epsilon 1 and 5 features with an intercept: on one
+# test process of a parallel run (--dist loadgroup), which calibrates the floor
+# cell once
+FLOOR_15000 = pytest.mark.xdist_group("objpert-floor-15000")
+
 # labels without signal: the signal test releases zero slopes by design
 ZERO_SLOPES = pytest.mark.filterwarnings(
     "ignore:.*released zero slopes:sklearn_pdp.exceptions.FallbackWarning"
@@ -48,7 +53,8 @@ def brute_private_objpert(reg, Xs, ys, X_new=None, y_new=None, per_cell=False, r
     second-stage loss over the reachable cells (at most the bound used)."""
     adaptive, intercept = reg.release_.adaptive, reg.fit_intercept
     lowest = _scatter_lowest(Xs, intercept)
-    cells = list(adaptive.reachable(lowest))
+    # each cell's ridge and noise once (the release recomputes them per call)
+    cells = [(adaptive.alpha(k), adaptive.noise(k)) for k in adaptive.reachable(lowest)]
     if X_new is None:
         keep = ~np.eye(len(ys), dtype=bool)
         removed = range(len(ys)) if rows is None else rows
@@ -71,9 +77,8 @@ def brute_private_objpert(reg, Xs, ys, X_new=None, y_new=None, per_cell=False, r
                                  np.hypot(abs(other - lowest) / adaptive.eigen_noise, moved))
         worst = np.zeros(3)
         best = 0.0
-        for k in cells:
-            norm2, mu, spread, r = _cell_statistics(Xo, yo, x, t, adaptive.alpha(k), intercept)
-            sigma = adaptive.noise(k)
+        for alpha, sigma in cells:
+            norm2, mu, spread, r = _cell_statistics(Xo, yo, x, t, alpha, intercept)
             worst = np.maximum(worst, [np.sqrt(norm2) * abs(r) / sigma, mu, spread])
             best = max(best, objpert_epsilon(adaptive.delta_objpert, norm2, mu,
                                              spread / norm2, r, sigma))
@@ -90,10 +95,17 @@ def brute_private_objpert(reg, Xs, ys, X_new=None, y_new=None, per_cell=False, r
 
 
 CASES = {
-    # (n, d, epsilon, intercept): lambda_min well above the margin, a few cells reachable
-    False: (300, 2, 4.0),
+    # (n, d, epsilon, intercept): lambda_min well above the margin, a few cells
+    # reachable; without an intercept the size, width and budget of
+    # test_release_contract.py's case SHARED_FIT, whose cells' calibrations
+    # (cached) the two fits share
+    False: (400, 2, 4.0),
     True: (1500, 2, 4.0),
 }
+# the tests of the fits without intercept on the test process of that case
+# (--dist loadgroup), which calibrates the cells once
+SHARED_FIT = "objpert-private"
+WITHOUT_INTERCEPT = pytest.param(False, marks=pytest.mark.xdist_group(SHARED_FIT))
 
 
 # one fit per configuration and seed for the module (the tests only read it)
@@ -113,8 +125,11 @@ def _fit(fit_intercept, seed=0):
 # refits: minutes) under the audit marker; the default run refits the rows
 # it compares, against one other draw
 @pytest.mark.parametrize("fit_intercept, every_row, other_seeds", [
-    pytest.param(False, False, (1,), id="False-some-rows"),
-    pytest.param(False, True, (1, 2, 3), marks=pytest.mark.audit, id="False-every-row"),
+    pytest.param(False, False, (1,), marks=pytest.mark.xdist_group(SHARED_FIT),
+                 id="False-some-rows"),
+    pytest.param(False, True, (1, 2, 3), marks=[pytest.mark.audit,
+                                                 pytest.mark.xdist_group(SHARED_FIT)],
+                 id="False-every-row"),
     pytest.param(True, True, (1, 2, 3), marks=pytest.mark.audit, id="True-every-row")])
 def test_losses_equal_brute_force_refits_in_both_directions(fit_intercept, every_row,
                                                             other_seeds):
@@ -158,7 +173,11 @@ def test_losses_equal_brute_force_refits_in_both_directions(fit_intercept, every
                         rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("fit_intercept", [False, True])
+# with an intercept (1500 rows: other cells to calibrate) under the audit
+# marker; its floor cell's rule checked in the default run by
+# test_floor_cell_ridge, its means' share by test_dropped_slopes_*
+@pytest.mark.parametrize("fit_intercept", [WITHOUT_INTERCEPT,
+                                           pytest.param(True, marks=pytest.mark.audit)])
 def test_calibration_meets_the_budget(fit_intercept):
     """The shares add up to the budget; each cell's noise meets the second
     stage's budget over the data sets above its floor (and a little less
@@ -255,7 +274,8 @@ def test_conditional_domain_bounds_hold_on_refits(fit_intercept, make_adversaria
 
 # the fit without intercept is the brute-force test's (cached); the one with
 # an intercept under the audit marker, as there
-@pytest.mark.parametrize("fit_intercept", [pytest.param(True, marks=pytest.mark.audit), False])
+@pytest.mark.parametrize("fit_intercept", [pytest.param(True, marks=pytest.mark.audit),
+                                           WITHOUT_INTERCEPT])
 def test_slope_noise_bounds_the_released_slopes_noise(fit_intercept):
     """The signal test's noise, ``slope_noise``, is at least the variance of
     every released slope around the cell's ridge solution (2000 draws;
@@ -269,9 +289,13 @@ def test_slope_noise_bounds_the_released_slopes_noise(fit_intercept):
     assert np.all(spread <= bound * (1 + 5 * np.sqrt(2 / 2000)))
 
 
-# each budget fits 15000 rows; the second under the audit marker
+# each budget fits 15000 rows twice, at cells above the floor: under the
+# audit marker; the default run drops the slopes of labels that vary little
+# at the floor cell (test_dropped_slopes_leave_the_intercept_at_the_released_means)
+@FLOOR_15000
 @ZERO_SLOPES
-@pytest.mark.parametrize("epsilon, seed", [(1.0, 0), pytest.param(3.0, 1, marks=pytest.mark.audit)])
+@pytest.mark.parametrize("epsilon, seed", [pytest.param(1.0, 0, marks=pytest.mark.audit),
+                                           pytest.param(3.0, 1, marks=pytest.mark.audit)])
 def test_labels_that_vary_little_cost_no_more_than_the_mean(epsilon, seed):
     """Slopes of 0.02 and -0.01 under label noise 0.05 (a label range of
     (-2, 2)): the released slopes are noise, which the signal test drops
@@ -293,9 +317,11 @@ def test_labels_that_vary_little_cost_no_more_than_the_mean(epsilon, seed):
     assert_allclose(other.pdp_losses_, reg.pdp_losses_, rtol=0, atol=0)
 
 
-def _off_centre(kind, n=20000):
+def _off_centre(kind):
     """Features in [0, 1] / sqrt(5) (their mean far from the origin, as
-    min-max scaled tables), labels that vary little or a linear signal."""
+    min-max scaled tables), labels that vary little or a linear signal:
+    5000 test rows, then 15000 training rows."""
+    n = 20000
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 1, (n, 5)) / np.sqrt(5)
     if kind == "quiet":
@@ -303,6 +329,15 @@ def _off_centre(kind, n=20000):
     else:
         y = 0.5 + X @ [0.6, -0.4, 0.3, 0.2, -0.3] + 0.1 * rng.normal(size=n)
     return X[:5000], y[:5000], X[5000:], y[5000:]
+
+
+@cache
+def _off_centre_fit(kind, seed, epsilon=1.0):
+    """The estimator fitted (without tightening) on ``_off_centre(kind)``'s
+    training rows, once for the module (the tests only read it)."""
+    _, _, X, y = _off_centre(kind)
+    return ObjPertRegressor(epsilon=epsilon, data_norm=1.0, y_bound=1.0, tighten_bounds=False,
+                            random_state=seed).fit(X, y)
 
 
 # each budget fits 15000 rows four times: under the audit marker; the default
@@ -333,20 +368,23 @@ def test_off_centre_labels_that_vary_little_cost_no_more_than_the_mean(epsilon):
         assert_allclose(other.pdp_losses_, fits[0].pdp_losses_, rtol=0, atol=0)
 
 
-# two draws in the default run, two more under the audit marker
+# two draws in the default run, two more under the audit marker; the
+# budget, size and width of test_labels_that_vary_little_cost_no_more_than_the_mean
+# and test_floor_cell_ridge's default case (no tightening), so the three share
+# the floor cell's calibration (cached) on one test process
+@FLOOR_15000
 @pytest.mark.parametrize("seeds", [(0, 1), pytest.param((2, 3), marks=pytest.mark.audit)])
 def test_informative_off_centre_data_gain_from_the_floor_cells_target(seeds):
     """Off-centre features with a linear signal, where the eigenvalue's
     cell is the floor: its ridge at the slopes' noise target 1e-3 (the
-    intercept's noise within its own target) fits 0.87 of the mean
+    intercept's noise within its own target) fits 0.84-0.90 of the mean
     predictor's error at epsilon 1 over seeds, 0.97 at the public rule's
     target 1e-4."""
     X_test, y_test, X, y = _off_centre("informative")
     mean_error = np.mean((y.mean() - y_test) ** 2)
     errors = []
     for seed in seeds:
-        reg = ObjPertRegressor(epsilon=1.0, data_norm=1.0, y_bound=1.0,
-                               random_state=seed).fit(X, y)
+        reg = _off_centre_fit("informative", seed)
         assert reg.release_.cell == -1 and reg.signal_ridge_ == 0.0
         errors.append(np.mean((reg.predict(X_test) - y_test) ** 2) / mean_error)
     assert np.mean(errors) <= 0.93, errors
@@ -360,6 +398,7 @@ def test_informative_off_centre_data_gain_from_the_floor_cells_target(seeds):
 @pytest.mark.parametrize("n, epsilon", [
     (15000, 1.0), pytest.param(15000, 0.3, marks=pytest.mark.audit),
     pytest.param(4000, 3.0, marks=pytest.mark.audit)])
+@FLOOR_15000
 def test_floor_cell_ridge(n, epsilon):
     """The floor cell's ridge: the public rule at the slopes' noise target,
     doubled while the intercept's noise sigma^2 / n^2 exceeds its target,
@@ -381,20 +420,21 @@ def test_floor_cell_ridge(n, epsilon):
     assert all(ad.alpha(k) <= alpha for k in range(0, 40, 7))
 
 
-# 6000 fitted rows reach the private ridge's floor cell at epsilon 3; the
-# full 15000 under the audit marker
+# 15000 fitted rows reach the private ridge's floor cell at epsilon 1 (the
+# fits and calibration of the floor cell's tests above) and 3 (under the
+# audit marker)
+@FLOOR_15000
 @ZERO_SLOPES
-@pytest.mark.parametrize("n", [11000, pytest.param(20000, marks=pytest.mark.audit)])
-def test_dropped_slopes_leave_the_intercept_at_the_released_means(n):
+@pytest.mark.parametrize("epsilon", [1.0, pytest.param(3.0, marks=pytest.mark.audit)])
+def test_dropped_slopes_leave_the_intercept_at_the_released_means(epsilon):
     """Post-processing of the release: where the signal test drops the
     slopes, the intercept is the drawn one plus the released rows' mean
     times the drawn slopes (objective perturbation's intercept is exactly
     mean(y) - mean(x)^T slopes - b_0 / n); where it keeps them, the
     coefficients are the draw. The released means are the data's plus
     noise of the stated scale."""
-    X_test, y_test, X, y = _off_centre("quiet", n)
-    reg = ObjPertRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0, tighten_bounds=False,
-                           random_state=0).fit(X, y)
+    X_test, y_test, X, y = _off_centre("quiet")
+    reg = _off_centre_fit("quiet", 0, epsilon=epsilon)
     release = reg.release_
     assert np.isinf(reg.signal_ridge_)
     raw, means = release.coef, reg.released_means_
@@ -406,9 +446,7 @@ def test_dropped_slopes_leave_the_intercept_at_the_released_means(n):
     assert np.all(np.abs(z) < 5)
     assert_allclose(reg.predict(X_test), reg.release_.scaler.unscale_coef(coef)[1]
                     + X_test @ reg.coef_, rtol=1e-12)
-    informative = ObjPertRegressor(epsilon=3.0, data_norm=1.0, y_bound=1.0, random_state=0)
-    _, _, X, y = _off_centre("informative", n)
-    informative.fit(X, y)
+    informative = _off_centre_fit("informative", 0, epsilon=epsilon)
     assert informative.signal_ridge_ == 0.0
     assert_allclose(informative.release_.scaler.unscale_coef(informative.release_.coef)[0],
                     informative.coef_, rtol=1e-12)

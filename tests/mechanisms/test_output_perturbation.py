@@ -423,8 +423,10 @@ def _brute_adaptive_ratios(reg, Xs, ys, X_new=None, y_new=None):
     floor cell or without an intercept)."""
     release, intercept = reg.release_.adaptive, reg.fit_intercept
     lowest = _scatter_lowest(Xs, intercept)
-    cells = list(release.reachable(lowest))
-    full = {k: _ridge(Xs, ys, release.alpha(k), intercept=intercept) for k in cells}
+    # each cell's public parameters once (the release recomputes them per call)
+    cells = [(release.alpha(k), release.noise(k), release.means_noise(k))
+             for k in release.reachable(lowest)]
+    full = [_ridge(Xs, ys, alpha, intercept=intercept) for alpha, _, _ in cells]
     if X_new is None:
         keep = ~np.eye(len(ys), dtype=bool)
         others = [(Xs[k], ys[k]) for k in keep]
@@ -434,10 +436,10 @@ def _brute_adaptive_ratios(reg, Xs, ys, X_new=None, y_new=None):
     for Xo, yo in others:
         first = abs(_scatter_lowest(Xo, intercept) - lowest) / release.eigen_noise
         means = np.linalg.norm(_means(Xs, ys, intercept) - _means(Xo, yo, intercept))
-        second = max(np.hypot(np.linalg.norm(full[k] - _ridge(Xo, yo, release.alpha(k),
-                                                              intercept=intercept))
-                              / release.noise(k), means / release.means_noise(k))
-                     for k in cells)
+        second = max(np.hypot(np.linalg.norm(center - _ridge(Xo, yo, alpha,
+                                                             intercept=intercept))
+                              / noise, means / means_noise)
+                     for center, (alpha, noise, means_noise) in zip(full, cells))
         ratios.append(np.hypot(first, second))
     return np.array(ratios)
 

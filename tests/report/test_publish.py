@@ -1,6 +1,7 @@
 """Published per-instance privacy reports (PDPReport(publish_epsilon=...))."""
 
 import copy
+import functools
 import pickle
 import warnings
 
@@ -51,8 +52,9 @@ SUPPORTED = list(REGRESSORS.values())
 # their own, the "-auto" cases): the ridge laws' have a fixed ridge, the
 # former public rule's (ops_auto_alpha, output_perturbation_auto_alpha at
 # the defaults)
-RIDGE_PARAMS = {OPSRegressor: {"alpha": 300.0}, OutputPerturbationRegressor: {"alpha": 1e4},
-                ObjPertRegressor: {"alpha": objpert_auto_alpha(1.0, 1e-6, 3000, 5, True)}}
+# (objective perturbation's at 3000 rows, seconds of quadrature: computed by
+# the first test that fits it, not at collection)
+_FIXED_RIDGES = {OPSRegressor: 300.0, OutputPerturbationRegressor: 1e4}
 _PUBLIC_RULES = {OPSRegressor: ops_auto_alpha,
                  OutputPerturbationRegressor: output_perturbation_auto_alpha,
                  ObjPertRegressor: objpert_auto_alpha}
@@ -65,9 +67,23 @@ def _ridge_params(cls, n, d=5):
     if cls not in _PUBLIC_RULES:
         return {}
     return {"alpha": _PUBLIC_RULES[cls](1.0, 1e-6, n, d, True)}
+
+
+def _fixed_ridge(cls):
+    """The parameters of a law's fixed-ridge case (none for the other laws)."""
+    if cls is ObjPertRegressor:
+        return _ridge_params(cls, 3000)
+    return {"alpha": _FIXED_RIDGES[cls]} if cls in _FIXED_RIDGES else {}
+
+
+def _law_params(cls, params):
+    """A LAWS case's parameters (None: the class's :func:`_fixed_ridge`)."""
+    return _fixed_ridge(cls) if params is None else params
+
+
 # every published law, as (class, parameters): radius 1 leaves the test
 # data's constraint inactive, radius 0.3 makes it bind
-LAWS = [pytest.param(cls, RIDGE_PARAMS.get(cls, {}), id=cls.__name__) for cls in SUPPORTED] + [
+LAWS = [pytest.param(cls, None, id=cls.__name__) for cls in SUPPORTED] + [
     pytest.param(OPSRegressor, {}, id="OPSRegressor-auto"),
     pytest.param(OutputPerturbationRegressor, {}, id="OutputPerturbationRegressor-auto"),
     pytest.param(ObjPertRegressor, {}, id="ObjPertRegressor-auto"),
@@ -109,7 +125,7 @@ def _in_sample_stats(est, X, y):
 def test_law_reproduces_the_estimators_losses(cls):
     # the release law's loss at the exact statistics is the estimator's own
     X, y = _squeezable_data(1500)
-    est = cls(data_norm=1.0, y_bound=1.0, random_state=0, **RIDGE_PARAMS.get(cls, {})).fit(X, y)
+    est = cls(data_norm=1.0, y_bound=1.0, random_state=0, **_fixed_ridge(cls)).fit(X, y)
     _, _, stats, _ = _in_sample_stats(est, X, y)
     assert_allclose(est.release_law().epsilon(est.delta, stats), est.pdp_losses_, rtol=1e-6)
 
@@ -227,7 +243,7 @@ def test_residual_margin_has_its_coverage(cls):
     # |x^T (coef - theta_hat)| exceeds the margin with probability beta for
     # the Gaussian laws (exactly: a two-sided normal quantile)
     X, y = _squeezable_data(800, d=3)
-    est = cls(data_norm=1.0, y_bound=1.0, random_state=0, **RIDGE_PARAMS.get(cls, {})).fit(X, y)
+    est = cls(data_norm=1.0, y_bound=1.0, random_state=0, **_fixed_ridge(cls)).fit(X, y)
     law = est.release_law()
     Xs, _, stats, ridge = _in_sample_stats(est, X, y)
     runs, beta = 20000, 0.1
@@ -265,13 +281,15 @@ def test_gram_noise_bound_coverage(intercept):
 
 
 # objective perturbation's per-row quadratures over 20000 rows take a minute:
-# under the audit marker (its laws at a smaller n: the tests below)
+# under the audit marker (its laws at a smaller n: the tests below), with
+# OPS's alpha="auto", which releases AdaOPS's law (the AdaOPS case)
 @pytest.mark.parametrize("cls, params", [
     pytest.param(*law.values, id=law.id, marks=pytest.mark.audit)
-    if law.values[0] is ObjPertRegressor else law for law in LAWS])
+    if law.values[0] is ObjPertRegressor or law.id == "OPSRegressor-auto" else law
+    for law in LAWS])
 def test_targets_at_n_20000(cls, params):
     X, y = _squeezable_data(20000)
-    report = _report(cls, X, y, **params)
+    report = _report(cls, X, y, **_law_params(cls, params))
     published = report.published_
     exact = report.pdp_losses_
     bound = published.epsilon(X, y)
@@ -357,9 +375,15 @@ def test_pickle_holds_no_rows():
 
 # 1000 rows are too few for the projection's slopes: the label mean
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.FallbackWarning")
-@pytest.mark.parametrize("cls, params", LAWS)
+# objective perturbation's private ridge (its calibration takes seconds):
+# under the audit marker (in the default run: its contract,
+# tests/mechanisms/test_release_contract.py)
+@pytest.mark.parametrize("cls, params", [
+    pytest.param(*law.values, id=law.id, marks=pytest.mark.audit)
+    if law.id == "ObjPertRegressor-auto" else law for law in LAWS])
 def test_losses_do_not_depend_on_the_draw(cls, params):
     X, y = _squeezable_data(1000, d=3)
+    params = _law_params(cls, params)
     a, b = _report(cls, X, y, seed=0, **params), _report(cls, X, y, seed=1, **params)
     assert_allclose(a.pdp_losses_, b.pdp_losses_, rtol=1e-12)
     assert a.dp_epsilon_ == b.dp_epsilon_
@@ -408,7 +432,9 @@ def test_adaops_law_reproduces_the_estimators_losses():
         assert_allclose(added, est.pdp_epsilon(X_new, given), rtol=1e-12)
 
 
-@pytest.mark.parametrize("squeeze", [1.0, 0.55])
+# squeeze 0.55 (cells with and without ridge) in the default run, 1.0 under
+# the audit marker
+@pytest.mark.parametrize("squeeze", [pytest.param(1.0, marks=pytest.mark.audit), 0.55])
 @pytest.mark.parametrize("add", [False, True])
 def test_adaops_composition_bounds_the_exact_mixture(squeeze, add):
     """The published bound's inequality itself, at the exact statistics: the
@@ -471,7 +497,10 @@ def _redraw(report, rng):
     return other
 
 
-@pytest.mark.parametrize("runs", [200, pytest.param(2000, marks=pytest.mark.audit)])
+# the floor below is derived from the runs: 50 in the default run, 200 and
+# 2000 under the audit marker
+@pytest.mark.parametrize("runs", [50, pytest.param(200, marks=pytest.mark.audit),
+                                  pytest.param(2000, marks=pytest.mark.audit)])
 def test_adaops_published_bound_coverage(runs):
     """The whole release redrawn (the two cells, the coefficients and the
     Gram noise): each fixed row's published bound covers its exact loss, and
@@ -602,7 +631,7 @@ def test_published_bound_coverage_over_releases(cls, params):
     runs, beta, rows = 300, 0.05, np.arange(5)
     hits = np.zeros(rows.size)
     for seed in range(runs):
-        report = _report(cls, X, y, seed=seed, **params)
+        report = _report(cls, X, y, seed=seed, **_law_params(cls, params))
         hits += report.published_.epsilon(X[rows], y[rows]) >= report.pdp_losses_[rows]
     assert np.all(hits / runs >= 1 - beta - 3 * np.sqrt(beta * (1 - beta) / runs))
 
@@ -777,8 +806,24 @@ def _skewed(n=20000, seed=0):
     return X, X @ rng.normal(size=5) + 0.5 * rng.normal(size=n)
 
 
+@functools.cache
+def _skewed_report(bounds="data_norm", publish_epsilon=0.2, fit_intercept=True):
+    """AdaOPS's report on :func:`_skewed` data, its bounds the data's own
+    (``bounds``: declared as "data_norm" or "bounds_X"), fitted once for the
+    tests that read it."""
+    X, y = _skewed()
+    kw = (dict(data_norm=np.linalg.norm(X, axis=1).max(), y_bound=np.abs(y).max())
+          if bounds == "data_norm" else dict(bounds_X=(X.min(0), X.max(0)),
+                                             y_bound=(y.min(), y.max())))
+    est = AdaOPSRegressor(**kw, fit_intercept=fit_intercept, tighten_bounds=False,
+                          random_state=0)
+    return PDPReport(est, publish_epsilon=publish_epsilon, random_state=0).fit(X, y), X, y
+
+
+# a smaller publication budget under the audit marker
 @pytest.mark.parametrize("bounds, publish_epsilon", [
-    ("data_norm", 0.2), ("bounds_X", 0.2), ("bounds_X", 0.1)])
+    ("data_norm", 0.2), ("bounds_X", 0.2),
+    pytest.param("bounds_X", 0.1, marks=pytest.mark.audit)])
 def test_adaops_published_bound_at_its_defaults(bounds, publish_epsilon):
     """Features of unequal scales, bounds the data's own: the released cell
     has a large ridge, but the window reaches cells without ridge, where the
@@ -786,12 +831,7 @@ def test_adaops_published_bound_at_its_defaults(bounds, publish_epsilon):
     lambda_min): each cell's statistics use the floor on G its presence in
     the window implies. Every bound covers its exact loss, and the median
     ratio is at most 3 (it was 8.4 and 8.6 at 0.2, each bound the DP epsilon)."""
-    X, y = _skewed()
-    kw = (dict(data_norm=np.linalg.norm(X, axis=1).max(), y_bound=np.abs(y).max())
-          if bounds == "data_norm" else dict(bounds_X=(X.min(0), X.max(0)),
-                                             y_bound=(y.min(), y.max())))
-    report = PDPReport(AdaOPSRegressor(**kw, tighten_bounds=False, random_state=0),
-                       publish_epsilon=publish_epsilon, random_state=0).fit(X, y)
+    report, X, y = _skewed_report(bounds, publish_epsilon)
     law = report.published_.law
     assert law.cal.ridge(law.cell) > 100  # a cell with ridge was released
     bound = report.published_.epsilon(X, y)
@@ -805,11 +845,7 @@ def test_floor_bound_is_below_the_regularised_gram(fit_intercept):
     can certify) and the Gram noise on its event, B <= Z^T Z + alpha P, and
     the mixed bounds cover the exact leverage and ||H^{-1} x||^2 where the
     noisy Gram alone bounds nothing (its noise above the weak direction)."""
-    X, y = _skewed()
-    report = PDPReport(AdaOPSRegressor(data_norm=np.linalg.norm(X, axis=1).max(),
-                                       y_bound=np.abs(y).max(), fit_intercept=fit_intercept,
-                                       tighten_bounds=False, random_state=0),
-                       publish_epsilon=0.2, random_state=0).fit(X, y)
+    report, X, y = _skewed_report(fit_intercept=fit_intercept)
     est, published = report.estimator_, report.published_
     Z = published.law.scaler.scale(X)  # the constant feature included
     Xs = Z[:, :5]
@@ -887,9 +923,11 @@ def _redraw_private_ridge(report, rng, draw=_gaussian_draw):
     return other
 
 
-# squeeze 0.55 under the audit marker only, at 1000 runs
+# 40 runs in the default run (the floor below is derived from the runs);
+# 100 runs, and squeeze 0.55 at 100 and 1000 runs, under the audit marker
 @pytest.mark.parametrize("squeeze, runs", [
-    (1.0, 100), pytest.param(0.55, 100, marks=pytest.mark.audit),
+    (1.0, 40), pytest.param(1.0, 100, marks=pytest.mark.audit),
+    pytest.param(0.55, 100, marks=pytest.mark.audit),
     pytest.param(0.55, 1000, marks=pytest.mark.audit)])
 def test_private_ridge_published_bound_coverage(squeeze, runs):
     """The whole release redrawn (the eigenvalue, so the cell, the
@@ -1023,6 +1061,12 @@ def _private_objpert(n=5000, d=3, **params):
     return est, X, y
 
 
+# the private ridge's calibration takes seconds: under the audit marker; the
+# default run checks the same law against the estimator's losses
+# (tests/mechanisms/test_release_contract.py, "objpert-private") and these
+# checks on output perturbation's private ridge
+# (test_private_ridge_law_reproduces_the_estimators_losses)
+@pytest.mark.audit
 def test_private_objpert_law_reproduces_the_estimators_losses():
     """The law at the exact statistics is the estimator's loss, for training
     rows and added ones (with and without their label); composed with a
@@ -1068,8 +1112,9 @@ def test_private_objpert_law_reproduces_the_estimators_losses():
 # objective perturbation's report over 20000 rows takes minutes: every case
 # under the audit marker (squeeze 0.7: the floor cell reached; 600 runs); the
 # default run redraws the same private ridge's release for output
-# perturbation (test_private_ridge_published_bound_coverage) and checks this
-# release's bound at its draw (tests/mechanisms/test_release_contract.py)
+# perturbation (test_private_ridge_published_bound_coverage); this release's
+# bound at its draw is checked under the audit marker too
+# (tests/mechanisms/test_release_contract.py, "objpert-private")
 @pytest.mark.parametrize("squeeze, runs", [
     pytest.param(1.0, 40, marks=pytest.mark.audit),
     pytest.param(0.7, 40, marks=pytest.mark.audit),

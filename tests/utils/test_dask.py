@@ -1,7 +1,9 @@
 """Dask input: the same release and per-instance losses as in memory.
 
-Fits run on a ``distributed.LocalCluster`` of two worker processes, so every
-function that goes to the workers is also checked to survive pickling.
+The graphs run on Dask's synchronous scheduler, in the test's process; the
+fits checked on a ``distributed.LocalCluster`` of a worker process (one
+in the default run, every one under the audit marker) also check that every
+function that goes to the workers survives pickling.
 """
 
 import numpy as np
@@ -9,7 +11,6 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 da = pytest.importorskip("dask.array")
-distributed = pytest.importorskip("distributed")
 
 import dask  # noqa: E402
 
@@ -59,29 +60,39 @@ ESTIMATORS = [
 TARGET_CHECKED = [OPSRegressor, AdaOPSRegressor, AdaSSPRegressor, ObjPertRegressor]
 
 
-# one cluster for the module, on one test process of a parallel run (the
-# xdist_group mark, with --dist loadgroup): a cluster per process would
-# start two more worker processes on a small machine; BOUNDS' y_bound clips
-# the label tails (about 7%) of every fit here, which Dask must match too
-pytestmark = [
-    pytest.mark.xdist_group("dask"),
-    pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning"),
-]
+# one cluster for the module (one worker process: what goes to it is
+# pickled), on one test process of a parallel run (the xdist_group mark of the
+# tests on it, with --dist loadgroup): a cluster per process would start more
+# worker processes on a small machine; BOUNDS' y_bound clips the label tails
+# (about 7%) of every fit here, which Dask must match too
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.BoundsWarning")
+ON_CLUSTER = pytest.mark.xdist_group("dask")
 
 
 @pytest.fixture(scope="module")
 def client():
-    # dashboard on a free port: None still binds 8787 and warns when it is taken
+    # imported here: a second or two at every collection otherwise
+    distributed = pytest.importorskip("distributed")
+    # dashboard on a free port: None still binds 8787 and warns when it is
+    # taken; not the default scheduler: a test asks for it by name
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-    ) as cluster, distributed.Client(cluster) as client:
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+    ) as cluster, distributed.Client(cluster, set_as_default=False) as client:
         yield client
+
+
+@pytest.fixture(scope="module", autouse=True)
+def synchronous():
+    # the graphs of a fit are the same on every scheduler; the cluster's
+    # pickling is checked by the tests that ask for it
+    with dask.config.set(scheduler="synchronous"):
+        yield
 
 
 @pytest.fixture(scope="module", params=[6, pytest.param(24, marks=pytest.mark.audit)],
                 ids=lambda size: f"{size}-chunks")
-def data(client, request):
-    # generated on the workers, chunk by chunk, as a large data set would be
+def data(request):
+    # generated chunk by chunk, as a large data set would be
     row_chunks = ROW_CHUNKS[request.param]
     n = sum(row_chunks)
     rng = da.random.RandomState(0)
@@ -96,18 +107,36 @@ def _ids(est):
 
 
 # objective perturbation's per-row quadratures take minutes on all 24000 rows:
-# there under the audit marker, and on the first four (irregular) row chunks,
-# 4000 rows, in the default run; OPS at its defaults releases AdaOPS's
+# there under the audit marker, and on the first three (irregular) row chunks,
+# 1801 rows, in the default run; OPS at its defaults releases AdaOPS's
 # mechanism (the AdaOPS case), its own fit under the audit marker too
 FIT_CASES = [pytest.param(est, None, id=_ids(est),
                           marks=pytest.mark.audit if name == "ops" else audit_if_slow(name))
              for name, est in zip(REGRESSORS, ESTIMATORS)] + [
     pytest.param(est, None, id=_ids(est)) for est in ESTIMATORS[len(REGRESSORS):]] + [
-    pytest.param(ObjPertRegressor(**BOUNDS), 4, id="ObjPertRegressor-4-chunks")]
+    pytest.param(ObjPertRegressor(**BOUNDS), 3, id="ObjPertRegressor-3-chunks")]
 
 
 @pytest.mark.parametrize("est, chunks", FIT_CASES)
-def test_fit_matches_in_memory(client, data, est, chunks):
+def test_fit_matches_in_memory(data, est, chunks):
+    _check_fit_matches_in_memory(data, est, chunks)
+
+
+# every case on the cluster under the audit marker; AdaSSP's, the quickest,
+# in the default run
+@ON_CLUSTER
+@pytest.mark.parametrize("est, chunks", [
+    pytest.param(*case.values, id=case.id,
+                 marks=() if case.id == "AdaSSPRegressor" else pytest.mark.audit)
+    for case in FIT_CASES])
+def test_fit_on_a_cluster_matches_in_memory(client, data, est, chunks):
+    with dask.config.set(scheduler=client):
+        _check_fit_matches_in_memory(data, est, chunks)
+
+
+def _check_fit_matches_in_memory(data, est, chunks):
+    """``est`` fit on the first ``chunks`` row chunks (all: None) of the Dask
+    data gives the release, losses and predictions of the in-memory fit."""
     X, y, Xd, yd = data
     row_chunks = Xd.chunks[0][:chunks]
     if chunks is not None:
@@ -131,17 +160,22 @@ def test_fit_matches_in_memory(client, data, est, chunks):
 
 
 @pytest.mark.parametrize("est", [e for e in ESTIMATORS if type(e) in TARGET_CHECKED], ids=_ids)
-def test_pdp_epsilon_of_dask_targets(client, data, est):
+def test_pdp_epsilon_of_dask_targets(data, est):
     X, y, Xd, yd = data
-    fit = est.__class__(**est.get_params()).set_params(random_state=1).fit(X[:2000], y[:2000])
-    for labels, dask_labels in ((None, None), (y[:3_000], yd[:3_000])):
-        lazy = fit.pdp_epsilon(Xd[:3_000], dask_labels)
+    # fit on the rows of objective perturbation's Dask fit above (its
+    # calibration, a function of the size, computed once)
+    n = sum(Xd.chunks[0][:3])
+    fit = est.__class__(**est.get_params()).set_params(random_state=1).fit(X[:n], y[:n])
+    # the first row chunk and a row of the next: chunks of 500 rows and of one
+    rows = Xd.chunks[0][0] + 1
+    for labels, dask_labels in ((None, None), (y[:rows], yd[:rows])):
+        lazy = fit.pdp_epsilon(Xd[:rows], dask_labels)
         assert isinstance(lazy, da.Array)
         # equal up to BLAS blocking, which depends on the chunk boundaries
-        assert_allclose(lazy.compute(), fit.pdp_epsilon(X[:3_000], labels), **LOSS_TOL)
+        assert_allclose(lazy.compute(), fit.pdp_epsilon(X[:rows], labels), **LOSS_TOL)
 
 
-def test_random_projection_sketch_does_not_depend_on_chunking(client, data):
+def test_random_projection_sketch_does_not_depend_on_chunking(data):
     """The sketch is drawn from the Cholesky factor of Sigma, a function of
     [X y]^T [X y] summed over the blocks: equal up to summation order."""
     _, _, Xd, yd = data
@@ -153,7 +187,7 @@ def test_random_projection_sketch_does_not_depend_on_chunking(client, data):
         assert_allclose(other, sketches[0], rtol=1e-12, atol=1e-12)
 
 
-def test_report_summary_matches_in_memory(client, data):
+def test_report_summary_matches_in_memory(data):
     X, y, Xd, yd = data
     est = OPSRegressor(random_state=0, **BOUNDS)
     ref = PDPReport(est, thresholds=(1e-3, 0.01)).fit(X, y)
@@ -175,7 +209,7 @@ def test_report_summary_matches_in_memory(client, data):
     assert_allclose(out.compute(), ref.transform(X[:500]), **LOSS_TOL)
 
 
-def test_bounds_read_from_dask_data_warn(client, data):
+def test_bounds_read_from_dask_data_warn(data):
     X, _, Xd, yd = data
     with pytest.warns(PrivacyLeakWarning, match="data_norm"):
         fit = OPSRegressor(y_bound=5.0, random_state=0).fit(Xd, yd)
@@ -184,7 +218,7 @@ def test_bounds_read_from_dask_data_warn(client, data):
 
 # the refit's delta=1e-2 above 1 / n only has to differ from the first fit's
 @pytest.mark.filterwarnings("ignore::sklearn_pdp.exceptions.PrivacyLeakWarning")
-def test_lazy_losses_belong_to_their_fit(client, data):
+def test_lazy_losses_belong_to_their_fit(data):
     X, y, Xd, yd = data
     est = OPSRegressor(random_state=0, **BOUNDS)
     lazy = est.fit(Xd[:2_000], yd[:2_000]).pdp_losses_
@@ -193,7 +227,7 @@ def test_lazy_losses_belong_to_their_fit(client, data):
     assert_allclose(lazy.compute(), ref.pdp_losses_, **LOSS_TOL)
 
 
-def test_bad_dask_input_is_a_clear_error(client, data):
+def test_bad_dask_input_is_a_clear_error(data):
     X, _, Xd, yd = data
     est = OPSRegressor(**BOUNDS)
     bad = X[:5_000].copy()
@@ -233,7 +267,7 @@ def test_quantiles_are_exact_on_dask(n):
     assert_array_equal(got, expected)
 
 
-def test_clip_shares_are_counted_on_dask(client, data):
+def test_clip_shares_are_counted_on_dask(data):
     """The BoundsWarning's shares come from the scaling pass on the workers:
     the same as in memory, and those of the labels and rows the bounds move."""
     from sklearn_pdp import BoundsWarning
