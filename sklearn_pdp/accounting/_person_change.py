@@ -47,8 +47,8 @@ def person_epsilon(delta, w, b, gamma):
     ``gamma``): noncentralities gamma b^2 / w^2, one degree of freedom
     each. A person whose rows span one direction has the one-row loss at
     leverage w and residual b / sqrt(w) (closed form); one with an infinite
-    weight, an infinite loss. None where some person's series is not
-    certified."""
+    weight, an infinite loss; ``nan`` for a person whose law is not
+    certified within the public caps (the others keep theirs)."""
     present = w > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.where(present & np.isfinite(w), gamma * b**2 / np.where(present, w, 1.0)**2, 0.0)
@@ -63,10 +63,7 @@ def person_epsilon(delta, w, b, gamma):
         out[one] = ops_epsilon(delta, mu, coord / np.sqrt(mu), gamma)
     many = np.flatnonzero(~infinite & (rank > 1))
     if many.size:
-        eps = gchi_epsilon(delta, w[many], lam[many], 1.0, all_or_none=True)
-        if eps is None:
-            return None
-        out[many] = eps
+        out[many] = gchi_epsilon(delta, w[many], lam[many], 1.0)
     return out
 
 
@@ -75,8 +72,8 @@ def sketch_person_epsilon(delta, tau, n_components):
     ``n_components`` rows, from the eigenvalues ``tau`` of their change of
     the covariance (:func:`whitened_change`, on the smaller data set):
     central, ``n_components`` degrees of freedom per direction; the
-    one-row chi-square loss where the rows span one direction. None where
-    some person's loss is not certified."""
+    one-row chi-square loss where the rows span one direction; ``nan`` for
+    a person whose law is not certified within the public caps."""
     out = np.zeros(tau.shape[0])
     infinite = ~np.isfinite(tau).all(axis=1)
     out[infinite] = np.inf
@@ -86,8 +83,5 @@ def sketch_person_epsilon(delta, tau, n_components):
         out[one] = chi2_epsilon(delta, tau[one].max(axis=1), n_components)
     many = np.flatnonzero(~infinite & (rank > 1))
     if many.size:
-        eps = gchi_epsilon(delta, tau[many], 0.0, float(n_components), all_or_none=True)
-        if eps is None:
-            return None
-        out[many] = eps
+        out[many] = gchi_epsilon(delta, tau[many], 0.0, float(n_components))
     return out

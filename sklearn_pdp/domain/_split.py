@@ -43,6 +43,7 @@ from ..mechanisms._guarantee_law import GuaranteeLaw
 from ..report._profile import PrivacyProfile
 from ..utils._arrays import compute, is_dask_array
 from ..utils._dask import scaled_data
+from ..utils._people import PersonLosses
 from ._scaler import resolve_bounds
 from ._schema import estimator_layout
 from ._stage import DeclaredStage, added_guarantee, release_person_losses
@@ -229,14 +230,6 @@ class SplitStage:
         (the weaker kind of the two parts' numbers)."""
         return "bound" if self.release.kind == "bound" else "conditional"
 
-    @property
-    def person_kind(self):
-        """The kind of :meth:`group_losses`: "bound" where the model's joint
-        losses are bounds (its ``person_kind``, set by its last
-        ``person_losses``), else "conditional"."""
-        model = getattr(self.release, "person_kind", self.release.kind)
-        return "bound" if model == "bound" else "conditional"
-
     def guarantee(self):
         """Parallel composition: the larger epsilon of the two parts, the
         model's delta (the bounds are pure; over a person's ``records``,
@@ -255,21 +248,24 @@ class SplitStage:
 
     def group_losses(self, X, y, codes, sizes, add=False, data=None, keys=None):
         """Each group's loss for removing (adding) its rows ``X``, ``y``
-        together (``codes``: each row's group, -1 for none; ``sizes``: their
-        numbers of rows; ``data``: the model part scaled, if at hand).
+        together, with its kind, a
+        :class:`~sklearn_pdp.utils._people.PersonLosses` (``codes``: each
+        row's group, -1 for none; ``sizes``: their numbers of rows;
+        ``data``: the model part scaled, if at hand).
 
         Split by person (``keys``), a group's rows are in one part: in the
         bounds part its exact joint loss for the bounds
         (:func:`bounds_group_epsilon`), in the model part the model's loss
         of its rows given the released bounds where the release has a
-        closed form, else ``nan`` (bounded by group privacy). Split by rows,
-        None: a group's rows may fall in both parts."""
+        closed form, else ``nan`` (bounded by group privacy); "conditional",
+        or "bound" where the model's is. Split by rows, None: a group's rows
+        may fall in both parts."""
         if not self.keyed:
             return None
         part = np.asarray(compute(self.part if not add else
                                   bounds_part(X, y, self.share, keys))[0])
-        out = bounds_group_epsilon(self.bounds_release, X[part], y[part], codes[part],
-                                   sizes.size, add)
+        out = PersonLosses.of(bounds_group_epsilon(self.bounds_release, X[part], y[part],
+                                                   codes[part], sizes.size, add), "conditional")
         mine = np.unique(codes[~part & (codes >= 0)])
         if getattr(self.release, "person_losses", None) is not None and mine.size:
             if data is None:
@@ -280,7 +276,8 @@ class SplitStage:
             exact = release_person_losses(self.release, data, index[codes[~part]], sizes[mine],
                                           add)
             if exact is not None:  # else nan: bounded by group privacy
-                out[mine] = exact
+                out.losses[mine] = exact.losses
+                out.kinds[mine[exact.kinds == "bound"]] = "bound"
         return out
 
     def fitted_attributes(self):

@@ -64,12 +64,6 @@ class DeclaredStage:
     def kind(self):
         return self.release.kind
 
-    @property
-    def person_kind(self):
-        """The kind of :meth:`group_losses`: the release's ``person_kind``
-        where its joint losses are of another kind than a row's."""
-        return getattr(self.release, "person_kind", self.release.kind)
-
     def guarantee(self):
         return self.release.guarantee
 
@@ -88,10 +82,12 @@ class DeclaredStage:
         return float(self.release.dp_epsilon(delta))
 
     def group_losses(self, X, y, codes, sizes, add=False, data=None, keys=None):
-        """Each group's exact loss for removing (adding) its rows ``X``, ``y``
-        together (``codes``: each row's group, -1 for none; ``sizes``: the
-        groups' numbers of rows; ``data``: the rows scaled, if at hand), or
-        None where the release has no closed form."""
+        """Each group's loss for removing (adding) its rows ``X``, ``y``
+        together, with its kind (``codes``: each row's group, -1 for none;
+        ``sizes``: the groups' numbers of rows; ``data``: the rows scaled,
+        if at hand): the release's
+        :class:`~sklearn_pdp.utils._people.PersonLosses`, or None where it
+        has no closed form."""
         if getattr(self.release, "person_losses", None) is None:
             return None
         data = scaled_data(X, y, self.scaler, self.n_jobs) if data is None else data
@@ -126,10 +122,10 @@ class DeclaredStage:
 
 
 def release_person_losses(release, data, codes, sizes, add=False):
-    """The release's exact loss of each person (``codes``: each scaled row's
-    person in ``data``, -1 for none; ``sizes``: their numbers of rows), from
-    their sums; None where the release has no closed form or cannot certify
-    one for every person."""
+    """The release's loss of each person with its kind, a
+    :class:`~sklearn_pdp.utils._people.PersonLosses` (``codes``: each scaled
+    row's person in ``data``, -1 for none; ``sizes``: their numbers of
+    rows), from their sums; None where the release has no closed form."""
     exact = getattr(release, "person_losses", None)
     if exact is None:
         return None

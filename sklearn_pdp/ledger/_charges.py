@@ -100,29 +100,36 @@ def present_charges(profile, keys, people, counts):
                           np.asarray(extra), losses)
 
 
-def person_charges(fitted, profile, people, counts):
-    """The value, epsilon and delta columns of each person's joint loss
-    (the fit's ``person_losses_``, :doc:`/people`), where ``fitted`` was
-    fitted with person keys that group the rows as ``people`` (str keys)
-    and ``counts`` do; None otherwise. Gaussian and Laplace ratios are read
-    from exact joint losses only (a bound at delta is no ratio); an
+def person_charges(fitted, profile, people, counts, charges):
+    """The charge columns of :func:`present_charges` with each person's
+    value, epsilon and delta those of their joint loss (the fit's
+    ``person_losses_``, :doc:`/people`), where ``fitted`` was fitted with
+    person keys that group the rows as ``people`` (str keys) and ``counts``
+    do; else ``charges`` as they are. Gaussian and Laplace ratios are read
+    from exact joint losses only (``person_pdp_kinds_``: a bound at delta
+    is no ratio, its person keeps the path through their rows); an
     ``"epsilon_delta"`` release takes each person's pair as it is."""
     fitted = released(fitted)
     ids = getattr(fitted, "person_ids_", None)
     if ids is None or profile.family == "epsilon_delta" and not hasattr(
             fitted, "person_deltas_"):
-        return None
+        return charges
     keys = np.array([str(v) for v in np.asarray(ids, dtype=object).tolist()], dtype=str)
     order = np.argsort(keys, kind="stable")
     if not (np.array_equal(keys[order], people)
             and np.array_equal(np.asarray(fitted._person_rows)[order], counts)):
-        return None
+        return charges
     losses = np.asarray(fitted.person_losses_, dtype=np.float64)[order]
     deltas = np.asarray(fitted.person_deltas_, dtype=np.float64)[order]
-    if profile.family != "epsilon_delta" and (
-            fitted.person_pdp_kind_ != "exact" or np.any(deltas != profile.delta)):
-        return None
-    return joint_columns(profile, losses, deltas, exact=True)
+    joint = np.ones(people.size, dtype=bool)
+    if profile.family != "epsilon_delta":
+        joint = (np.asarray(fitted.person_pdp_kinds_)[order] == "exact") & (
+            deltas == profile.delta)
+    columns = joint_columns(profile, losses[joint], deltas[joint], exact=True)
+    merged = [np.asarray(old, dtype=np.float64) for old in charges[2:5]]
+    for column, new in zip(merged, columns):
+        column[joint] = new
+    return charges[:2] + [column.tolist() for column in merged] + charges[5:]
 
 
 def joint_columns(profile, losses, deltas, exact):

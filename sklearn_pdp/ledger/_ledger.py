@@ -198,7 +198,8 @@ class PrivacyLedger:
         by group privacy. A release fitted with person keys that group the
         rows as ``ids`` do (``fit(X, y, groups=ids)``) charges each person
         their joint loss instead, ``person_losses_`` (:doc:`/people`): for a
-        Gaussian or Laplace release where it is exact, as its ratio.
+        Gaussian or Laplace release where it is exact (``person_pdp_kinds_``),
+        as its ratio, the others the path through their rows.
         """
         return self._record(fitted, privacy_profile_of(fitted), ids, name, absent,
                             absent_X, absent_y)
@@ -211,10 +212,8 @@ class PrivacyLedger:
                 f"ids must have one key per training row: got {keys.size} for "
                 f"{profile.values.size} rows.")
         people, counts = np.unique(keys, return_counts=True)
-        charges = present_charges(profile, keys, people, counts)
-        joint = person_charges(fitted, profile, people, counts)
-        if joint is not None:  # value, epsilon, delta: the joint losses
-            charges[2:5] = joint
+        charges = person_charges(fitted, profile, people, counts,
+                                 present_charges(profile, keys, people, counts))
         out_keys = np.array([], dtype=str)
         if absent is not None:
             out_keys, absent_columns = absent_charges(fitted, profile, absent, absent_X,

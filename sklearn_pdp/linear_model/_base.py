@@ -487,8 +487,9 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         -------
         epsilon : ndarray or dask array of shape (n_samples,) or (n_people,)
             ``inf`` where no finite epsilon exists (lazy for a Dask array);
-            with ``groups``, one per person of ``np.unique(groups)``: exact
-            where ``person_pdp_kind_`` is, else ``inf`` for several rows.
+            with ``groups``, one per person of ``np.unique(groups)``: their
+            joint loss where the release gives one (of the kinds of
+            ``person_pdp_kinds_``), else ``inf`` for several rows.
         """
         check_is_fitted(self)
         X, y = validate_rows(self, X, "no_validation" if y is None else y, reset=False)

@@ -27,7 +27,9 @@ import numpy as np
 from sklearn.base import clone
 
 from ..utils._arrays import compute
-from ..utils._people import first_records, group_epsilon, person_codes
+from ..utils._people import (
+    first_records, group_epsilon, person_codes, person_kinds, weakest_kind,
+)
 
 
 def resolve_units(estimator, groups, n_samples):
@@ -57,7 +59,9 @@ class Records:
     ``model_rows(stage)``, the mask over the rows given of those the model
     sees; ``guarantee(stage)``, ``(dp_epsilon_, dp_delta_)``; and
     ``attributes(stage, X, y, data, delta, guarantee)``, the fitted loss
-    attributes (``pdp_losses_``, ``pdp_kind_`` and the person ones).
+    attributes (``pdp_losses_``, ``pdp_kind_`` and the person ones:
+    ``person_pdp_kinds_`` each person's kind, ``person_pdp_kind_`` the
+    weakest).
     """
 
     keys = None
@@ -123,18 +127,19 @@ class People:
         ``y`` (the model's scaled, ``data``), the estimator's ``delta`` and
         the fit's ``guarantee`` (``dp_epsilon_``)."""
         row_losses = stage.row_losses(X, y, data=data)
-        losses, deltas, kind = person_losses(
+        losses, deltas, kinds = person_losses(
             stage, (X, y, self.keys, data), self.codes, self.sizes, row_losses, delta,
             guarantee=None if self.cap is None else guarantee)
         row_kind = stage.kind
         if self.cap is not None and self.cap > 1 and not self.exact_cap:
             # calibrated per record at a smaller delta: the losses hold at it,
             # upper bounds at the estimator's delta
-            kind = row_kind = "bound"
+            row_kind = "bound"
+            kinds[:] = row_kind
         return {"pdp_losses_": self.record_losses(row_losses, stage, delta, guarantee),
                 "pdp_kind_": row_kind, "person_ids_": self.ids, "person_losses_": losses,
-                "person_deltas_": deltas, "person_pdp_kind_": kind,
-                "_person_rows": self.given}
+                "person_deltas_": deltas, "person_pdp_kinds_": kinds,
+                "person_pdp_kind_": weakest_kind(kinds), "_person_rows": self.given}
 
     def rows(self, X, y):
         """The rows the model sees (a person's first ``max_records``)."""
@@ -218,30 +223,30 @@ def person_losses(stage, rows, codes, sizes, row_losses, delta, add=False, guara
     each row's person key, ``data`` the model's rows scaled or None;
     ``codes``: each row's person, ``sizes`` their numbers of rows), the delta it holds at
     (``delta`` but for group privacy over a guarantee that holds at its own
-    delta alone) and its kind:
-    exact (or conditional) where the stage has a closed form
-    (``group_losses``), else group privacy over the stage's guarantee for a
-    removal and ``inf`` for an addition of several rows (the stage's cap holds for a record added to
-    the ``n`` rows, not to ``n`` plus others)."""
+    delta alone) and its kind: a row's for one row; for several, the
+    stage's where it has a closed form or a certified value for the person
+    (``group_losses``: a :class:`~sklearn_pdp.utils._people.PersonLosses`),
+    else a "bound", group privacy over the stage's guarantee for a removal
+    and ``inf`` for an addition (the stage's cap holds for a record added
+    to the ``n`` rows, not to ``n`` plus others)."""
     row_losses = np.asarray(compute(row_losses)[0], dtype=np.float64)
     out, deltas = np.empty(sizes.size), np.full(sizes.size, float(delta))
+    kinds = person_kinds(sizes.size, stage.kind)
     single = sizes == 1
     out[codes[single[codes]]] = row_losses[single[codes]]
     multi = np.flatnonzero(~single)
-    kind = stage.kind
     if multi.size:
         index = np.full(sizes.size, -1)
         index[multi] = np.arange(multi.size)
         X, y, keys, data = rows
-        exact = stage.group_losses(X, y, index[codes], sizes[multi], add=add, data=data,
+        joint = stage.group_losses(X, y, index[codes], sizes[multi], add=add, data=data,
                                    keys=keys)
-        out[multi] = np.nan if exact is None else exact
-        # joint losses the release can only bound (read after the call)
-        if stage.person_kind == "bound":
-            kind = "bound"
+        out[multi] = np.nan if joint is None else joint.losses
+        if joint is not None:
+            kinds[multi] = joint.kinds
         missing = multi[np.isnan(out[multi])]
-        if missing.size:
-            kind = "bound"
+        if missing.size:  # not certified for them: group privacy, a bound
+            kinds[missing] = "bound"
             for m in np.unique(sizes[missing]):
                 these = missing[sizes[missing] == m]
                 out[these], deltas[these] = np.inf, delta
@@ -253,4 +258,4 @@ def person_losses(stage, rows, codes, sizes, row_losses, delta, add=False, guara
                         pass
     if guarantee is not None and not add:
         out = np.minimum(out, guarantee)
-    return out, deltas, kind
+    return out, deltas, kinds

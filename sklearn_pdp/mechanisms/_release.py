@@ -32,6 +32,7 @@ from ..accounting import (
     gaussian_noise_scale, laplace_epsilon, laplace_noise_scale,
 )
 from ..report._profile import PrivacyProfile
+from ..utils._people import PersonLosses
 from ..utils._ridge_system import RidgeSystem, out_of_sample
 
 
@@ -52,6 +53,16 @@ class Release(ABC):
     the defaults do not fit :meth:`statistics`,
     :meth:`published_statistics`, :meth:`residual_margin` and
     :meth:`cap_epsilon`.
+
+    A release with a closed form (or a certified method) for a person's
+    rows removed or added together implements
+    ``person_losses(gram, cross, sizes, add=False)``, from each person's
+    sums of their scaled rows z (``gram``: ``sum z z^T``, ``cross``:
+    ``sum y z``, ``sizes``: their numbers of rows; with a true
+    ``person_label_squares`` class attribute, also ``label_squares``:
+    ``sum y^2``): a :class:`~sklearn_pdp.utils._people.PersonLosses`, each
+    person's epsilon at ``delta`` (``nan`` where it is not certified) and
+    its kind, or None where it has none for this data set (:doc:`/people`).
 
     Public attributes (what a published report may read): ``scaler`` (the
     declared domain, a ``DomainScaler``), ``intercept``, ``n_samples`` (the
@@ -331,7 +342,8 @@ class MeanRelease(Release):
         """Exact loss of removing (adding) each person's rows together: the
         Laplace mechanism at the ratio ``|sum y| / b`` (``cross``'s last
         column: the constant feature is 1)."""
-        return laplace_epsilon(self.delta, np.abs(cross[:, -1]) / self.noise_scale)
+        return PersonLosses.of(
+            laplace_epsilon(self.delta, np.abs(cross[:, -1]) / self.noise_scale), self.kind)
 
     def draw(self, rng, size=None):
         noise = rng.laplace(scale=self.noise_scale, size=1 if size is None else size)

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..domain._split import bounds_group_epsilon
 from ..domain._tighten import tightening_on
-from ..utils._people import person_codes
+from ..utils._people import person_codes, person_kinds
 
 
 def search_people(estimator, groups, n_samples):
@@ -106,9 +106,10 @@ class SearchPeople:
 
     def attributes(self, search, release, X, y, guarantee):
         """The search's person attributes: ``person_ids_``,
-        ``person_losses_``, ``person_deltas_`` and ``person_pdp_kind_``
-        (``"bound"``), from the fitted ``search``, its ``release`` and the
-        candidates' ``guarantee`` over the part sizes (None: no parts)."""
+        ``person_losses_``, ``person_deltas_``, ``person_pdp_kinds_`` and
+        ``person_pdp_kind_`` (every one ``"bound"``), from the fitted
+        ``search``, its ``release`` and the candidates' ``guarantee`` over
+        the part sizes (None: no parts)."""
         epsilon, delta = np.zeros(self.n_people), np.zeros(self.n_people)
         per_person = self.max_records is not None
         if release.full_fits:
@@ -127,7 +128,9 @@ class SearchPeople:
                                             self.n_people)
             delta += release.bounds_release.event_
         return {"person_ids_": self.ids, "person_losses_": epsilon,
-                "person_deltas_": np.minimum(delta, 1.0), "person_pdp_kind_": "bound"}
+                "person_deltas_": np.minimum(delta, 1.0),
+                "person_pdp_kinds_": person_kinds(self.n_people, "bound"),
+                "person_pdp_kind_": "bound"}
 
     def _group(self, epsilon, delta, per_person):
         """Each person's ``(epsilon, delta)`` from a guarantee: itself where

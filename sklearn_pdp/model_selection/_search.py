@@ -162,9 +162,9 @@ class PrivateGridSearchCV(SearchStepsMixin, SearchPrivacyMixin, MetaEstimatorMix
     pdp_kind_ : str
         ``"bound"``: each of ``pdp_losses_`` is an upper bound (the
         estimator's ``pdp_kind_`` vocabulary).
-    person_ids_, person_losses_, person_deltas_, person_pdp_kind_ : ndarray, str
+    person_ids_, person_losses_, person_deltas_, person_pdp_kinds_, person_pdp_kind_ : ndarray, str
         With ``groups``: the distinct keys, each person's bound for all
-        their records at their delta (``"bound"``; derivation in
+        their records at their delta (each ``"bound"``; derivation in
         :mod:`sklearn_pdp.model_selection._people`). With the estimator's
         ``max_records`` each is at most ``dp_epsilon_``.
     pdp_delta_ : float

@@ -86,10 +86,10 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
     person_ids_ : ndarray of shape (n_people,)
         Only with ``groups`` in ``fit``: the distinct person keys (sorted as
         ``np.unique`` sorts them). Equal to ``estimator_.person_ids_``.
-    person_losses_ : ndarray of shape (n_people,)
+    person_losses_, person_pdp_kinds_ : ndarray of shape (n_people,)
         Only with ``groups``: each person's epsilon for removing all their
-        records together (``estimator_.person_losses_``, of the kind
-        ``summary_["pdp_kind"]``; :doc:`/people`).
+        records together and its kind (``estimator_.person_losses_`` and
+        ``person_pdp_kinds_``; :doc:`/people`).
     dp_epsilon_ : float
         The data-independent (``dp_epsilon_``, ``dp_delta_``)-DP guarantee of
         ``estimator_`` over the whole declared domain: per record, or per
@@ -113,9 +113,10 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         ratio of ``dp_epsilon_`` to the median per-instance epsilon (how much
         the worst-case guarantee overstates the loss of a typical row);
         ``pdp_kind``, what kind of number each per-instance epsilon is: the
-        estimator's ``pdp_kind_`` (``person_pdp_kind_`` per person;
-        ``"exact"``, ``"conditional"``: exact given released quantities
-        the row cannot influence, or ``"bound"``: a valid upper bound),
+        estimator's ``pdp_kind_`` (per person, ``person_pdp_kind_``, the
+        weakest of ``person_pdp_kinds_``; ``"exact"``, ``"conditional"``:
+        exact given released quantities the row cannot influence, or
+        ``"bound"``: a valid upper bound),
         ``"bound"`` once composed with a publication.
     published_ : PublishedReport
         Only with ``publish_epsilon``: the differentially private report,
@@ -287,6 +288,7 @@ class PDPReport(MetaEstimatorMixin, TransformerMixin, BaseEstimator):
         if groups is not None:
             self.person_ids_ = est.person_ids_
             self.person_losses_ = np.asarray(est.person_losses_, dtype=np.float64)
+            self.person_pdp_kinds_ = est.person_pdp_kinds_
         self.dp_epsilon_ = float(est.dp_epsilon_)
         self.dp_delta_ = float(est.dp_delta_)
         n_jobs = est.get_params().get("n_jobs")

@@ -191,15 +191,21 @@ person_deltas_ : ndarray of shape (n_people,)
     The delta of each of ``person_losses_``: ``delta``, but for a group
     privacy bound over a guarantee calibrated at ``delta`` alone (AdaOPS's),
     the group's ``m e^((m - 1) epsilon) delta`` for m records.
+person_pdp_kinds_ : ndarray of str, shape (n_people,)
+    What kind of number each of ``person_losses_`` is: a person of one
+    record, their row's ``pdp_kind_``; of several, "exact" where the
+    release has a closed form or a certified method for a set of rows
+    (AdaSSP and the label mean on declared bounds; OPS and the Gaussian
+    sketch by a certified generalised chi-square, :doc:`/people`); where
+    the bounds were tightened, "conditional" (the rows split by person
+    key: a bounds-part person's exact joint loss for the bounds, a
+    model-part person's model loss given the released bounds); else, or
+    for a person whose law the certified method could not settle within
+    its public cap, "bound" (the release's own bound, such as AdaOPS's by
+    composition, or group privacy at ``delta`` over the guarantee).
 person_pdp_kind_ : {"exact", "conditional", "bound"}
-    What kind of number ``person_losses_`` are: "exact" where the release
-    has a closed form for a set of rows (AdaSSP on declared bounds, the
-    label mean); where the bounds were tightened, "conditional" (the rows
-    split by person key: a bounds-part person's exact joint loss for the
-    bounds, a model-part person's model loss given the released bounds);
-    else
-    "bound" (an upper bound: AdaOPS's by composition, or group privacy
-    at ``delta`` over the guarantee) for people with several records.
+    The weakest of ``person_pdp_kinds_``: what kind of number every one of
+    ``person_losses_`` at least is.
 n_features_in_ : int
     Number of features seen during fit.
 feature_names_in_ : ndarray of shape (`n_features_in_`,)

@@ -1,16 +1,61 @@
 """People with several records: their keys, the public cap on their
-records, the sums of their scaled rows, and group privacy at a given delta
+records, the sums of their scaled rows, each person's loss with its kind
+(:class:`PersonLosses`), and group privacy at a given delta
 (:doc:`/people`)."""
+
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.utils.validation import column_or_1d
 
 from ._arrays import compute
 
+# the kinds of a loss (``pdp_kind_``'s vocabulary), strongest first
+KINDS = ("exact", "conditional", "bound")
 # entries of the outer products formed at once when summing people's rows
 _OUTER_ENTRIES = 2**20
 # group privacy: the search for the per-record delta (halvings of log delta)
 _GROUP_STEPS = 60
+
+
+class PersonLosses(NamedTuple):
+    """Each person's loss for removing (adding) all their rows together,
+    with its kind: what a release's ``person_losses`` and a stage's
+    ``group_losses`` return (:doc:`/people`).
+
+    Attributes
+    ----------
+    losses : ndarray of shape (n_people,)
+        Each person's epsilon at the release's delta; ``nan`` where the
+        release cannot give it (a law not certified within its public cap):
+        the fit then charges that person group privacy, a "bound".
+    kinds : ndarray of str, shape (n_people,)
+        Each loss's kind: "exact", "conditional" (exact given released
+        quantities the person cannot influence) or "bound" (a valid upper
+        bound).
+    """
+
+    losses: np.ndarray
+    kinds: np.ndarray
+
+    @classmethod
+    def of(cls, losses, kind, bound=None):
+        """``losses``, each of ``kind`` but "bound" where the mask ``bound`` is."""
+        losses = np.asarray(losses, dtype=np.float64)
+        kinds = person_kinds(losses.shape[0], kind)
+        if bound is not None:
+            kinds[np.asarray(bound, dtype=bool)] = "bound"
+        return cls(losses, kinds)
+
+
+def person_kinds(n_people, kind):
+    """An array of ``n_people`` kinds, each ``kind`` (room for any of :data:`KINDS`)."""
+    return np.full(n_people, kind, dtype=f"<U{max(map(len, KINDS))}")
+
+
+def weakest_kind(kinds):
+    """The weakest of ``kinds`` (of :data:`KINDS`): a whole fit's kind."""
+    return KINDS[max(KINDS.index(kind) for kind in np.unique(kinds).tolist())]
 
 
 def person_codes(groups, n_samples):

@@ -66,3 +66,20 @@ def test_rows_that_span_the_whole_change_are_an_infinite_loss():
     w, b = whitened_change(whitener, np.outer(x, x)[None], x[None])
     assert np.isinf(w).any()
     assert np.isinf(person_epsilon(1e-6, w, b, 10.0)[0])
+
+
+def test_an_uncertified_person_alone_is_nan():
+    """Weights orders apart with little noncentrality are beyond both
+    methods' caps: that person's loss is nan, the others' the same as
+    computed without them."""
+    w = np.array([[1e-6, 1e-2], [1e-3, 2e-3]])
+    b = np.array([[1e-9, 1e-3], [1e-4, 1e-4]])
+    got = person_epsilon(1e-5, w, b, 20.0)
+    assert np.isnan(got[0])
+    assert got[1] == pytest.approx(person_epsilon(1e-5, w[1:], b[1:], 20.0)[0], rel=1e-12)
+    assert got[1] > 0
+    tau = np.array([[1e-7, 1e-1], [1e-3, 2e-3]])
+    got = sketch_person_epsilon(1e-5, tau, 5)
+    assert np.isnan(got[0])
+    assert got[1] == pytest.approx(sketch_person_epsilon(1e-5, tau[1:], 5)[0], rel=1e-12)
+    assert got[1] > 0

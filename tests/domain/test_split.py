@@ -338,7 +338,7 @@ def test_a_model_part_bound_is_labelled_a_bound(monkeypatch):
     """Tightened by person key, the model part's joint losses keep their own
     kind: where the model can only bound them (objective perturbation's
     smoothed laws), the fit's person losses are a "bound", not "conditional"."""
-    from sklearn_pdp.mechanisms.objective_perturbation import _release
+    from sklearn_pdp.mechanisms.objective_perturbation import _adaptive, _release
 
     X, y, bounds, y_bound, groups = _panel(800)
     params = dict(epsilon=4.0, bounds_X=bounds, y_bound=y_bound, tighten_bounds=True,
@@ -349,7 +349,15 @@ def test_a_model_part_bound_is_labelled_a_bound(monkeypatch):
         eps, _ = certified(*args, **kwargs)
         return eps, np.ones(eps.shape, dtype=bool)
 
-    monkeypatch.setattr(_release, "objpert_person_epsilon", smoothed)
+    for module in (_release, _adaptive):  # the fixed ridge's and the private ridge's
+        monkeypatch.setattr(module, "objpert_person_epsilon", smoothed)
     est = ObjPertRegressor(**params).fit(X, y, groups=groups)
-    assert est.release_.person_kind == "bound"
+    # per person: a model-part person of several rows the model's bound, the
+    # others conditional
+    codes = np.searchsorted(est.person_ids_, groups)
+    multi = np.isin(np.arange(est.person_ids_.size), codes[est.model_rows_]) & (
+        np.bincount(codes) > 1)
+    assert multi.any() and not multi.all()
+    assert np.all(est.person_pdp_kinds_[multi] == "bound")
+    assert np.all(est.person_pdp_kinds_[~multi] == "conditional")
     assert est.person_pdp_kind_ == "bound"

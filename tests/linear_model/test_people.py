@@ -252,6 +252,36 @@ def test_ledger_charges_the_joint_losses():
     assert np.all(total >= joint[0])
 
 
+def test_ledger_charges_a_bound_person_their_path(monkeypatch):
+    """Per person: where a joint loss is only a bound (the release labels
+    the first person of several rows so here), the ledger charges that
+    person the path through their rows and every other their exact joint
+    loss."""
+    from sklearn_pdp.mechanisms.adassp._release import AdaSSPRelease
+
+    exact = AdaSSPRelease.person_losses
+
+    def first_bound(self, *args, **kwargs):
+        out = exact(self, *args, **kwargs)
+        out.kinds[0] = "bound"
+        return out
+
+    monkeypatch.setattr(AdaSSPRelease, "person_losses", first_bound)
+    X, y, groups = random_panel(seed=6)
+    est = AdaSSPRegressor(**UNIT_BOUNDS, random_state=0).fit(X, y, groups=groups)
+    path = AdaSSPRegressor(**UNIT_BOUNDS, random_state=1).fit(X, y)
+    sizes = np.bincount(np.searchsorted(est.person_ids_, groups))
+    first = np.flatnonzero(sizes > 1)[0]
+    others = np.arange(sizes.size) != first
+    assert est.person_pdp_kinds_[first] == est.person_pdp_kind_ == "bound"
+    assert np.all(est.person_pdp_kinds_[others] == "exact")
+    with PrivacyLedger() as ledger:
+        joint = ledger.charges(ledger.record(est, groups), est.person_ids_)
+        grouped = ledger.charges(ledger.record(path, groups), est.person_ids_)
+    assert joint[0][first] == grouped[0][first] > est.person_losses_[first]
+    np.testing.assert_array_equal(joint[0][others], est.person_losses_[others])
+
+
 def test_dask_people_match_in_memory():
     da = pytest.importorskip("dask.array")
     X, y, groups = random_panel(seed=3)

@@ -8,8 +8,9 @@ from numpy.testing import assert_allclose
 from scipy import linalg
 
 from sklearn_pdp import OPSRegressor, PrivacyLeakWarning, RandomProjectionRegressor
-from sklearn_pdp.accounting import _gchi
+from sklearn_pdp.accounting import _gchi, _person_change
 from sklearn_pdp.domain._scaler import DomainScaler
+from sklearn_pdp.utils._people import group_epsilon
 from tests._reference import ridge_penalty
 from tests.accounting.test_gchi import quad_delta
 
@@ -123,8 +124,63 @@ def test_uncertified_series_falls_back_to_the_labelled_bound(monkeypatch):
     monkeypatch.setattr(_gchi, "_MAX_TERMS", 1)
     X, y, groups = _panel(40, 2, 1, seed=5)
     reg = _ops().set_params(delta=DELTA).fit(X, y, groups=groups)
-    assert reg.person_pdp_kind_ == "bound"
+    assert reg.person_pdp_kind_ == "bound" and np.all(reg.person_pdp_kinds_ == "bound")
     assert np.all(np.isfinite(reg.person_losses_))
+
+
+def _assert_group_privacy(reg, person, size):
+    """The person's loss and delta are group privacy over their ``size``
+    records at the fit's delta, a labelled bound."""
+    assert reg.person_pdp_kinds_[person] == "bound" and reg.person_pdp_kind_ == "bound"
+    bound = group_epsilon(reg.domain_stage().dp_epsilon, size, DELTA)
+    assert (reg.person_losses_[person], reg.person_deltas_[person]) == bound
+    assert reg.person_losses_[person] >= size * reg.dp_epsilon_
+
+
+def test_near_identical_records_alone_fall_back():
+    """A real adversarial person: two records 1e-4 apart give weights eight
+    orders apart with little noncentrality, beyond both methods' caps. That
+    person alone is charged group privacy; every other keeps their
+    certified loss, checked against the refits."""
+    X, y, groups = _panel(40, 2, 1, seed=5)
+    X[1] = X[0] + 1e-4  # person 0's two records
+    reg = _ops().set_params(delta=DELTA).fit(X, y, groups=groups)
+    _assert_group_privacy(reg, 0, 2)
+    assert np.all(reg.person_pdp_kinds_[1:] == "exact")
+    Xs, ys = _scaled(reg, X, y)
+    H, theta = _ridge(Xs, ys, 5.0, True)
+    for p in (1, 23):
+        keep = groups != p
+        w, lam = _gaussian_pair(H, theta, *_ridge(Xs[keep], ys[keep], 5.0, True), reg.gamma_)
+        _check_certified(reg.person_losses_[p], w, lam)
+
+
+@pytest.mark.parametrize("make, panel", [
+    (lambda: _ops().set_params(delta=DELTA), _panel(40, 2, 1, seed=5)),
+    (lambda: RandomProjectionRegressor(epsilon=8.0, delta=DELTA, data_norm=np.sqrt(2),
+                                       y_bound=1.0, tighten_bounds=False, random_state=0),
+     _panel(100, 2, 2, seed=3, singles=1800)),
+], ids=["ops", "random_projection"])
+def test_one_uncertified_person_leaves_the_others_exact(monkeypatch, make, panel):
+    """The certified method failing for the first person of several records
+    (forced here): they are charged group privacy, the others keep exactly
+    the losses of the fit where every person is certified."""
+    X, y, groups = panel
+    certified = make().fit(X, y, groups=groups)
+    certify = _person_change.gchi_epsilon
+
+    def first_fails(*args, **kwargs):
+        eps = certify(*args, **kwargs)
+        eps[0] = np.nan
+        return eps
+
+    monkeypatch.setattr(_person_change, "gchi_epsilon", first_fails)
+    reg = make().fit(X, y, groups=groups)
+    assert np.all(certified.person_pdp_kinds_ == "exact")
+    _assert_group_privacy(reg, 0, 2)
+    assert reg.person_losses_[0] > certified.person_losses_[0]
+    assert np.all(reg.person_pdp_kinds_[1:] == "exact")
+    np.testing.assert_array_equal(reg.person_losses_[1:], certified.person_losses_[1:])
 
 
 @pytest.mark.audit

@@ -29,6 +29,7 @@ def test_report_is_per_person_with_groups():
     report = PDPReport(_adassp(), thresholds=[1.0]).fit(X, y, groups=groups)
     assert_array_equal(report.person_ids_, est.person_ids_)
     assert_array_equal(report.person_losses_, est.person_losses_)
+    assert_array_equal(report.person_pdp_kinds_, est.person_pdp_kinds_)
     assert_array_equal(report.pdp_losses_, est.pdp_losses_)
     s = report.summary_
     assert (s["unit"], s["n_people"], s["n_samples"]) == ("person", 150, X.shape[0])

@@ -27,6 +27,7 @@ from ._people import adaops_person_losses
 from ._published import _PUBLISHED_WINDOW_SHARE, AdaOPSPublishedBounds
 from ..mean._fallback import InfeasibleBudget
 from ...utils._eigen import eigen_change, scatter_eigen
+from ...utils._people import PersonLosses
 from .._release import Release
 from ..mean._released_means import centred_intercept, data_means, means_change
 from ...utils._ridge_system import RidgeSystem, leave_one_out
@@ -354,12 +355,12 @@ class AdaOPSRelease(AdaOPSPublishedBounds, Release):
         return self._mixture_epsilon(Xs, ys, add)
 
     # a person's loss is a bound by composition, not the mixture of a row's
-    person_kind = "bound"
-
     def person_losses(self, gram, cross, sizes, add=False):
         """Upper bound on the loss of removing (adding, ``add``) each
-        person's rows together (:func:`adaops_person_losses`)."""
-        return adaops_person_losses(self, gram, cross, sizes, add)
+        person's rows together (:func:`adaops_person_losses`), every one
+        labelled "bound"."""
+        losses = adaops_person_losses(self, gram, cross, sizes, add)
+        return PersonLosses.of(losses, "bound")
 
     def statistics(self, Xs, ys, add=False):
         """Exact statistics of the rows for :meth:`epsilon`: the arguments of

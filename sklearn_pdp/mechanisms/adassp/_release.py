@@ -16,6 +16,7 @@ from ...accounting import (
     gram_noise,
 )
 from ...utils._eigen import eigen_change, eigen_max_change, scatter_eigen, set_eigen_change
+from ...utils._people import PersonLosses
 from ...report._profile import PrivacyProfile
 from .._release import GaussianRelease, block_ratio
 from .._signal import signal_ridge
@@ -276,7 +277,8 @@ class AdaSSPRelease(GaussianRelease):
                 self.exact["gram"], self.n_samples, self.exact["eigen"], gram, sizes,
                 intercept=self.intercept, add=add) ** 2,
         }
-        return gaussian_epsilon(self.delta, block_ratio(self.noise_scale, changes))
+        return PersonLosses.of(
+            gaussian_epsilon(self.delta, block_ratio(self.noise_scale, changes)), self.kind)
 
     def row_ratio(self, Xs, ys, add=False):
         """The privacy ratio s of each row: removing it (or adding, ``add``)."""

@@ -18,6 +18,7 @@ from ...accounting import (
 from ..private_ridge._adaptive import _SIGNAL_MARGIN, NO_SIGNAL, EigenCells, ScatterRelease
 from ...accounting._objpert_person import objpert_person_epsilon
 from ...utils._eigen import eigen_max_change, set_eigen_change
+from ...utils._people import PersonLosses
 from ._release import _remove_row, objpert_draw
 from ._law import PrivateObjPertLaw
 from .._release import Release
@@ -376,8 +377,8 @@ class PrivateObjPertRelease(PrivateObjPertLaw, ScatterRelease, Release):
         of the means, plus the largest certified objective perturbation loss
         of their rows (:meth:`ObjPertRelease.person_losses`) over the cells
         the released value reaches under the data set or the neighbour
-        (whose eigenvalue is the person's change away). Sets
-        ``person_kind`` as that method does."""
+        (whose eigenvalue is the person's change away); of kind "bound"
+        where a cell's law was, as in that method."""
         ad, n = self.adaptive, self.n_samples
         change = set_eigen_change(self.XtX, n, self.eig[0][0], gram, sizes,
                                   intercept=self.intercept, add=add)
@@ -394,8 +395,7 @@ class PrivateObjPertRelease(PrivateObjPertLaw, ScatterRelease, Release):
             # nan (not certified) stays nan: the fit falls back to group privacy
             second[inside] = np.maximum(second[inside], eps)
             smoothed[inside] |= smooth
-        self.person_kind = "bound" if smoothed.any() else self.kind
-        return first + second
+        return PersonLosses.of(first + second, self.kind, bound=smoothed)
 
     def losses(self, Xs, ys, add=False):
         if ys is None:  # the worst label is an end of [-1, 1] (each stage grows with |y|)

@@ -12,6 +12,7 @@ from ...accounting import (
 )
 from ...accounting._objpert_person import objpert_person_epsilon
 from ..mean._fallback import InfeasibleBudget, ridge_fallback
+from ...utils._people import PersonLosses
 from .._release import Release
 from ...utils._ridge_system import RidgeSystem, leave_one_out
 
@@ -137,14 +138,13 @@ class ObjPertRelease(Release):
         and ``cross`` (``sum y z``): an indefinite generalised chi-square
         (:func:`~sklearn_pdp.accounting._objpert_person.objpert_person_epsilon`);
         ``nan`` for a person whose inversion is beyond its public cap of
-        nodes (the fit charges them the labelled group-privacy bound).
-        Sets ``person_kind``: ``"bound"`` where some person's law needed a
-        normal part to converge (a certified upper bound, looser than the
-        inversion's bracket), else ``"exact"``."""
+        nodes (the fit charges them the labelled group-privacy bound); of
+        kind "bound" where a person's law needed a normal part to converge
+        (a certified upper bound, looser than the inversion's bracket),
+        else "exact"."""
         eps, smoothed = objpert_person_epsilon(self.delta, self.ridge, gram, cross,
                                                self.noise_scale, add)
-        self.person_kind = "bound" if smoothed.any() else self.kind
-        return eps
+        return PersonLosses.of(eps, self.kind, bound=smoothed)
 
     def _loss(self, delta, norm2, mu, inverse_norm2, r):
         """The tight loss of a row with these statistics against the data

@@ -12,6 +12,7 @@ from ...accounting import (
 )
 from ..mean._fallback import InfeasibleBudget, ridge_fallback
 from ...utils._rows import TwoStageRows
+from ...utils._people import PersonLosses
 from .._release import Release
 from ...utils._ridge_system import RidgeSystem, leave_one_out
 
@@ -144,13 +145,13 @@ class OPSRelease(Release):
         person's rows together, from their sums ``gram`` (``sum z z^T``)
         and ``cross`` (``sum y z``): a generalised chi-square
         (:mod:`~sklearn_pdp.accounting._gchi`), in closed form where the
-        rows span one direction. None where Ruben's series needs more than
-        its public cap of terms for some person: the fit then charges every
-        person the labelled group-privacy bound."""
+        rows span one direction; ``nan`` for a person whose law neither
+        method certifies within its public cap (the fit charges them the
+        labelled group-privacy bound)."""
         # X_p^T e_p: the persons' residuals on the fitted system
         g = cross - gram @ self.ridge.coef
         w, b = whitened_change(self.ridge._whitener, gram, g, add=add)
-        return person_epsilon(self.delta, w, b, self.gamma)
+        return PersonLosses.of(person_epsilon(self.delta, w, b, self.gamma), self.kind)
 
     # -- the law of a published report ----------------------------------------
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from ...utils._rows import TwoStageRows
 from ...utils._eigen import eigen_change, scatter_eigen, set_eigen_change
+from ...utils._people import PersonLosses
 from ..private_ridge._adaptive import NO_SIGNAL
 from ._calibration import (
     AdaptiveRidge, ridge_row_sensitivity,
@@ -161,12 +162,12 @@ class PrivateRidgeRelease(PrivateRidgeLaw, Release):
             second = np.where((low <= cell) & (cell <= high), np.maximum(second, ratio), second)
         ratio = np.hypot(first / adaptive.eigen_noise, second)
         eps = adaptive.epsilon(ratio, cap=False)
-        if add:  # not a neighbour the calibration covered: uncapped, as a row
-            return eps
-        # within the largest ratios the loss is at most the budget (the root
-        # search's tolerance must not report more)
-        worst = np.hypot(adaptive.ratio_eigen, adaptive.ratio_output)
-        return np.where(ratio <= worst, np.minimum(eps, adaptive.budget), eps)
+        if not add:  # (an added person is not a neighbour the calibration covered: uncapped)
+            # within the largest ratios the loss is at most the budget (the
+            # root search's tolerance must not report more)
+            worst = np.hypot(adaptive.ratio_eigen, adaptive.ratio_output)
+            eps = np.where(ratio <= worst, np.minimum(eps, adaptive.budget), eps)
+        return PersonLosses.of(eps, self.kind)
 
     def row_losses(self, add=False):
         """Training rows as a :class:`TwoStageRows`: the ratio of each row,

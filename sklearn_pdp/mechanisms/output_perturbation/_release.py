@@ -18,6 +18,7 @@ from scipy.stats import gamma as gamma_law
 
 from ...accounting import gaussian_epsilon, gaussian_noise_scale
 from ...utils._rows import TwoStageRows, squared_norms
+from ...utils._people import PersonLosses
 from ._calibration import (
     _ball_constants, _ridge_shift, ball_ridge, ball_ridge_error, ball_sensitivity,
     norm_exponential_noise, output_perturbation_auto_alpha, output_perturbation_sensitivity,
@@ -232,13 +233,13 @@ class OutputPerturbationRelease(Release):
                                     <= self.radius * (1 - _INSIDE_RTOL))
             sensitivity = np.where(inside, sensitivity, bound)
         eps = self._loss(self.delta, sensitivity / self.noise_scale, None)
-        if add:  # not a neighbour the calibration covered: uncapped, as a row
-            return eps
-        # within the global sensitivity the loss is at most the guarantee (the
-        # root search's tolerance must not report more); beyond it, k rows
-        # move the centre further than the calibration covers
-        return np.where(sensitivity <= self.sensitivity,
-                        np.minimum(eps, self.guarantee[0]), eps)
+        if not add:  # (an added person is not a neighbour the calibration covered: uncapped)
+            # within the global sensitivity the loss is at most the guarantee
+            # (the root search's tolerance must not report more); beyond it,
+            # k rows move the centre further than the calibration covers
+            eps = np.where(sensitivity <= self.sensitivity,
+                           np.minimum(eps, self.guarantee[0]), eps)
+        return PersonLosses.of(eps, self.kind)
 
     def _ball_person_sensitivity(self, gram, cross, sizes, add):
         """Bound on a person's change of the ball-constrained solution,

@@ -12,6 +12,7 @@ from scipy import linalg
 from ...accounting import chi2_epsilon, chi2_noise_scale, compose_with_gaussian
 from ...accounting._person_change import sketch_person_epsilon, whitened_change
 from ...utils._arrays import row_norms
+from ...utils._people import PersonLosses
 from ...utils._rows import TwoStageRows
 from .._release import Release, _label_change
 from ...utils._ridge_system import RidgeSystem, leave_one_out
@@ -277,9 +278,9 @@ class RandomProjectionRelease(Release):
         sketch's generalised chi-square loss
         (:func:`~sklearn_pdp.accounting._person_change.sketch_person_epsilon`)
         plus, with the label sum, ``|sum y|`` times its share (basic
-        composition, as for a row). None on a singular Sigma, or where
-        Ruben's series needs more than its cap: the fit then charges the
-        labelled group-privacy bound."""
+        composition, as for a row). None on a singular Sigma; ``nan`` for a
+        person whose law is not certified within its public cap (the fit
+        charges them the labelled group-privacy bound)."""
         if self.null is not None or label_squares is None:
             return None
         labelled = np.concatenate([
@@ -287,10 +288,8 @@ class RandomProjectionRelease(Release):
             np.concatenate([cross, label_squares[:, None]], axis=1)[:, None, :]], axis=1)
         tau, _ = whitened_change(self.sigma._whitener, labelled, add=add)
         sketch = sketch_person_epsilon(self.delta, tau, self.n_components)
-        if sketch is None:
-            return None
         # the constant feature is the last column of the rows (with an intercept)
-        return sketch + self.label_epsilon * np.abs(cross[:, -1])
+        return PersonLosses.of(sketch + self.label_epsilon * np.abs(cross[:, -1]), self.kind)
 
     def row_losses(self, add=False):
         """Training rows: a :class:`~sklearn_pdp.utils._rows.TwoStageRows`, the
