@@ -16,6 +16,7 @@ from sklearn_pdp import (
 )
 from sklearn_pdp.exceptions import FallbackWarning
 from sklearn_pdp.mechanisms.adaops._release import AdaOPSRelease
+from sklearn_pdp.utils._people import PersonLosses
 
 from ..conftest import UNIT_BOUNDS, regression_data
 
@@ -201,7 +202,8 @@ def test_person_losses_do_not_depend_on_the_draw():
 @pytest.mark.parametrize("Estimator", [OPSRegressor])
 def test_group_privacy_bound_elsewhere(Estimator, monkeypatch):
     monkeypatch.setattr(AdaOPSRelease, "person_losses",
-                        lambda self, gram, cross, sizes, add=False: np.full(sizes.shape, np.nan))
+                        lambda self, gram, cross, sizes, add=False: PersonLosses.of(
+                            np.full(sizes.shape, np.nan), "bound"))
     X, y, groups = random_panel(n_people=150, seed=2)
     est = Estimator(epsilon=1.0, delta=DELTA, **UNIT_BOUNDS, random_state=0).fit(
         X, y, groups=groups)

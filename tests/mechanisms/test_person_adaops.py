@@ -149,9 +149,9 @@ def test_bound_against_certified_pairs(monkeypatch):
     sizes = np.bincount(codes)
     several = np.flatnonzero(sizes > 1)[:6]
     gram, cross, sizes = gram[several], cross[several], sizes[several]
-    bound = release.person_losses(gram, cross, sizes)
+    bound = release.person_losses(gram, cross, sizes).losses
     monkeypatch.setattr(_people, "chernoff_epsilon", _certified)
-    certified = release.person_losses(gram, cross, sizes)
+    certified = release.person_losses(gram, cross, sizes).losses
     assert np.all(bound >= certified) and np.all(bound <= 4.0 / 3.0 * certified)
     # every gamma of a cell's bound grid, on the cells k >= 0 (one ridge)
     ridge = release._cell_fit(max(release.cell, 0))[0]
