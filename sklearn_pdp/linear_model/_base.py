@@ -370,8 +370,9 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         for name, value in stage.fitted_attributes().items():
             setattr(self, name, value)
         if self.mean_only_reason_ is not None:
-            released = ("the private label mean alone" if self.mean_only_
-                        else "zero slopes (its model is the private label mean)"
+            released = ("the private label mean alone" if self.mean_only_ and self.fit_intercept
+                        else "the zero model (no intercept holds the label mean)"
+                        if self.mean_only_ else "zero slopes (its model is the private label mean)"
                         if not np.any(self.coef_) else "less than it was asked for")
             warnings.warn(f"{type(self).__name__} released {released}. Why: "
                           f"{self.mean_only_reason_}.", FallbackWarning, stacklevel=3)
