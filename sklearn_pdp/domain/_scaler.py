@@ -103,20 +103,23 @@ class DomainScaler:
         range [a, b] with a in [lo[0], lo[1]] and b in [hi[0], hi[1]] (e.g.
         the ranges a tightening may release), 1 where ``cross`` (the ends may
         cross: only |z| <= 1 holds)."""
-        if self.fit_intercept:
-            # |clip(v, a, b) - mid| / half is largest at (lo[0], hi[0]) or
-            # (lo[1], hi[1]): 1 outside [a, b], and inside it falls in both
-            # ends above the midpoint and rises in both below it
-            out = np.zeros(np.shape(V))
-            for a, b in zip(lo, hi):
-                out = np.maximum(out, np.abs(np.clip(V, a, b) - 0.5 * (a + b)) / (0.5 * (b - a)))
-            return np.where(cross, 1.0, out)
-        # |clip(v, a, b)| / max(|a|, |b|): clip grows with both ends, so the
-        # numerator is at most its value at a corner, and the denominator is
-        # at least the larger of the ends' smallest magnitudes over the box
-        top = np.maximum(np.abs(np.clip(V, lo[0], hi[0])), np.abs(np.clip(V, lo[1], hi[1])))
-        least = np.maximum(_least_magnitude(*lo), _least_magnitude(*hi))
-        with np.errstate(divide="ignore", invalid="ignore"):
+        # a crossing box's corners may be empty ranges: their 0 / 0 is masked
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if self.fit_intercept:
+                # |clip(v, a, b) - mid| / half is largest at (lo[0], hi[0]) or
+                # (lo[1], hi[1]): 1 outside [a, b], and inside it falls in
+                # both ends above the midpoint and rises in both below it
+                out = np.zeros(np.shape(V))
+                for a, b in zip(lo, hi):
+                    out = np.maximum(out, np.abs(np.clip(V, a, b) - 0.5 * (a + b))
+                                     / (0.5 * (b - a)))
+                return np.where(cross, 1.0, out)
+            # |clip(v, a, b)| / max(|a|, |b|): clip grows with both ends, so
+            # the numerator is at most its value at a corner, and the
+            # denominator at least the larger of the ends' smallest
+            # magnitudes over the box
+            top = np.maximum(np.abs(np.clip(V, lo[0], hi[0])), np.abs(np.clip(V, lo[1], hi[1])))
+            least = np.maximum(_least_magnitude(*lo), _least_magnitude(*hi))
             ratio = np.where(least > 0, top / least, 1.0)
         return np.where(cross, 1.0, np.minimum(ratio, 1.0))
 
