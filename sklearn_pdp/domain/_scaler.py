@@ -31,14 +31,19 @@ class DomainScaler:
     """Maps data into the domain of the privacy analysis, and models back.
 
     The declared bounds are public. With ``bounds_X = (lower, upper)`` each
-    feature is clipped to its range, centred at its midpoint and divided by
-    its half-width times ``sqrt(d)``, so every row lies in the unit ball; with
+    feature is clipped to its range, centred and divided by its half-width
+    times ``sqrt(d)``, so every row lies in the unit ball; with
     ``data_norm`` rows are divided by it and rows still longer than 1 are
     scaled down to norm 1. Labels are clipped to ``y_bound`` (a pair
-    ``(low, high)`` or ``b`` for ``(-b, b)``), centred at its midpoint and
-    divided by its half-width, so they lie in [-1, 1]. With ``fit_intercept``
-    a constant feature 1 is appended: the mechanisms leave it unpenalised, so
-    the intercept is not shrunk. Clipping happens on copies.
+    ``(low, high)`` or ``b`` for ``(-b, b)``), centred and divided by its
+    half-width, so they lie in [-1, 1]. With ``fit_intercept`` a constant
+    feature 1 is appended: the mechanisms leave it unpenalised, so the
+    intercept is not shrunk; a range's centre is then its midpoint and its
+    half-width half its length. Without, the map goes through the origin
+    (:func:`centre`): centre 0 and half-width ``max(|lower|, |upper|)``, so
+    that a model without intercept in the domain has ``intercept_`` 0 in
+    the user's units; the values still clip to [lower, upper] (a subset of
+    [-1, 1] once scaled). Clipping happens on copies.
 
     With a ``layout`` (a schema's :class:`~sklearn_pdp.domain._schema.FeatureLayout`,
     whose indicators' ``bounds_X`` are (0, 1)) the row is structured: each
@@ -49,6 +54,10 @@ class DomainScaler:
     row then has squared norm at most (numeric + categorical) / m = 1.
     """
 
+    # the label's range once scaled; an instance's own without an
+    # intercept (a subset of [-1, 1]); scalers pickled before it had none
+    y_ends = (-1.0, 1.0)
+
     def __init__(self, data_norm, y_bound, fit_intercept, bounds_X=None, layout=None):
         self.data_norm = data_norm
         self.y_bound = y_bound
@@ -56,13 +65,14 @@ class DomainScaler:
         self.bounds_X = bounds_X
         self.layout = layout
         low, high = label_range(y_bound)
-        self.y_mid, self.y_half = 0.5 * (low + high), 0.5 * (high - low)
+        self.y_mid, self.y_half = centre(low, high, fit_intercept)
+        if not fit_intercept:
+            self.y_ends = (low / self.y_half, high / self.y_half)
         if bounds_X is None:
             self.x_mid, self.x_scale = 0.0, data_norm
         else:
             lower, upper = bounds_X
-            self.x_mid = 0.5 * (lower + upper)
-            half = 0.5 * (upper - lower)
+            self.x_mid, half = centre(lower, upper, fit_intercept)
             shares = lower.shape[0] if layout is None else layout.n_shares
             if layout is not None:  # indicators as they are: 0 or 1
                 self.x_mid[layout.indicators] = 0.0
@@ -84,9 +94,34 @@ class DomainScaler:
         return Xs, self.scale_labels(y)
 
     def scale_labels(self, y):
-        """Scaled labels in [-1, 1]."""
-        with np.errstate(over="ignore", invalid="ignore"):  # +-inf clips to +-1
-            return np.clip((y - self.y_mid) / self.y_half, -1.0, 1.0)
+        """Scaled labels in [-1, 1] (clipped to ``y_bound``)."""
+        with np.errstate(over="ignore", invalid="ignore"):  # +-inf clips to an end
+            return np.clip((y - self.y_mid) / self.y_half, *self.y_ends)
+
+    def range_magnitudes(self, V, lo, hi, cross):
+        """Bounds on the magnitude of the scaled values of ``V`` over every
+        range [a, b] with a in [lo[0], lo[1]] and b in [hi[0], hi[1]] (e.g.
+        the ranges a tightening may release), 1 where ``cross`` (the ends may
+        cross: only |z| <= 1 holds)."""
+        # a crossing box's corners may be empty ranges: their 0 / 0 is masked
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if self.fit_intercept:
+                # |clip(v, a, b) - mid| / half is largest at (lo[0], hi[0]) or
+                # (lo[1], hi[1]): 1 outside [a, b], and inside it falls in
+                # both ends above the midpoint and rises in both below it
+                out = np.zeros(np.shape(V))
+                for a, b in zip(lo, hi):
+                    out = np.maximum(out, np.abs(np.clip(V, a, b) - 0.5 * (a + b))
+                                     / (0.5 * (b - a)))
+                return np.where(cross, 1.0, out)
+            # |clip(v, a, b)| / max(|a|, |b|): clip grows with both ends, so
+            # the numerator is at most its value at a corner, and the
+            # denominator at least the larger of the ends' smallest
+            # magnitudes over the box
+            top = np.maximum(np.abs(np.clip(V, lo[0], hi[0])), np.abs(np.clip(V, lo[1], hi[1])))
+            least = np.maximum(_least_magnitude(*lo), _least_magnitude(*hi))
+            ratio = np.where(least > 0, top / least, 1.0)
+        return np.where(cross, 1.0, np.minimum(ratio, 1.0))
 
     def clip(self, X):
         """Copy of ``X`` with every row moved into the declared bounds.
@@ -141,8 +176,9 @@ class DomainScaler:
 
     def entry_magnitudes(self, M, X):
         """Bounds on the magnitudes of the scaled features of the rows ``X``
-        from ``M``, each numeric feature's bound of |clip(x) - mid| / half
-        (e.g. over ranges that may be released): ``M / sqrt(d)``, or with a
+        from ``M``, each numeric feature's bound of |clip(x) - centre| / half
+        (e.g. over ranges that may be released, :meth:`range_magnitudes`):
+        ``M / sqrt(d)``, or with a
         layout ``M / sqrt(m)`` and the indicators' own scaled values (their
         ranges are never tightened)."""
         d = X.shape[1]
@@ -163,6 +199,21 @@ class DomainScaler:
         if self.fit_intercept:
             intercept += self.y_half * theta[d]
         return coef, float(intercept)
+
+
+def centre(lower, upper, fit_intercept):
+    """Centre and half-width of the map of the range [lower, upper] (floats
+    or arrays) into [-1, 1]: its midpoint and half-width with an intercept;
+    without, 0 and ``max(|lower|, |upper|)``: through the origin, so that a
+    model without intercept in the domain has none in the user's units."""
+    if fit_intercept:
+        return 0.5 * (lower + upper), 0.5 * (upper - lower)
+    return np.zeros_like(lower) if np.ndim(lower) else 0.0, np.maximum(abs(lower), abs(upper))
+
+
+def _least_magnitude(a0, a1):
+    """The smallest |a| over a in [a0, a1]: 0 where it holds 0."""
+    return np.where((a0 <= 0) & (a1 >= 0), 0.0, np.minimum(abs(a0), abs(a1)))
 
 
 def _to_unit_ball(rows):

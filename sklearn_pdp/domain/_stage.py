@@ -209,21 +209,14 @@ class _BoxRows:
             bounds_X is not None or y_bound is not None) else (None, None, None)
         self.n_features = None if bounds_X is None else bounds_X[0].shape[0]
 
-    @staticmethod
-    def _magnitude(V, lo, hi, cross):
-        """max over the two corners of |clip(v, lo, hi) - mid| / half."""
-        out = np.zeros(V.shape)
-        for a, b in zip(lo, hi):
-            out = np.maximum(out, np.abs(np.clip(V, a, b) - 0.5 * (a + b)) / (0.5 * (b - a)))
-        return np.where(cross, 1.0, out)
-
     def _entries(self, X, y):
         """|z| bounds of the feature entries (scaled, unit ball) and |y_s|."""
         ys = None
         d = X.shape[1]
         if self.n_features is not None:
             Z = self.scaler.entry_magnitudes(
-                self._magnitude(X, self.lo[:, :d], self.hi[:, :d], self.cross[:d]), X)
+                self.scaler.range_magnitudes(X, self.lo[:, :d], self.hi[:, :d], self.cross[:d]),
+                X)
         elif self.norm_min is not None:  # |x_j| / max(c, ||x||) falls with c
             Z = np.abs(X) / np.maximum(self.norm_min, row_norms(X))[:, None]
         elif is_dask_array(X):  # the features' declared bounds, not tightened
@@ -231,7 +224,7 @@ class _BoxRows:
         else:
             Z = np.abs(self.scaler.scale(X)[:, :d])
         if y is not None and self.release.declared[2] is not None:
-            ys = self._magnitude(y, self.lo[:, -1], self.hi[:, -1], self.cross[-1])
+            ys = self.scaler.range_magnitudes(y, self.lo[:, -1], self.hi[:, -1], self.cross[-1])
         return Z, ys
 
     def fit(self, X):

@@ -265,15 +265,12 @@ class BoundsRelease:
 
     def box(self, ranges):
         """For released quantiles within ``ranges`` (:meth:`plausible`; the
-        label's ends extrapolated from them), the two corners that bound a
-        scaled value's magnitude: ``(lo, hi)`` arrays of
-        shape (2, m) for the features (bounds_X) then the label, and a mask
-        of the ranges whose released ends may cross (then only |z| <= 1
-        holds). The scaled value of x in [lo, hi] is
-        (clip(x, lo, hi) - mid) / half: over a box of (lo, hi), its
-        magnitude is largest at (lo_min, hi_min) or (lo_max, hi_max) (it is
-        1 outside [lo, hi], and inside it decreases in both ends above the
-        midpoint and increases in both below it)."""
+        label's ends extrapolated from them), the box of the ranges' ends:
+        ``(lo, hi)`` arrays of shape (2, m) for the features (bounds_X) then
+        the label, the smallest and the largest of each end, and a mask of
+        the ranges whose released ends may cross (then only |z| <= 1
+        holds); :meth:`~sklearn_pdp.domain._scaler.DomainScaler.range_magnitudes`
+        bounds a scaled value's magnitude over it."""
         data_norm, bounds_X, y_bound = self.declared
         lows, highs = [], []
         if bounds_X is not None:

@@ -25,7 +25,7 @@ from ..mechanisms._release import ExactRelease, MeanRelease
 from ..utils._arrays import compute
 from ..domain._scaler import bound_params, fitted_scaler, read_from_data, resolve_bounds
 from ..utils._dask import scaled_data
-from ..mechanisms.mean._fallback import FallbackMixin
+from ..mechanisms.mean._fallback import FallbackMixin, released_text
 from ..domain._split import resolve_stage
 from ._people import added_people, resolve_units
 from ..utils._validation import noise_generator, refuse_fit_params, validate_rows, warn_large_delta
@@ -370,9 +370,7 @@ class PrivateRegressorMixin(FallbackMixin, RegressorMixin, BaseEstimator,
         for name, value in stage.fitted_attributes().items():
             setattr(self, name, value)
         if self.mean_only_reason_ is not None:
-            released = ("the private label mean alone" if self.mean_only_
-                        else "zero slopes (its model is the private label mean)"
-                        if not np.any(self.coef_) else "less than it was asked for")
+            released = released_text(self.mean_only_, self.fit_intercept, self.coef_)
             warnings.warn(f"{type(self).__name__} released {released}. Why: "
                           f"{self.mean_only_reason_}.", FallbackWarning, stacklevel=3)
         stage.warn_clipping(getattr(data, "clipped", None), stacklevel=3)

@@ -313,6 +313,10 @@ class MeanRelease(Release):
     (:mod:`~sklearn_pdp.mechanisms.mean._fallback`) is a function of public quantities
     (n, d, epsilon) only.
 
+    Without an intercept (a user-set hyper-parameter that cannot meet the
+    budget) no coefficient holds a mean: the release is the zero model,
+    which reads no label, and every row's loss is 0.
+
     Holds the exact sum (a statistic of the private data). A row's loss
     is a public function of its label, the same in both directions, so a
     published report needs no Gram matrix (``needs_gram``); a Gaussian
@@ -342,18 +346,20 @@ class MeanRelease(Release):
         """Exact loss of removing (adding) each person's rows together: the
         Laplace mechanism at the ratio ``|sum y| / b`` (``cross``'s last
         column: the constant feature is 1)."""
-        return PersonLosses.of(
-            laplace_epsilon(self.delta, np.abs(cross[:, -1]) / self.noise_scale), self.kind)
+        change = np.abs(cross[:, -1]) if self.intercept else np.zeros(sizes.shape[0])
+        return PersonLosses.of(laplace_epsilon(self.delta, change / self.noise_scale), self.kind)
 
     def draw(self, rng, size=None):
         noise = rng.laplace(scale=self.noise_scale, size=1 if size is None else size)
         theta = np.zeros((noise.size, self.n_coef))
-        theta[:, -1] = (self.label_sum + noise) / self.n_samples
+        if self.intercept:
+            theta[:, -1] = (self.label_sum + noise) / self.n_samples
         return theta[0] if size is None else theta
 
     def statistics(self, Xs, ys, add=False):
-        """Change of the label sum by each row (the worst, 1, when ``ys`` is None)."""
-        return _label_change(Xs, ys)
+        """Change of the label sum by each row (the worst, 1, when ``ys`` is
+        None); 0 without an intercept (the zero model)."""
+        return _label_change(Xs, ys, self.intercept)
 
     def losses(self, Xs, ys, add=False):
         ratio = self.statistics(Xs, ys)["ysum"] / self.noise_scale
@@ -392,7 +398,7 @@ class MeanRelease(Release):
         return gaussian_allowance(alone, delta, target)
 
     def published_statistics(self, published, Xs, ys):
-        return _label_change(Xs, ys)
+        return self.statistics(Xs, ys)
 
 
 def noise_scale(epsilon, delta):
@@ -401,5 +407,7 @@ def noise_scale(epsilon, delta):
     return float(laplace_noise_scale(epsilon, delta))
 
 
-def _label_change(Xs, ys):
+def _label_change(Xs, ys, intercept=True):
+    if not intercept:
+        return {"ysum": np.zeros(Xs.shape[0])}
     return {"ysum": np.ones(Xs.shape[0]) if ys is None else np.abs(ys)}

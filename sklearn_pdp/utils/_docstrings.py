@@ -28,10 +28,13 @@ bounds_X : tuple (lower, upper), default=None
     Public per-feature ranges, each a scalar or an array of length
     n_features (as in diffprivlib). Features are clipped to them, centred
     at the midpoints and divided by the half-widths times
-    ``sqrt(n_features)``, so every row lies in the unit ball.
+    ``sqrt(n_features)``, so every row lies in the unit ball (with
+    ``fit_intercept=False`` centred at 0 and divided by ``max(|lower|,
+    |upper|)`` instead: the model goes through the origin).
 y_bound : float or tuple (low, high), default=None
     Public range of the labels: ``b`` for ``[-b, b]`` or a pair; labels are
-    clipped to it, centred at its midpoint and scaled to [-1, 1]. If None
+    clipped to it, centred at its midpoint and scaled to [-1, 1] (with
+    ``fit_intercept=False`` divided by ``max(|low|, |high|)``). If None
     it is read from the data with a
     :class:`~sklearn_pdp.exceptions.PrivacyLeakWarning`.
 schema : Schema, default=None
@@ -114,8 +117,9 @@ max_records : int, default=None
 coef_ : ndarray of shape (n_features,)
     Released coefficients, in the units of the input.
 intercept_ : float
-    Released intercept (with ``fit_intercept=False``, the label midpoint
-    minus ``coef_`` times the feature midpoints: 0 for symmetric bounds).""",
+    Released intercept; 0.0 with ``fit_intercept=False`` (the map into the
+    privacy domain then goes through the origin: predictions are ``X @
+    coef_``).""",
     "mean_only": """\
 mean_only_ : bool
     True when the fit released the label mean alone: with an intercept and
@@ -125,7 +129,10 @@ mean_only_ : bool
     noise.
     ``coef_`` is then 0 and ``intercept_`` the label mean plus Laplace
     noise at the whole budget; ``pdp_losses_`` are the Laplace mechanism's
-    at ``|y_i| / b``, in closed form (:ref:`mean-fallback`). Never with a
+    at ``|y_i| / b``, in closed form (:ref:`mean-fallback`). Without an
+    intercept only where a user-set hyper-parameter cannot meet the budget
+    (no ridge offered): the release is then the zero model, ``coef_`` and
+    ``intercept_`` 0 and ``pdp_losses_`` 0 (it reads no label). Never with a
     raw noise level or with the pure (norm-exponential) noise of output
     perturbation. False when the signal test of
     ``AdaSSPRegressor`` or ``RandomProjectionRegressor`` sets every slope to

@@ -24,6 +24,7 @@ from sklearn.utils import gen_batches
 from threadpoolctl import threadpool_limits
 
 from ._arrays import row_norms
+from ..domain._scaler import label_range
 
 # The three limits below are measured choices (:ref:`chunk-sizes`).
 # Upper limit (MiB) of the scratch memory of one chunk (four copies of its
@@ -74,7 +75,7 @@ class ScaledRows:
     them), their raw terms of the Gram matrix subtracted and their scaled
     ones added. A chunk whose long rows weigh more than c^2 per row of the
     chunk (where that subtraction would cancel more than the sum's own
-    rounding: rows far out, or many), ``bounds_X`` (whose midpoints are
+    rounding: rows far out, or many), ``bounds_X`` (whose centres are
     subtracted before any product, so that nothing cancels), and a
     ``data_norm`` outside ``_FOLD_RANGE`` take a copy of the scaled
     features instead, computed exactly as
@@ -179,8 +180,9 @@ class ScaledRows:
             n_rows = np.count_nonzero(outside @ np.ones(outside.shape[1], dtype=bool))
         n_labels = 0
         if self._y is not None:
-            n_labels = np.count_nonzero(
-                np.abs(self._y - scaler.y_mid) > scaler.y_half * (1.0 + _CLIP_RTOL))
+            low, high = label_range(scaler.y_bound)
+            margin = _CLIP_RTOL * 0.5 * (high - low)
+            n_labels = np.count_nonzero((self._y < low - margin) | (self._y > high + margin))
         return np.array([n_rows, n_labels], dtype=np.int64)
 
     def squared_norms(self):

@@ -38,15 +38,17 @@ def _table(n=800, seed=0):
     return table
 
 
-def _scaled(schema, X):
+def _scaled(schema, X, fit_intercept=True):
     """The structured map of SPEC 12 from its definition: numeric columns to
-    [-1, 1], indicators as they are, the row over sqrt(columns)."""
+    [-1, 1] (without an intercept through the origin: over the larger end's
+    magnitude), indicators as they are, the row over sqrt(columns)."""
     m = len(schema.numeric) + len(schema.categorical)
     out, j = [], 0
     for column in schema.columns:
         if column in schema.numeric:
             low, high = schema.numeric[column]
-            out.append((2 * X[:, j] - low - high) / (high - low))
+            out.append((2 * X[:, j] - low - high) / (high - low) if fit_intercept
+                       else X[:, j] / max(abs(low), abs(high)))
             j += 1
         else:
             k = len(schema.categorical[column]) - 1
@@ -111,18 +113,22 @@ def test_every_row_of_the_structured_domain_is_in_the_unit_ball(data):
     rows = np.array(data.draw(st.lists(
         st.lists(values, min_size=layout.lower.size, max_size=layout.lower.size),
         min_size=1, max_size=5)))
-    scaler = DomainScaler(None, 1.0, False, (layout.lower, layout.upper), layout=layout)
-    Xs = scaler.scale(rows)
+    intercept = data.draw(st.booleans())
+    scaler = DomainScaler(None, 1.0, intercept, (layout.lower, layout.upper), layout=layout)
+    Xs = scaler.scale(rows)[:, :layout.lower.size]
     assert np.all(np.einsum("ij,ij->i", Xs, Xs) <= 1.0 + 1e-12)
     # the rows of the domain itself: scaled as SPEC 12 defines it, the
-    # corners (numeric ends, one indicator per block) exactly on the sphere
+    # corners (numeric ends, one indicator per block) exactly on the sphere;
+    # through the origin, the end of the larger magnitude
     clipped = scaler.clip(rows)
-    assert_allclose(scaler.scale(clipped), Xs, atol=1e-12)
-    corner = np.where(rows > 0, layout.upper, layout.lower)
+    assert_allclose(scaler.scale(clipped)[:, :layout.lower.size], Xs, atol=1e-12)
+    far = np.broadcast_to(np.abs(layout.upper) >= np.abs(layout.lower), rows.shape)
+    corner = np.where(rows > 0 if intercept else far, layout.upper, layout.lower)
     for block in layout.blocks:
         corner[:, block] = np.eye(block.size)[data.draw(st.integers(0, block.size - 1))]
-    assert_allclose(scaler.scale(corner), _scaled(schema, corner), atol=1e-12)
-    assert_allclose(np.einsum("ij,ij->i", scaler.scale(corner), scaler.scale(corner)), 1.0)
+    corner_scaled = scaler.scale(corner)[:, :layout.lower.size]
+    assert_allclose(corner_scaled, _scaled(schema, corner, intercept), atol=1e-12)
+    assert_allclose(np.einsum("ij,ij->i", corner_scaled, corner_scaled), 1.0)
 
 
 def test_clip_projects_a_block_and_coefficients_invert_the_map():
@@ -144,7 +150,9 @@ def test_adassp_losses_are_exact_on_the_structured_domain(fit_intercept):
     table = _table(1500)  # above the fallback to the label mean at epsilon 0.5
     X = SCHEMA.encoder().fit_transform(table)
     y = table["wage"].to_numpy()
-    Xs, ys = _scaled(SCHEMA, X), (y - 50) / 50
+    # through the origin without an intercept: labels over 100
+    Xs = _scaled(SCHEMA, X, fit_intercept)
+    ys = (y - 50) / 50 if fit_intercept else y / 100
     reg = AdaSSPRegressor(schema=SCHEMA, epsilon=0.5, fit_intercept=fit_intercept,
                           tighten_bounds=False, random_state=0).fit(X, y)
     assert reg.dp_epsilon_ <= 0.5

@@ -85,6 +85,18 @@ def fallback_reason(estimator, n_samples, n_features):
             f"releases the private label mean{rule_text}")
 
 
+def released_text(mean_only, fit_intercept, coef):
+    """What a fit released where it is less than was asked for, in words
+    (its ``mean_only_``, ``fit_intercept`` and ``coef_``)."""
+    if mean_only:
+        return ("the private label mean alone" if fit_intercept
+                else "the zero model (no intercept holds the label mean)")
+    if not np.any(coef):
+        return ("zero slopes (its model is the private label mean)" if fit_intercept
+                else "zero slopes (without an intercept its model is 0)")
+    return "less than it was asked for"
+
+
 def slopes_epsilon(estimator, n_samples, n_features):
     """An epsilon (within 1e-6 relative of the smallest) from which a fit
     of ``n_samples`` rows releases slopes: public (n, d and the other
