@@ -2,6 +2,7 @@
 
 import argparse
 import csv
+import re
 
 from .._registry import DEFAULT_REGRESSOR, REGRESSORS
 
@@ -57,6 +58,10 @@ def _parser():
             "data loses (per-instance epsilon)."
         ),
     )
+    # A value such as "-3,0" (one lower end per feature) or "-1e3" is a
+    # value, not an option: Python 3.13's rule, which older argparse lacks
+    # (it takes only plain negative numbers, so "--bounds-x -3,0 3,10" failed).
+    parser._negative_number_matcher = re.compile(r"^-\.?\d")
     parser.add_argument(
         "csv", nargs="?",
         help="CSV file with a header row (default: a bundled public table, --dataset)",

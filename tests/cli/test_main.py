@@ -21,6 +21,7 @@ from sklearn_pdp import PrivacyLedger
 from sklearn_pdp.__main__ import main
 from sklearn_pdp.accounting import gaussian_epsilon
 from sklearn_pdp.cli import _release
+from sklearn_pdp.cli._options import _parser
 from sklearn_pdp.cli._ledger_command import record_from_cli, summarise_record
 from sklearn_pdp.cli._table import DIABETES_BOUNDS
 from sklearn_pdp.cli._text import TEXT_WIDTH, _layout, _text
@@ -613,6 +614,17 @@ def test_bounds_per_encoded_column_or_per_numeric_feature(capsys, tmp_path):
     _assert_one_line_error(capsys, [*plain, "--features", "a,b", "--bounds-x", "0,0,0",
                                     "1,1,1"], "--bounds-x needs one value per numeric "
                                               "feature (2), got 3")
+
+
+@pytest.mark.parametrize("values, expected", [
+    (["-3,0", "3,10"], ([-3.0, 0.0], [3.0, 10.0])),  # a negative end first in a list
+    (["-1e3", "1e3"], (-1000.0, 1000.0)),
+    (["-.5", ".5"], (-0.5, 0.5))])
+def test_negative_ends_are_values_not_options(values, expected):
+    """argparse before Python 3.13 read "-3,0" and "-1e3" as unknown options."""
+    args = _parser().parse_args(["--bounds-x", *values, "--y-bound", "-5,10"])
+    assert tuple(args.bounds_x) == expected
+    assert args.y_bound is not None
 
 
 def test_paths_that_cannot_be_written_fail_before_the_fit(capsys, tmp_path):
