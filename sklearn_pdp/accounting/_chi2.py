@@ -207,6 +207,9 @@ def chi2_epsilon(delta, tau, df, direction="both"):
     return Chi2Loss.epsilon_of(delta, tau, df, direction=direction)
 
 
+# Cached: public parameters only, and a random projection's fit asks for it at
+# every size its mean-only search tries.
+@lru_cache(maxsize=256)
 def chi2_noise_scale(epsilon, delta, df, sq_norm=2.0):
     """Smallest s for which a Gaussian sketch of ``df`` rows with N(0, s^2)
     noise on every column is (epsilon, delta)-DP for targets of squared norm

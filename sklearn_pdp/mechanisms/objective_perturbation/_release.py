@@ -2,6 +2,8 @@
 objective perturbation; :doc:`/mechanisms/objective_perturbation`): its
 calibration, draw and per-row losses."""
 
+from functools import lru_cache
+
 import numpy as np
 from scipy import linalg
 from scipy.special import ndtri
@@ -15,6 +17,13 @@ from ..mean._fallback import InfeasibleBudget, ridge_fallback
 from ...utils._people import PersonLosses
 from .._release import Release
 from ...utils._ridge_system import RidgeSystem, leave_one_out
+
+
+# Cached: public parameters only (a given sigma's worst case over the
+# domain), asked for by a fit's guarantee, its release, its reports and refits.
+@lru_cache(maxsize=64)
+def _sigma_dp_epsilon(delta, alpha, sigma, n_samples, intercept, min_samples):
+    return objpert_dp_epsilon(delta, alpha, sigma, n_samples, intercept, min_samples)
 
 
 class ObjPertRelease(Release):
@@ -40,8 +49,6 @@ class ObjPertRelease(Release):
     def __init__(self, *, noise_scale, **common):
         super().__init__(**common)
         self.noise_scale = float(noise_scale)
-        # a few deltas per report, each a costly worst-case search: kept
-        self._dp_cache = {}
 
     @staticmethod
     def calibrate(epsilon, delta, alpha, sigma, n_samples, n_features, intercept):
@@ -93,7 +100,7 @@ class ObjPertRelease(Release):
             return float(epsilon), delta
         alpha, sigma = cls.calibrate(epsilon, delta, alpha, sigma, n_samples, n_features,
                                      intercept)
-        return objpert_dp_epsilon(delta, alpha, sigma, n_samples, intercept, min_samples), delta
+        return _sigma_dp_epsilon(delta, alpha, sigma, n_samples, intercept, min_samples), delta
 
     @classmethod
     def from_budget(cls, epsilon, delta, data, *, scaler, alpha="auto", sigma=None):
@@ -106,12 +113,10 @@ class ObjPertRelease(Release):
             alpha = ridge_fallback(exc, stacklevel=7)
             sigma = objpert_noise_scale(epsilon, delta, alpha, n, intercept)
         # a budget is met as calibrated; a given sigma's guarantee is the law's
-        dp = epsilon if epsilon is not None else objpert_dp_epsilon(
-            delta, alpha, sigma, n, intercept)
+        dp = epsilon if epsilon is not None else _sigma_dp_epsilon(
+            delta, alpha, sigma, n, intercept, None)
         release = cls(noise_scale=sigma, scaler=scaler, n_samples=n, delta=delta,
                       guarantee=(dp, delta), alpha=alpha)
-        if epsilon is None:
-            release._dp_cache[delta, n] = dp
         release.ridge = RidgeSystem(*data.gram(), alpha, intercept)
         return release
 
@@ -158,11 +163,8 @@ class ObjPertRelease(Release):
 
     def _dp(self, delta, n_samples=None):
         n_samples = self.n_samples if n_samples is None else n_samples
-        if (delta, n_samples) not in self._dp_cache:
-            self._dp_cache[delta, n_samples] = objpert_dp_epsilon(
-                delta, self.alpha, self.noise_scale, n_samples, self.intercept
-            )
-        return self._dp_cache[delta, n_samples]
+        return _sigma_dp_epsilon(delta, self.alpha, self.noise_scale, n_samples,
+                                 self.intercept, None)
 
     def _cap(self, delta):
         # a person removed from the n rows or added to them: the domain's

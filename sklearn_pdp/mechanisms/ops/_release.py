@@ -1,6 +1,6 @@
 """One Posterior Sample's release (Wang 2017, sections 2-4; :doc:`/mechanisms/ops`)."""
 
-from functools import partial
+from functools import lru_cache, partial
 
 import numpy as np
 from scipy.special import ndtri
@@ -67,7 +67,10 @@ class OPSRelease(Release):
             )
         return alpha, gamma
 
+    # Cached: public parameters only (a float or None), and every fit and
+    # guarantee of the same configuration asks for it again.
     @staticmethod
+    @lru_cache(maxsize=64)
     def budget_gamma(epsilon, delta, alpha, n_samples, intercept):
         """The budget's gamma at this ridge, or None where none meets it."""
         corner = domain_bounds(n_samples, alpha, intercept)
