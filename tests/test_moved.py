@@ -6,7 +6,6 @@ ledger. The files in ``tests/data`` were written by that release."""
 import json
 import pickle
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,18 +18,23 @@ from sklearn_pdp import PrivacyLedger, PublicLinearModel
 DATA = Path(__file__).resolve().parent / "data"
 
 
+class _Numpy1Unpickler(pickle.Unpickler):
+    """The file was written with numpy 2, which pickles arrays under
+    numpy._core; numpy 1 (the lowest supported) names it numpy.core. Mapped
+    here, for this file only: aliasing numpy._core in sys.modules would break
+    scikit-learn's compiled modules imported after it (their numpy 2 import
+    check then fails, and the process crashed)."""
+
+    def find_class(self, module, name):
+        if module == "numpy._core" or module.startswith("numpy._core."):
+            module = "numpy.core" + module[len("numpy._core"):]
+        return super().find_class(module, name)
+
+
 @pytest.fixture(scope="module")
 def pickled():
-    if not hasattr(np, "_core"):
-        # the file was written with numpy 2, which pickles arrays under
-        # numpy._core; numpy 1 (the lowest supported) names it numpy.core
-        import numpy.core.multiarray
-        import numpy.core.numeric  # noqa: F401
-
-        for name in ("", ".multiarray", ".numeric"):
-            sys.modules.setdefault(f"numpy._core{name}", sys.modules[f"numpy.core{name}"])
     with open(DATA / "fitted_0.1.pkl", "rb") as f:
-        return pickle.load(f)
+        return pickle.load(f) if hasattr(np, "_core") else _Numpy1Unpickler(f).load()
 
 
 def test_pickle_of_old_paths_predicts_as_before(pickled):
